@@ -1,0 +1,29 @@
+/**
+ * sqlane: a background job queue for Effect apps that keeps its jobs in the SQL database the
+ * app already runs (PostgreSQL, MySQL 8.0+, MariaDB 10.6+).
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Job from "./schema/Job.js"
+/** @since 0.1.0 */
+export * as JobInfo from "./schema/JobInfo.js"
+/** @since 0.1.0 */
+export * as Errors from "./schema/Errors.js"
+/** @since 0.1.0 */
+export * as Queue from "./services/Queue.js"
+/** @since 0.1.0 */
+export * as Worker from "./services/Worker.js"
+/** @since 0.1.0 */
+export * as Claimer from "./services/Claimer.js"
+/** @since 0.1.0 */
+export * as Completer from "./services/Completer.js"
+/** @since 0.1.0 */
+export * as Notifier from "./services/Notifier.js"
+/** @since 0.1.0 */
+export * as QueueConfig from "./services/QueueConfig.js"
+/** @since 0.1.0 */
+export * as Migrations from "./services/Migrations.js"
+/** @since 0.1.0 */
+export { QueueLive } from "./layers/QueueLive.js"

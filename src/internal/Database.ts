@@ -1,0 +1,16 @@
+/**
+ * The dialect-specific statements and facts of the database one `QueueLive` runs on.
+ *
+ * @internal
+ */
+import * as Context from "effect/Context"
+import type { Statements } from "./statements.js"
+
+export interface DatabaseShape {
+  readonly statements: Statements
+  readonly dialect: "pg" | "mysql"
+  /** The server's version string, e.g. `15.19` or `10.11.19-MariaDB`. */
+  readonly version: string
+}
+
+export class Database extends Context.Tag("sqlane/internal/Database")<Database, DatabaseShape>() {}

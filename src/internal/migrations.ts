@@ -1,0 +1,69 @@
+/**
+ * sqlane's own tables, as versioned, append-only migrations per dialect. Never edit a
+ * migration that has shipped: add the next number.
+ *
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
+
+const pg = (prefix: string): Record<string, Migration> => ({
+  "1_create_jobs": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    yield* sql`CREATE TABLE ${jobs} (
+      id bigserial PRIMARY KEY,
+      name text NOT NULL,
+      state text NOT NULL DEFAULT 'pending',
+      payload text NOT NULL,
+      priority integer NOT NULL DEFAULT 0,
+      run_at timestamptz NOT NULL,
+      attempts integer NOT NULL DEFAULT 0,
+      created_at timestamptz NOT NULL,
+      claimed_at timestamptz,
+      finished_at timestamptz,
+      worker_id text,
+      last_error text,
+      errors text,
+      result text
+    )`
+    // The probe's loose index scan walks this index, one entry per name with pending jobs.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_probe`)} ON ${jobs} (name, run_at) WHERE state = 'pending'`
+    // The claim reads due jobs in claim order.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_claim`)} ON ${jobs} (priority, run_at, id) WHERE state = 'pending'`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_running`)} ON ${jobs} (worker_id) WHERE state = 'running'`
+  })
+})
+
+const mysql = (prefix: string): Record<string, Migration> => ({
+  "1_create_jobs": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    yield* sql`CREATE TABLE ${jobs} (
+      id BIGINT NOT NULL AUTO_INCREMENT,
+      name VARCHAR(255) NOT NULL,
+      state VARCHAR(16) NOT NULL DEFAULT 'pending',
+      payload LONGTEXT NOT NULL,
+      priority INT NOT NULL DEFAULT 0,
+      run_at DATETIME(6) NOT NULL,
+      attempts INT NOT NULL DEFAULT 0,
+      created_at DATETIME(6) NOT NULL,
+      claimed_at DATETIME(6) NULL,
+      finished_at DATETIME(6) NULL,
+      worker_id VARCHAR(64) NULL,
+      last_error LONGTEXT NULL,
+      errors LONGTEXT NULL,
+      result LONGTEXT NULL,
+      PRIMARY KEY (id),
+      KEY ${sql(`${prefix}jobs_probe`)} (state, name, run_at),
+      KEY ${sql(`${prefix}jobs_claim`)} (state, priority, run_at, id),
+      KEY ${sql(`${prefix}jobs_running`)} (state, worker_id)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  })
+})
+
+/** The migrations of a dialect, keyed `<id>_<name>` as `Migrator.fromRecord` reads them. */
+export const forDialect = (dialect: "pg" | "mysql", prefix: string): Record<string, Migration> =>
+  dialect === "pg" ? pg(prefix) : mysql(prefix)

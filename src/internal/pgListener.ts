@@ -1,0 +1,70 @@
+/**
+ * One dedicated PostgreSQL connection that `LISTEN`s on a channel. Unlike `PgClient.listen`
+ * it tells when `LISTEN` is active (so a worker can re-probe then and miss nothing), and it
+ * fails when the connection dies, so the caller can re-listen with a `Schedule`.
+ *
+ * @internal
+ */
+import type * as PgClient from "@effect/sql-pg/PgClient"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import Pg from "pg"
+
+export class ListenError extends Error {
+  readonly _tag = "ListenError"
+}
+
+/**
+ * Connects, runs `LISTEN`, calls `onReady`, then calls `onPayload` for each notification until
+ * the connection fails (the effect fails) or the scope closes (the connection is closed).
+ */
+export const listen = (
+  config: PgClient.PgClientConfig,
+  channel: string,
+  onReady: () => void,
+  onPayload: (payload: string) => void
+): Effect.Effect<never, ListenError> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const client = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: async () => {
+            const client = new Pg.Client({
+              connectionString: config.url ? Redacted.value(config.url) : undefined,
+              host: config.host,
+              port: config.port,
+              user: config.username,
+              password: config.password ? Redacted.value(config.password) : undefined,
+              database: config.database,
+              ssl: config.ssl as any,
+              application_name: "sqlane-listen"
+            })
+            client.on("error", () => {})
+            await client.connect()
+            return client
+          },
+          catch: (cause) => new ListenError(`cannot connect for LISTEN: ${String(cause)}`)
+        }),
+        (client) => Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.timeoutOption(1000))
+      )
+      return yield* Effect.async<never, ListenError>((resume) => {
+        const onNotification = (msg: Pg.Notification) => {
+          if (msg.channel === channel) onPayload(msg.payload ?? "")
+        }
+        const onError = (err: Error) => resume(Effect.fail(new ListenError(`LISTEN connection failed: ${err.message}`)))
+        const onEnd = () => resume(Effect.fail(new ListenError("LISTEN connection closed")))
+        client.on("notification", onNotification)
+        client.on("error", onError)
+        client.on("end", onEnd)
+        client.query(`LISTEN ${Pg.escapeIdentifier(channel)}`).then(
+          () => onReady(),
+          (err) => resume(Effect.fail(new ListenError(`LISTEN failed: ${String(err)}`)))
+        )
+        return Effect.sync(() => {
+          client.off("notification", onNotification)
+          client.off("error", onError)
+          client.off("end", onEnd)
+        })
+      })
+    })
+  )

@@ -1,0 +1,300 @@
+/**
+ * Every SQL statement sqlane runs at run time, one function per operation (noun + verb),
+ * PostgreSQL and MySQL/MariaDB side by side. Built once per dialect when the services are
+ * built; nothing else in the library writes SQL for the jobs table.
+ *
+ * Times cross the wire as integer microseconds since the Unix epoch and are converted in SQL,
+ * so neither the process time zone, the driver's date handling nor the database session's
+ * time zone can shift them. Columns are `timestamptz` (PostgreSQL) and `DATETIME(6)` holding
+ * UTC (MySQL/MariaDB).
+ *
+ * MySQL/MariaDB statements use only syntax that MySQL 8.0+ and MariaDB 10.6+ both accept.
+ *
+ * @internal
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import * as Effect from "effect/Effect"
+
+/** A claimed job row. Times are microseconds since the epoch. */
+export interface ClaimedRow {
+  readonly id: string
+  readonly name: string
+  readonly payload: string
+  readonly attempts: number
+  readonly priority: number
+  readonly runAtUs: number
+  readonly createdAtUs: number
+  readonly errors: string | null
+}
+
+/** A job row as read by `jobGet`. */
+export interface JobRow extends ClaimedRow {
+  readonly state: string
+  readonly claimedAtUs: number | null
+  readonly finishedAtUs: number | null
+  readonly lastError: string | null
+  readonly result: string | null
+}
+
+/** One row to insert. */
+export interface InsertRow {
+  readonly name: string
+  readonly payload: string
+  readonly priority: number
+  readonly runAtUs: number
+}
+
+/** The end of one attempt, written by the Completer. Guarded by `id` and `attempt`. */
+export interface Finish {
+  readonly id: string
+  readonly attempt: number
+  readonly state: "pending" | "completed" | "dead"
+  /** New `run_at` (retries) or null to keep it. */
+  readonly runAtUs: number | null
+  readonly finishedAtUs: number | null
+  /** New last error, or null to keep it. */
+  readonly lastError: string | null
+  /** New error history (JSON array), or null to keep it. */
+  readonly errors: string | null
+  readonly result: string | null
+}
+
+/** The earliest pending `run_at` of a job name. */
+export interface ProbeRow {
+  readonly name: string
+  readonly nextUs: number
+}
+
+export interface Statements {
+  readonly dialect: "pg" | "mysql"
+  /** Inserts jobs in one statement per chunk; returns their ids in input order. */
+  readonly jobInsertMany: (
+    rows: ReadonlyArray<InsertRow>,
+    nowUs: number,
+    notify: string | undefined
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /** For each of `names` with pending jobs, its earliest `run_at`. Reads only names with pending jobs. */
+  readonly jobProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProbeRow>, SqlError>
+  /**
+   * Claims up to `limit` due jobs of `names`, ordered by priority, `run_at`, id: marks them
+   * `running`, counts the attempt, records the worker. Returns them in claim order.
+   */
+  readonly jobClaim: (
+    names: ReadonlyArray<string>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
+  readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
+  readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
+}
+
+const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
+const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
+
+const toClaimed = (r: any): ClaimedRow => ({
+  id: String(r.id),
+  name: r.name,
+  payload: r.payload,
+  attempts: num(r.attempts),
+  priority: num(r.priority),
+  runAtUs: num(r.run_at_us),
+  createdAtUs: num(r.created_at_us),
+  errors: r.errors ?? null
+})
+
+const toJobRow = (r: any): JobRow => ({
+  ...toClaimed(r),
+  state: r.state,
+  claimedAtUs: numOrNull(r.claimed_at_us),
+  finishedAtUs: numOrNull(r.finished_at_us),
+  lastError: r.last_error ?? null,
+  result: r.result ?? null
+})
+
+const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
+  a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
+
+/** PostgreSQL: one statement per operation. */
+export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
+  const jobs = sql(`${prefix}jobs`)
+  const ts = (us: number | Statement.Fragment) => sql`(TIMESTAMPTZ 'epoch' + ${us}::bigint * INTERVAL '1 microsecond')`
+  const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
+  const claimedColumns = sql.literal(
+    `id, name, payload, attempts, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
+      `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors`
+  )
+  return {
+    dialect: "pg",
+    jobInsertMany: (rows, nowUs, notify) => {
+      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at)
+        SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)}
+        FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payload)}::text[],
+                    ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.runAtUs)}::bigint[])
+             WITH ORDINALITY AS v(name, payload, priority, run_at, ord)
+        ORDER BY v.ord
+        RETURNING id`
+      const statement = notify === undefined
+        ? sql<{ id: string }>`WITH ins AS (${insert}) SELECT id FROM ins`
+        : sql<{ id: string }>`WITH ins AS (${insert})
+            SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
+      return Effect.map(statement, (r) =>
+        r.map((x) => BigInt(x.id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String))
+    },
+    jobProbe: (names) =>
+      Effect.map(
+        sql<{ name: string; next_us: string }>`WITH RECURSIVE t AS (
+            (SELECT name, run_at FROM ${jobs} WHERE state = 'pending' ORDER BY name, run_at LIMIT 1)
+            UNION ALL
+            SELECT n.name, n.run_at FROM t CROSS JOIN LATERAL (
+              SELECT j.name, j.run_at FROM ${jobs} j
+              WHERE j.state = 'pending' AND j.name > t.name
+              ORDER BY j.name, j.run_at LIMIT 1) n
+          )
+          SELECT name, ${us("run_at")} AS next_us FROM t WHERE name = ANY(${names}::text[])`,
+        (rows) => rows.map((r) => ({ name: r.name, nextUs: num(r.next_us) }))
+      ),
+    jobClaim: (names, limit, nowUs, workerId) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1, claimed_at = ${ts(nowUs)},
+              worker_id = ${workerId}
+            WHERE id IN (
+              SELECT id FROM ${jobs}
+              WHERE state = 'pending' AND name = ANY(${names}::text[]) AND run_at <= ${ts(nowUs)}
+              ORDER BY priority, run_at, id
+              LIMIT ${sql.literal(String(Math.floor(limit)))}
+              FOR UPDATE SKIP LOCKED)
+            RETURNING ${claimedColumns}`,
+        (rows) => rows.map(toClaimed).sort(byClaimOrder)
+      ),
+    jobFinishMany: (finishes) =>
+      sql`UPDATE ${jobs} AS j SET
+            state = v.state,
+            run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
+            finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
+            last_error = COALESCE(v.last_error, j.last_error),
+            errors = COALESCE(v.errors, j.errors),
+            result = v.result,
+            worker_id = NULL
+          FROM unnest(${finishes.map((f) => f.id)}::bigint[], ${finishes.map((f) => f.attempt)}::int[],
+                      ${finishes.map((f) => f.state)}::text[], ${finishes.map((f) => f.runAtUs)}::bigint[],
+                      ${finishes.map((f) => f.finishedAtUs)}::bigint[], ${finishes.map((f) => f.lastError)}::text[],
+                      ${finishes.map((f) => f.errors)}::text[], ${finishes.map((f) => f.result)}::text[])
+               AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
+          WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`.pipe(Effect.asVoid),
+    jobGet: (id) =>
+      Effect.map(
+        sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
+              ${us("finished_at")} AS finished_at_us, last_error, result
+            FROM ${jobs} WHERE id = ${id}::bigint`,
+        (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
+      )
+  }
+}
+
+/**
+ * MySQL 8.0+ / MariaDB 10.6+. MySQL cannot select inside an update of the same table, so the
+ * claim is one locking read (`FOR UPDATE SKIP LOCKED`) and one update, in a transaction.
+ */
+export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: number): Statements => {
+  const jobs = sql(`${prefix}jobs`)
+  const ts = (us: number) => sql`TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
+  const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
+  const claimedColumns = sql.literal(
+    `id, name, payload, attempts, priority, ${usOf("run_at")} AS run_at_us, ` +
+      `${usOf("created_at")} AS created_at_us, errors`
+  )
+  // Inserts go through prepared statements (`.raw` gives the insert id), so the number of
+  // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
+  // two up to 256, giving at most 9 texts per table.
+  const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
+    const values = rows.map((r) => sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)})`)
+    return sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at) VALUES ${sql.csv(values)}`.raw.pipe(
+      Effect.map((result: any) => {
+        // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
+        // ids (in steps of auto_increment_increment) in every autoinc lock mode.
+        const first = BigInt(result.insertId)
+        return rows.map((_, i) => String(first + BigInt(i * autoIncrement)))
+      })
+    )
+  }
+  const chunksOf = (rows: ReadonlyArray<InsertRow>): Array<ReadonlyArray<InsertRow>> => {
+    const chunks: Array<ReadonlyArray<InsertRow>> = []
+    let i = 0
+    while (i < rows.length) {
+      const left = rows.length - i
+      let size = 256
+      while (size > left) size >>= 1
+      chunks.push(rows.slice(i, i + size))
+      i += size
+    }
+    return chunks
+  }
+  return {
+    dialect: "mysql",
+    jobInsertMany: (rows, nowUs) => {
+      const chunks = chunksOf(rows)
+      if (chunks.length === 1) return insertChunk(chunks[0], nowUs)
+      return Effect.forEach(chunks, (c) => insertChunk(c, nowUs)).pipe(
+        Effect.map((ids) => ids.flat()),
+        sql.withTransaction
+      )
+    },
+    jobProbe: (names) =>
+      Effect.map(
+        // With the index (state, name, run_at) this is a loose index scan: one index dive per
+        // name with pending jobs.
+        sql<{ name: string; next_us: number }>`SELECT name, ${
+          sql.literal(usOf("MIN(run_at)"))
+        } AS next_us FROM ${jobs}
+          WHERE state = 'pending' AND name IN ${sql.in(names)} GROUP BY name`.unprepared,
+        (rows) => rows.map((r) => ({ name: r.name, nextUs: num(r.next_us) }))
+      ),
+    jobClaim: (names, limit, nowUs, workerId) =>
+      sql`SELECT ${claimedColumns} FROM ${jobs}
+          WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
+          ORDER BY priority, run_at, id
+          LIMIT ${sql.literal(String(Math.floor(limit)))}
+          FOR UPDATE SKIP LOCKED`.unprepared.pipe(
+        Effect.flatMap((rows) => {
+          if (rows.length === 0) return Effect.succeed([] as Array<ClaimedRow>)
+          const claimed = rows.map(toClaimed)
+          return sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1, claimed_at = ${ts(nowUs)},
+                worker_id = ${workerId}
+              WHERE id IN ${sql.in(claimed.map((r) => r.id))}`.unprepared.pipe(
+            Effect.as(claimed.map((r) => ({ ...r, attempts: r.attempts + 1 })))
+          )
+        }),
+        sql.withTransaction
+      ),
+    jobFinishMany: (finishes) => {
+      const rows = finishes.map((f, i) =>
+        i === 0
+          ? sql`SELECT CAST(${f.id} AS SIGNED) AS id, CAST(${f.attempt} AS SIGNED) AS attempt, ${f.state} AS state,
+                CAST(${f.runAtUs} AS SIGNED) AS run_at_us, CAST(${f.finishedAtUs} AS SIGNED) AS finished_at_us,
+                ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
+          : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
+      )
+      return sql`UPDATE ${jobs} j JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
+            ON j.id = v.id AND j.attempts = v.attempt
+          SET j.state = v.state,
+            j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
+            j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
+            j.last_error = COALESCE(v.last_error, j.last_error),
+            j.errors = COALESCE(v.errors, j.errors),
+            j.result = v.result,
+            j.worker_id = NULL
+          WHERE j.state = 'running'`.unprepared.pipe(Effect.asVoid)
+    },
+    jobGet: (id) =>
+      Effect.map(
+        sql`SELECT ${claimedColumns}, state, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
+              ${sql.literal(usOf("finished_at"))} AS finished_at_us, last_error, result
+            FROM ${jobs} WHERE id = ${id}`,
+        (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
+      )
+  }
+}

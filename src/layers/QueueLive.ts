@@ -1,0 +1,79 @@
+/**
+ * `QueueLive`: the layer a user provides. Given a `SqlClient` from `@effect/sql-pg` or
+ * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (unless `migrate: false`)
+ * and builds the services for that dialect:
+ *
+ * - PostgreSQL: `Queue`, `Claimer`, `Completer`, and a `Notifier` with `LISTEN/NOTIFY`;
+ * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and polling.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Database } from "../internal/Database.js"
+import * as Statements from "../internal/statements.js"
+import type { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
+import * as Claimer from "../services/Claimer.js"
+import * as Completer from "../services/Completer.js"
+import * as Migrations from "../services/Migrations.js"
+import * as Notifier from "../services/Notifier.js"
+import * as Queue from "../services/Queue.js"
+import * as QueueConfig from "../services/QueueConfig.js"
+
+/**
+ * Every service `QueueLive` provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Services =
+  | Queue.Queue
+  | Claimer.Claimer
+  | Completer.Completer
+  | Notifier.Notifier
+  | QueueConfig.QueueConfig
+
+const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
+  Layer.mergeAll(Queue.layer, Claimer.layer, Completer.layer).pipe(
+    Layer.provideMerge(notifier),
+  )
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const QueueLive = (
+  options: QueueConfig.QueueOptions = {}
+): Layer.Layer<Services, SqlError | UnsupportedDatabase | SetupError, SqlClient.SqlClient> =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const config = QueueConfig.make(options)
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const server = yield* Migrations.checkServer
+      if (config.migrate) yield* Migrations.run(config.prefix)
+      const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
+      if (server.dialect === "pg") {
+        const database = Layer.succeed(Database, {
+          statements: Statements.pg(sql, config.prefix),
+          dialect: "pg",
+          version: server.version
+        })
+        const pg = yield* Effect.serviceOption(PgClient.PgClient)
+        const notifier = Option.isSome(pg)
+          ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
+          : Notifier.layerLocal
+        return services(notifier).pipe(Layer.provide(database), Layer.provideMerge(configLayer))
+      }
+      const [row] = yield* sql<{ inc: number }>`SELECT @@auto_increment_increment AS inc`
+      const database = Layer.succeed(Database, {
+        statements: Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1)),
+        dialect: "mysql",
+        version: server.version
+      })
+      return services(Notifier.layerLocal).pipe(Layer.provide(database), Layer.provideMerge(configLayer))
+    })
+  )

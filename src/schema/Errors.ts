@@ -1,0 +1,69 @@
+/**
+ * The typed errors a caller of sqlane can handle.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * A payload did not match its job's payload `Schema` at enqueue. Nothing was written.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/InvalidPayload")(
+  "InvalidPayload",
+  {
+    /** The job name the payload was meant for. */
+    job: Schema.String,
+    /** The schema's parse error, formatted as a tree. */
+    message: Schema.String
+  }
+) {}
+
+/**
+ * `Queue.get` found no job with this id.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JobNotFound extends Schema.TaggedError<JobNotFound>("sqlane/JobNotFound")("JobNotFound", {
+  id: Schema.String
+}) {
+  get message() {
+    return `No job with id ${this.id}`
+  }
+}
+
+/**
+ * The database cannot run sqlane: it lacks `FOR UPDATE SKIP LOCKED`
+ * (PostgreSQL < 9.5, MySQL < 8.0.1, MariaDB < 10.6), or is not a dialect sqlane supports.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>("sqlane/UnsupportedDatabase")(
+  "UnsupportedDatabase",
+  {
+    /** The server version string the database reported, e.g. `"10.5.2-MariaDB"`. */
+    found: Schema.String,
+    /** The oldest version sqlane accepts for this server, e.g. `"MariaDB 10.6"`. */
+    needed: Schema.String
+  }
+) {
+  get message() {
+    return `sqlane needs FOR UPDATE SKIP LOCKED: found ${this.found}, need ${this.needed} or newer`
+  }
+}
+
+/**
+ * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
+ * (for example a table prefix that is not a plain SQL identifier).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SetupError extends Schema.TaggedError<SetupError>("sqlane/SetupError")("SetupError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}

@@ -1,0 +1,200 @@
+/**
+ * Typed job definitions: a job name, a payload `Schema`, an optional success and failure
+ * `Schema`, a retry `Schedule` and a default priority.
+ *
+ * A definition is plain data; it is shared by the code that enqueues (`Queue.enqueue`) and
+ * the code that runs the job (`Job.handler` given to `Worker.layer`).
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Job<
+  out Name extends string = string,
+  in out Payload = any,
+  in out PayloadEncoded = any,
+  in out Success = any,
+  in out SuccessEncoded = any,
+  in out Failure = any,
+  in out FailureEncoded = any
+> {
+  readonly _tag: "sqlane/Job"
+  /** The job name: the key workers claim by. At most 255 characters. */
+  readonly name: Name
+  /** Encodes the payload at enqueue, decodes it at claim. */
+  readonly payload: Schema.Schema<Payload, PayloadEncoded>
+  /** Encodes the handler's result, which is stored on the job row. */
+  readonly success: Schema.Schema<Success, SuccessEncoded>
+  /** The typed errors the handler may fail with; encoded into the attempt's error record. */
+  readonly failure: Schema.Schema<Failure, FailureEncoded>
+  /**
+   * When to retry a failed attempt. The schedule is stepped once per failed attempt, with the
+   * error (a `Failure`, or the defect) as its input; its delay is the wait before the next
+   * attempt, and when it is done the job is dead-lettered.
+   */
+  readonly retry: Schedule.Schedule<unknown, unknown>
+  /** Default priority of enqueued jobs: lower runs first. */
+  readonly priority: number
+  /** Failures for which this returns `true` dead-letter at once, without a retry. */
+  readonly isPermanent: (failure: Failure) => boolean
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export declare namespace Job {
+  /** Any job definition. */
+  export type Any = Job<string, any, any, any, any, any, any>
+  /** The decoded payload type of a job. */
+  export type Payload<J> = J extends Job<any, infer P, any, any, any, any, any> ? P : never
+  /** The encoded (stored) payload type of a job. */
+  export type PayloadEncoded<J> = J extends Job<any, any, infer I, any, any, any, any> ? I : never
+  /** The success type of a job's handler. */
+  export type Success<J> = J extends Job<any, any, any, infer S, any, any, any> ? S : never
+  /** The typed failure of a job's handler. */
+  export type Failure<J> = J extends Job<any, any, any, any, any, infer E, any> ? E : never
+}
+
+/**
+ * The default retry policy: exponential backoff from 1 s (doubling), each delay capped at
+ * 6 hours, with jitter (each delay multiplied by a random factor in [0.8, 1.2]), for
+ * 25 attempts in all (24 retries). Without jitter the delays sum to about 3 days.
+ *
+ * Source: the shape of Sidekiq's, Oban's and River's defaults (exponential, jittered,
+ * about 20–25 attempts).
+ *
+ * @since 0.1.0
+ * @category retry
+ */
+export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.exponential("1 second").pipe(
+  Schedule.union(Schedule.spaced("6 hours")),
+  Schedule.jittered,
+  Schedule.intersect(Schedule.recurs(24)),
+  Schedule.asVoid
+)
+
+/**
+ * The most attempts a job can have with a schedule that recurs `n` times: `n + 1`.
+ * A helper for writing retry policies by attempt count:
+ * `retry: Job.attempts(5, Schedule.spaced("10 seconds"))` allows 5 attempts, 10 s apart.
+ *
+ * @since 0.1.0
+ * @category retry
+ */
+export const attempts = (
+  max: number,
+  schedule: Schedule.Schedule<unknown, unknown> = Schedule.exponential("1 second").pipe(Schedule.jittered)
+): Schedule.Schedule<unknown, unknown> =>
+  schedule.pipe(Schedule.intersect(Schedule.recurs(Math.max(0, max - 1))), Schedule.asVoid)
+
+/**
+ * Defines a job.
+ *
+ * @example
+ * ```ts
+ * const SendEmail = Job.make("send-email", {
+ *   payload: Schema.Struct({ orderId: Schema.Number, to: Schema.String }),
+ *   failure: Schema.Union(MailboxFull, InvalidAddress),
+ *   isPermanent: (e) => e._tag === "InvalidAddress"
+ * })
+ * ```
+ *
+ * @param name job name, 1–255 characters
+ * @param options.payload schema of the payload (required)
+ * @param options.success schema of the handler's result (default: `Schema.Void`, nothing stored)
+ * @param options.failure schema of the handler's typed errors (default: `Schema.Never`)
+ * @param options.retry retry `Schedule` (default: {@link defaultRetry})
+ * @param options.priority default priority, an integer; lower runs first (default 0)
+ * @param options.isPermanent failures that dead-letter at once (default: none)
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <
+  const Name extends string,
+  P,
+  PI,
+  S = void,
+  SI = void,
+  E = never,
+  EI = never
+>(
+  name: Name,
+  options: {
+    readonly payload: Schema.Schema<P, PI>
+    readonly success?: Schema.Schema<S, SI> | undefined
+    readonly failure?: Schema.Schema<E, EI> | undefined
+    readonly retry?: Schedule.Schedule<unknown, any> | undefined
+    readonly priority?: number | undefined
+    readonly isPermanent?: ((failure: E) => boolean) | undefined
+  }
+): Job<Name, P, PI, S, SI, E, EI> => {
+  if (name.length === 0 || name.length > 255) {
+    throw new globalThis.Error(`sqlane: a job name must be 1 to 255 characters, got ${name.length}`)
+  }
+  const priority = options.priority ?? 0
+  if (!Number.isSafeInteger(priority)) {
+    throw new globalThis.Error(`sqlane: priority must be an integer, got ${priority}`)
+  }
+  return {
+    _tag: "sqlane/Job",
+    name,
+    payload: options.payload,
+    success: (options.success ?? Schema.Void) as Schema.Schema<S, SI>,
+    failure: (options.failure ?? Schema.Never) as unknown as Schema.Schema<E, EI>,
+    retry: options.retry ?? defaultRetry,
+    priority,
+    isPermanent: options.isPermanent ?? (() => false)
+  }
+}
+
+/**
+ * What a handler knows about the attempt it runs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JobContext {
+  /** The job id. */
+  readonly id: string
+  /** The job name. */
+  readonly name: string
+  /** This attempt's number, from 1. */
+  readonly attempt: number
+  /** When the job was enqueued. */
+  readonly createdAt: Date
+  /** When the job was due (its `run_at`). */
+  readonly runAt: Date
+}
+
+/**
+ * A job definition with the function that runs it; give a list of these to `Worker.layer`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Handler<R = never> {
+  readonly _tag: "sqlane/Handler"
+  readonly job: Job.Any
+  readonly run: (payload: any, context: JobContext) => Effect.Effect<unknown, unknown, R>
+}
+
+/**
+ * Attaches the function that runs a job. The handler gets the decoded payload and the
+ * attempt's {@link JobContext}; it may fail with the job's `failure` type (a typed failure,
+ * retried by the job's schedule unless `isPermanent`) and its result is encoded with the
+ * job's `success` schema and stored.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const handler = <J extends Job.Any, R>(
+  job: J,
+  run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J>, R>
+): Handler<R> => ({ _tag: "sqlane/Handler", job, run })

@@ -1,0 +1,74 @@
+/**
+ * What `Queue.get` returns about a job: its state, attempts, timestamps, errors and result.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * A job's state.
+ *
+ * - `pending`: waiting for its `run_at` (new, delayed, or waiting to retry);
+ * - `running`: claimed by a worker, attempt counted;
+ * - `completed`: the handler succeeded;
+ * - `dead`: dead-lettered — retries exhausted, a permanent failure, or a payload that failed to decode.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const JobState = Schema.Literal("pending", "running", "completed", "dead")
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type JobState = typeof JobState.Type
+
+/**
+ * One failed attempt, as stored in the job's error history.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class AttemptError extends Schema.Class<AttemptError>("sqlane/AttemptError")({
+  /** The attempt's number, from 1. */
+  attempt: Schema.Number,
+  /** When the failure was recorded (ISO 8601, UTC). */
+  at: Schema.String,
+  /**
+   * `failure`: the handler failed with a typed error; `defect`: it died or threw;
+   * `decode`: the stored payload did not match the job's schema; `interrupted`: the attempt was
+   * interrupted.
+   */
+  kind: Schema.Literal("failure", "defect", "decode", "interrupted"),
+  /** A one-line description. */
+  message: Schema.String,
+  /** The `_tag` of a tagged error, when there is one. */
+  tag: Schema.optional(Schema.String),
+  /** The typed failure encoded with the job's `failure` schema, when it encodes. */
+  error: Schema.optional(Schema.Unknown)
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export class JobInfo extends Schema.Class<JobInfo>("sqlane/JobInfo")({
+  id: Schema.String,
+  name: Schema.String,
+  state: JobState,
+  /** The payload as stored (encoded by the job's payload schema). */
+  payload: Schema.Unknown,
+  priority: Schema.Number,
+  /** Attempts started so far; counted at claim. */
+  attempts: Schema.Number,
+  runAt: Schema.DateFromSelf,
+  createdAt: Schema.DateFromSelf,
+  claimedAt: Schema.OptionFromSelf(Schema.DateFromSelf),
+  finishedAt: Schema.OptionFromSelf(Schema.DateFromSelf),
+  lastError: Schema.OptionFromSelf(Schema.String),
+  /** Every failed attempt, oldest first. */
+  errors: Schema.Array(AttemptError),
+  /** The handler's result as stored (encoded by the job's success schema). */
+  result: Schema.OptionFromSelf(Schema.Unknown)
+}) {}

@@ -1,0 +1,87 @@
+/**
+ * Finds and claims due jobs.
+ *
+ * The *probe* finds which of a worker's job names have pending jobs and when each is next due;
+ * its cost grows with the number of names that have pending jobs, not with all names or with
+ * finished jobs (a loose index scan: a recursive CTE on PostgreSQL, `GROUP BY` over the
+ * `(state, name, run_at)` index on MySQL/MariaDB). The *claim* takes up to `limit` due jobs of
+ * the due names, ordered by priority, `run_at`, id, with `FOR UPDATE SKIP LOCKED`, marks them
+ * running and counts the attempt: one `UPDATE … RETURNING` on PostgreSQL, one locking read and one
+ * update on MySQL/MariaDB.
+ *
+ * @since 0.1.0
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Database } from "../internal/Database.js"
+import type { ClaimedRow } from "../internal/statements.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Probe {
+  /** Names with at least one job due at `now`. */
+  readonly due: ReadonlyArray<string>
+  /** The earliest `run_at` (µs since the epoch) among pending jobs not yet due, if any. */
+  readonly nextUs: number | undefined
+}
+
+/**
+ * A claimed job as the worker sees it. Times are µs since the epoch; `payload` is the stored JSON.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ClaimedJob = ClaimedRow
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ClaimerShape {
+  /** Which of `names` have due jobs at `nowUs` (µs since the epoch), and when the next one is due. */
+  readonly probe: (names: ReadonlyArray<string>, nowUs: number) => Effect.Effect<Probe, SqlError>
+  /** Claims up to `limit` due jobs of `names` for `workerId`, in claim order. */
+  readonly claim: (
+    names: ReadonlyArray<string>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Claimer extends Context.Tag("sqlane/Claimer")<Claimer, ClaimerShape>() {}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Database, ({ statements }) => ({
+  probe: (names, nowUs) =>
+    names.length === 0
+      ? Effect.succeed({ due: [], nextUs: undefined })
+      : Effect.map(statements.jobProbe(names), (rows) => {
+        const due: Array<string> = []
+        let nextUs: number | undefined
+        for (const row of rows) {
+          if (row.nextUs <= nowUs) due.push(row.name)
+          else if (nextUs === undefined || row.nextUs < nextUs) nextUs = row.nextUs
+        }
+        return { due, nextUs }
+      }),
+  claim: (names, limit, nowUs, workerId) =>
+    names.length === 0 || limit <= 0 ? Effect.succeed([]) : statements.jobClaim(names, limit, nowUs, workerId)
+}))
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Claimer, never, Database> = Layer.effect(Claimer, make)

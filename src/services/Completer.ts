@@ -1,0 +1,95 @@
+/**
+ * Writes the ends of attempts — completions, retries, dead letters — in batches: one statement
+ * writes every attempt that ended while the previous write was in flight, so higher concurrency
+ * gives bigger batches and fewer commits per job.
+ *
+ * Every write is guarded by the job's id and attempt number and by `state = 'running'`: a worker
+ * that lost its claim changes nothing.
+ *
+ * Source: River's batch completer (`internal/jobcompleter`).
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import { Database } from "../internal/Database.js"
+import type { Finish } from "../internal/statements.js"
+
+/**
+ * The end of one attempt.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Outcome = Finish
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CompleterShape {
+  /** Queues the end of an attempt; succeeds once it is written. */
+  readonly finish: (outcome: Outcome) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Completer extends Context.Tag("sqlane/Completer")<Completer, CompleterShape>() {}
+
+/** The most attempts one statement writes. */
+const maxBatch = 1000
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = Effect.gen(function*() {
+  const { statements } = yield* Database
+  const pending = yield* Queue.unbounded<readonly [Outcome, Deferred.Deferred<void>]>()
+
+  const write = (batch: ReadonlyArray<readonly [Outcome, Deferred.Deferred<void>]>) =>
+    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(
+      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: completing jobs failed; retrying", cause)),
+      Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      Effect.zipRight(Effect.forEach(batch, ([, done]) => Deferred.succeed(done, undefined), { discard: true }))
+    )
+
+  yield* Queue.takeBetween(pending, 1, maxBatch).pipe(
+    Effect.flatMap((batch) => write(Array.from(batch))),
+    Effect.forever,
+    Effect.annotateLogs({ package: "sqlane", module: "Completer" }),
+    Effect.interruptible,
+    Effect.forkScoped
+  )
+  // On shutdown, write what is left once (workers have stopped by then).
+  yield* Effect.addFinalizer(() =>
+    Queue.takeAll(pending).pipe(
+      Effect.flatMap((rest) =>
+        rest.length === 0
+          ? Effect.void
+          : statements.jobFinishMany(Array.from(rest, ([outcome]) => outcome)).pipe(
+            Effect.zipRight(Effect.forEach(rest, ([, done]) => Deferred.succeed(done, undefined))),
+            Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause))
+          )
+      )
+    )
+  )
+
+  return {
+    finish: (outcome) =>
+      Effect.flatMap(Deferred.make<void>(), (done) =>
+        Effect.zipRight(Queue.offer(pending, [outcome, done] as const), Deferred.await(done)))
+  } satisfies CompleterShape
+})
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Completer, never, Database> = Layer.scoped(Completer, make)

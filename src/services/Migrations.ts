@@ -1,0 +1,146 @@
+/**
+ * sqlane's schema: versioned, embedded, append-only migrations per dialect, run with
+ * `@effect/sql`'s `Migrator` into sqlane's own migrations table (`<prefix>migrations`).
+ *
+ * Safe to run from several processes at once: the run holds a session lock
+ * (`pg_advisory_lock` / `GET_LOCK`) on a dedicated connection, so one process migrates while
+ * the others wait and then find nothing left to do.
+ *
+ * Also checks, before anything else, that the server has `FOR UPDATE SKIP LOCKED`:
+ * PostgreSQL 9.5+, MySQL 8.0.1+, MariaDB 10.6+.
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as MigrationsInternal from "../internal/migrations.js"
+import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
+import { isValidPrefix } from "./QueueConfig.js"
+
+/**
+ * The dialect and server version, checked for `FOR UPDATE SKIP LOCKED`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ServerInfo {
+  readonly dialect: "pg" | "mysql"
+  /** As the server reports it, e.g. `"15.19"`, `"10.11.19-MariaDB-0+deb12u1"`, `"8.4.3"`. */
+  readonly version: string
+  readonly mariadb: boolean
+}
+
+const versionAtLeast = (version: string, needed: ReadonlyArray<number>) => {
+  const parts = (version.match(/\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number)
+  for (let i = 0; i < needed.length; i++) {
+    const p = parts[i] ?? 0
+    if (p !== needed[i]) return p > needed[i]
+  }
+  return true
+}
+
+/**
+ * Reads the server's dialect and version; fails with `UnsupportedDatabase` when it lacks
+ * `FOR UPDATE SKIP LOCKED` or is not PostgreSQL, MySQL or MariaDB.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlError, SqlClient.SqlClient> = Effect.gen(
+  function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    return yield* sql.onDialectOrElse({
+      pg: () =>
+        Effect.gen(function*() {
+          const [row] = yield* sql<{ version: string }>`SELECT current_setting('server_version') AS version`
+          const info: ServerInfo = { dialect: "pg", version: row.version, mariadb: false }
+          if (!versionAtLeast(row.version, [9, 5])) {
+            return yield* new UnsupportedDatabase({ found: `PostgreSQL ${row.version}`, needed: "PostgreSQL 9.5" })
+          }
+          return info
+        }),
+      mysql: () =>
+        Effect.gen(function*() {
+          const [row] = yield* sql<{ version: string }>`SELECT VERSION() AS version`
+          const mariadb = /mariadb/i.test(row.version)
+          const info: ServerInfo = { dialect: "mysql", version: row.version, mariadb }
+          if (mariadb && !versionAtLeast(row.version, [10, 6])) {
+            return yield* new UnsupportedDatabase({ found: `MariaDB ${row.version}`, needed: "MariaDB 10.6" })
+          }
+          if (!mariadb && !versionAtLeast(row.version, [8, 0, 1])) {
+            return yield* new UnsupportedDatabase({ found: `MySQL ${row.version}`, needed: "MySQL 8.0.1" })
+          }
+          return info
+        }),
+      orElse: () =>
+        Effect.fail(
+          new UnsupportedDatabase({
+            found: "a SQL dialect other than PostgreSQL or MySQL",
+            needed: "PostgreSQL 9.5, MySQL 8.0.1 or MariaDB 10.6"
+          })
+        )
+    })
+  }
+)
+
+/** Holds a session lock named after the prefix on a dedicated connection for the scope. */
+const migrationLock = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const conn = yield* sql.reserve
+    const name = `sqlane:migrate:${prefix}`
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        Effect.acquireRelease(
+          conn.executeRaw("SELECT pg_advisory_lock(hashtext($1))", [name]),
+          () => Effect.ignore(conn.executeRaw("SELECT pg_advisory_unlock(hashtext($1))", [name]))
+        ),
+      orElse: () =>
+        Effect.acquireRelease(
+          // Waits up to 10 minutes for another process's migration.
+          conn.executeValues("SELECT GET_LOCK(?, 600)", [name]).pipe(
+            Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+              Number(rows[0]?.[0]) === 1
+                ? Effect.void
+                : Effect.fail(new SetupError({ message: `timed out waiting for the migration lock ${name}` }))
+            )
+          ),
+          () => Effect.ignore(conn.executeRaw("SELECT RELEASE_LOCK(?)", [name]))
+        )
+    })
+  })
+
+/**
+ * Runs sqlane's pending migrations for `prefix`. Returns the migrations applied by this call
+ * (`[id, name]`), empty when the schema was up to date.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
+export const run = (
+  prefix: string
+): Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  SetupError | UnsupportedDatabase | SqlError,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    if (!isValidPrefix(prefix)) {
+      return yield* new SetupError({
+        message: `invalid table prefix ${JSON.stringify(prefix)}: use letters, digits and _ (at most 40)`
+      })
+    }
+    const info = yield* checkServer
+    const migrator = Migrator.make({})
+    return yield* migrator({
+      loader: Migrator.fromRecord(MigrationsInternal.forDialect(info.dialect, prefix)),
+      table: `${prefix}migrations`
+    }).pipe(
+      Effect.catchTag("MigrationError", (e) => new SetupError({ message: `migration failed: ${e.message}`, cause: e })),
+      Effect.catchAllDefect((defect) => new SetupError({ message: `migration failed: ${String(defect)}`, cause: defect })),
+      Effect.zipLeft(Effect.void),
+      (migrate) => Effect.scoped(Effect.zipRight(migrationLock(prefix), migrate))
+    )
+  })

@@ -1,0 +1,197 @@
+/**
+ * Wakes idle workers when jobs are enqueued, so they need not wait for their poll.
+ *
+ * Three ways, cheapest first:
+ * 1. an in-process hint: a queue instance that enqueued a job tells every worker of this process
+ *    on the same tables at once — or, when the enqueue ran inside a caller's transaction whose
+ *    commit sqlane cannot observe, after `hintDelay` (20 ms);
+ * 2. PostgreSQL `LISTEN/NOTIFY` ({@link layerPg}): the enqueue statement itself sends a `NOTIFY`
+ *    carrying only job names, delivered to every listening process when the transaction commits;
+ * 3. the worker's jittered poll (`pollInterval`, 5 s), the backstop for everything else.
+ *
+ * Source: River's notifier + producer (notify wakes, debounced fetch, jittered poll as backstop).
+ *
+ * @since 0.1.0
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import { globalValue } from "effect/GlobalValue"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import * as PgListener from "../internal/pgListener.js"
+import { QueueConfig } from "./QueueConfig.js"
+
+/**
+ * A worker's subscription: wake-ups for the job names it handles, coalesced.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Wakeups {
+  /** Waits for the next wake-up (returns at once if one arrived since the last `clear`). */
+  readonly take: Effect.Effect<void>
+  /** Forgets wake-ups received so far; called just before a probe, which will see their jobs. */
+  readonly clear: Effect.Effect<void>
+  /** Completes when every wake-up source is ready (on PostgreSQL: `LISTEN` is active). */
+  readonly ready: Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface NotifierShape {
+  /**
+   * Tells this process's workers that jobs of `names` were written. With `committed: false`
+   * (inside a caller's transaction) the hint is sent after `hintDelay`.
+   */
+  readonly enqueued: (names: ReadonlyArray<string>, committed: boolean) => Effect.Effect<void>
+  /**
+   * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` where the
+   * database has no `LISTEN/NOTIFY`. Job names only, never the job payload.
+   */
+  readonly notifyPayload: (names: ReadonlyArray<string>) => string | undefined
+  /** Subscribes to wake-ups for `names` for the life of the scope. */
+  readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Notifier extends Context.Tag("sqlane/Notifier")<Notifier, NotifierShape>() {}
+
+interface Subscriber {
+  readonly names: ReadonlySet<string>
+  readonly wake: () => void
+}
+
+/** Workers of this process, by table prefix: the in-process hint reaches every queue instance. */
+const localSubscribers = globalValue(
+  Symbol.for("sqlane/Notifier/localSubscribers"),
+  () => new Map<string, Set<Subscriber>>()
+)
+
+const deliver = (subscribers: Iterable<Subscriber>, names: ReadonlyArray<string> | "*") => {
+  for (const s of subscribers) {
+    if (names === "*" || names.some((n) => s.names.has(n))) s.wake()
+  }
+}
+
+/** A NOTIFY payload: a JSON array of distinct names, or `*` when that would not fit. */
+const encodeNames = (names: ReadonlyArray<string>): string => {
+  const json = JSON.stringify(Array.from(new Set(names)))
+  return json.length <= 7000 ? json : "*"
+}
+
+const decodeNames = (payload: string): ReadonlyArray<string> | "*" | undefined => {
+  if (payload === "*") return "*"
+  try {
+    const parsed = JSON.parse(payload)
+    return Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string") : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: string) => void) => Effect.Effect<never, unknown>) | undefined) =>
+  Effect.gen(function*() {
+    const config = yield* QueueConfig
+    const scope = yield* Effect.scope
+    const channel = `${config.prefix}jobs`
+    const local = localSubscribers.get(config.prefix) ?? new Set<Subscriber>()
+    localSubscribers.set(config.prefix, local)
+    /** This instance's own subscribers: a NOTIFY reaches them once per listening instance. */
+    const own = new Set<Subscriber>()
+    const listening = yield* Deferred.make<void>()
+    let listenStarted = false
+
+    const hint = (names: ReadonlyArray<string>) => Effect.sync(() => deliver(local, names))
+
+    // The LISTEN connection is opened by the first subscriber and kept for the layer's life;
+    // when it dies it is opened again with backoff, and polling covers the gap. Each time LISTEN
+    // becomes active every subscriber re-probes, so a job enqueued meanwhile is not missed.
+    const startListening = Effect.suspend(() => {
+      if (listenOn === undefined || listenStarted) return Effect.void
+      listenStarted = true
+      let attempt = 0
+      const onReady = () => {
+        if (attempt++ > 0) Effect.runFork(Effect.logInfo("sqlane: LISTEN re-established"))
+        Deferred.unsafeDone(listening, Effect.void)
+        deliver(own, "*")
+      }
+      const onPayload = (payload: string) => {
+        const names = decodeNames(payload)
+        if (names !== undefined) deliver(own, names)
+      }
+      return listenOn(channel, onReady, onPayload).pipe(
+        Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: LISTEN connection lost; reconnecting", cause)),
+        Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))),
+        Effect.annotateLogs({ package: "sqlane", module: "Notifier", channel }),
+        Effect.interruptible,
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
+    const service: NotifierShape = {
+      enqueued: (names, committed) =>
+        committed
+          ? hint(names)
+          : Effect.asVoid(Effect.forkIn(Effect.delay(hint(names), config.hintDelay), scope)),
+      notifyPayload: (names) => (listenOn === undefined ? undefined : encodeNames(names)),
+      subscribe: (names) =>
+        Effect.gen(function*() {
+          const signal = yield* Queue.sliding<void>(1)
+          const subscriber: Subscriber = {
+            names: new Set(names),
+            wake: () => void Queue.unsafeOffer(signal, undefined)
+          }
+          yield* Effect.acquireRelease(
+            Effect.sync(() => {
+              local.add(subscriber)
+              own.add(subscriber)
+            }),
+            () =>
+              Effect.sync(() => {
+                local.delete(subscriber)
+                own.delete(subscriber)
+              })
+          )
+          yield* startListening
+          return {
+            take: Queue.take(signal),
+            clear: Effect.asVoid(Queue.takeAll(signal)),
+            ready: listenOn === undefined ? Effect.void : Deferred.await(listening)
+          }
+        })
+    }
+    return service
+  })
+
+/**
+ * In-process hints and polling only: for MySQL and MariaDB, which have no `LISTEN/NOTIFY`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerLocal: Layer.Layer<Notifier, never, QueueConfig> = Layer.scoped(Notifier, make(undefined))
+
+/**
+ * In-process hints plus PostgreSQL `LISTEN/NOTIFY` on one dedicated connection per layer,
+ * opened when the first worker subscribes. The channel is `<prefix>jobs`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPg: Layer.Layer<Notifier, never, QueueConfig | PgClient.PgClient> = Layer.scoped(
+  Notifier,
+  Effect.gen(function*() {
+    const pg = yield* PgClient.PgClient
+    return yield* make((channel, onReady, onPayload) => PgListener.listen(pg.config, channel, onReady, onPayload))
+  })
+)

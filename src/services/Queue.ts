@@ -1,0 +1,188 @@
+/**
+ * Enqueues jobs and reads them back.
+ *
+ * `enqueue` and `enqueueMany` join the caller's ambient `sql.withTransaction`: the job rows
+ * commit or roll back with the app's own rows.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { Database } from "../internal/Database.js"
+import type { InsertRow } from "../internal/statements.js"
+import { microsToDate, nowMicros } from "../internal/time.js"
+import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
+import type { Job } from "../schema/Job.js"
+import { AttemptError, JobInfo, JobState } from "../schema/JobInfo.js"
+import { Notifier } from "./Notifier.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface EnqueueOptions {
+  /** When the job becomes due. Default: now (Effect's `Clock`). */
+  readonly runAt?: Date | DateTime.DateTime | undefined
+  /** Due after this delay from now; ignored when `runAt` is given. */
+  readonly delay?: Duration.DurationInput | undefined
+  /** An integer; lower runs first. Default: the job definition's priority. */
+  readonly priority?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface QueueShape {
+  /**
+   * Encodes `payload` with the job's schema and inserts one job. Returns the job id.
+   * Fails with `InvalidPayload` (nothing written) when the payload does not encode.
+   */
+  readonly enqueue: <J extends Job.Any>(
+    job: J,
+    payload: Job.Payload<J>,
+    options?: EnqueueOptions
+  ) => Effect.Effect<string, InvalidPayload | SqlError>
+  /**
+   * Inserts many jobs of one job name with multi-row inserts (in one transaction). Returns their
+   * ids in input order. If any payload fails to encode, nothing is written.
+   */
+  readonly enqueueMany: <J extends Job.Any>(
+    job: J,
+    payloads: Iterable<Job.Payload<J>>,
+    options?: EnqueueOptions
+  ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | SqlError>
+  /** A job's state, attempts, timestamps, error history and result. */
+  readonly get: (id: string) => Effect.Effect<JobInfo, JobNotFound | SqlError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
+
+/**
+ * Encodes a payload to the JSON text stored in the row.
+ *
+ * @internal
+ */
+export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =>
+  Schema.encode(job.payload)(payload).pipe(
+    Effect.mapError((e) => new InvalidPayload({ job: job.name, message: ParseResult.TreeFormatter.formatErrorSync(e) })),
+    Effect.flatMap((encoded) =>
+      Effect.try({
+        try: () => {
+          const json = JSON.stringify(encoded)
+          if (json === undefined) throw new Error("the encoded payload is not JSON (undefined or a function)")
+          return json
+        },
+        catch: (e) =>
+          new InvalidPayload({
+            job: job.name,
+            message: `the encoded payload is not JSON-serializable: ${e instanceof Error ? e.message : String(e)}`
+          })
+      })
+    )
+  )
+
+const parseJson = (text: string | null): unknown => {
+  if (text === null) return null
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+const decodeErrors = Schema.decodeUnknownOption(Schema.Array(AttemptError))
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = Effect.gen(function*() {
+  const { statements } = yield* Database
+  const notifier = yield* Notifier
+
+  const resolve = (job: Job.Any, options: EnqueueOptions | undefined) =>
+    Effect.gen(function*() {
+      const now = yield* nowMicros
+      const priority = options?.priority ?? job.priority
+      if (!Number.isSafeInteger(priority)) {
+        return yield* new InvalidPayload({ job: job.name, message: `priority must be an integer, got ${priority}` })
+      }
+      let runAtUs = now
+      if (options?.runAt !== undefined) {
+        runAtUs = (options.runAt instanceof Date ? options.runAt.getTime() : DateTime.toEpochMillis(options.runAt)) *
+          1000
+      } else if (options?.delay !== undefined) {
+        runAtUs = now + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
+      }
+      if (!Number.isFinite(runAtUs)) {
+        return yield* new InvalidPayload({ job: job.name, message: "runAt is not a valid date" })
+      }
+      return { now, priority, runAtUs }
+    })
+
+  const insert = (job: Job.Any, rows: ReadonlyArray<InsertRow>, nowUs: number) =>
+    Effect.gen(function*() {
+      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+      const ids = yield* statements.jobInsertMany(rows, nowUs, notifier.notifyPayload([job.name]))
+      yield* notifier.enqueued([job.name], !inTransaction)
+      return ids
+    })
+
+  const service: QueueShape = {
+    enqueue: (job, payload, options) =>
+      Effect.gen(function*() {
+        const json = yield* encodePayload(job, payload)
+        const { now, priority, runAtUs } = yield* resolve(job, options)
+        const ids = yield* insert(job, [{ name: job.name, payload: json, priority, runAtUs }], now)
+        return ids[0]
+      }).pipe(Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name } })),
+    enqueueMany: (job, payloads, options) =>
+      Effect.gen(function*() {
+        const json = yield* Effect.forEach(payloads, (p) => encodePayload(job, p))
+        if (json.length === 0) return []
+        const { now, priority, runAtUs } = yield* resolve(job, options)
+        return yield* insert(job, json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
+      }).pipe(Effect.withSpan("sqlane.enqueueMany", { attributes: { "sqlane.job.name": job.name } })),
+    get: (id) =>
+      Effect.gen(function*() {
+        if (!/^\d{1,19}$/.test(id)) return yield* new JobNotFound({ id })
+        const row = yield* statements.jobGet(id)
+        if (row === undefined) return yield* new JobNotFound({ id })
+        return new JobInfo({
+          id: row.id,
+          name: row.name,
+          state: Schema.is(JobState)(row.state) ? row.state : "dead",
+          payload: parseJson(row.payload),
+          priority: row.priority,
+          attempts: row.attempts,
+          runAt: microsToDate(row.runAtUs),
+          createdAt: microsToDate(row.createdAtUs),
+          claimedAt: Option.map(Option.fromNullable(row.claimedAtUs), microsToDate),
+          finishedAt: Option.map(Option.fromNullable(row.finishedAtUs), microsToDate),
+          lastError: Option.fromNullable(row.lastError),
+          errors: Option.getOrElse(decodeErrors(parseJson(row.errors ?? "[]")), () => []),
+          result: Option.map(Option.fromNullable(row.result), parseJson)
+        })
+      })
+  }
+  return service
+})
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Queue, never, Database | Notifier> = Layer.effect(Queue, make)

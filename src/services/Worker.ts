@@ -1,0 +1,298 @@
+/**
+ * Runs jobs: claims due jobs of the job names it has handlers for and runs each on a fiber,
+ * at most `concurrency` at a time. It never claims more jobs than it has free slots; a slot is
+ * free again once the attempt's end is written.
+ *
+ * The loop: wait for a free slot; probe which names have due jobs; claim up to the free slots;
+ * if the claim filled every slot, claim again as soon as slots free (without a probe); otherwise
+ * sleep until a wake-up (in-process hint, PostgreSQL `NOTIFY`, or `LISTEN` re-established), the
+ * next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
+ *
+ * A handler's typed failure or defect is recorded as the attempt's error; the job is retried at
+ * the time its retry `Schedule` gives, or dead-lettered when the schedule is done or the failure
+ * is permanent. A payload that does not decode dead-letters the job with the decode error.
+ * All times come from Effect's `Clock`.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { retryDelay, stepper } from "../internal/schedule.js"
+import { microsToDate, nowMicros } from "../internal/time.js"
+import type { Handler, JobContext } from "../schema/Job.js"
+import { AttemptError } from "../schema/JobInfo.js"
+import { type ClaimedJob, Claimer } from "./Claimer.js"
+import { Completer, type Outcome } from "./Completer.js"
+import { Notifier } from "./Notifier.js"
+import { QueueConfig } from "./QueueConfig.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkerOptions<R> {
+  /** One handler per job name (`Job.handler(job, run)`). */
+  readonly handlers: ReadonlyArray<Handler<R>>
+  /** Jobs run at once by this worker. Default 10. */
+  readonly concurrency?: number | undefined
+  /** Recorded on the jobs this worker claims. Default: a random UUID. */
+  readonly id?: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkerHandle {
+  readonly id: string
+  /** Jobs claimed and not yet finished (running, or their end not yet written). */
+  readonly running: Effect.Effect<number>
+}
+
+const describe = (u: unknown): string => {
+  if (u === undefined) return "undefined"
+  if (typeof u === "string") return u
+  if (u instanceof Error) return u.message ? `${u.name}: ${u.message}` : u.name
+  if (typeof u === "object" && u !== null && "message" in u && typeof (u as any).message === "string") {
+    const tag = "_tag" in u && typeof (u as any)._tag === "string" ? `${(u as any)._tag}: ` : ""
+    return `${tag}${(u as any).message}`
+  }
+  try {
+    const json = JSON.stringify(u, (_k, v) => (typeof v === "bigint" ? v.toString() : v))
+    if (json !== undefined) return json
+  } catch {
+    // fall through
+  }
+  return String(u)
+}
+
+const tagOf = (u: unknown): string | undefined =>
+  typeof u === "object" && u !== null && "_tag" in u && typeof (u as any)._tag === "string"
+    ? (u as any)._tag
+    : undefined
+
+const toJson = (u: unknown): string | null => {
+  try {
+    return JSON.stringify(u) ?? null
+  } catch {
+    return null
+  }
+}
+
+const encodeErrors = Schema.encodeSync(Schema.parseJson(Schema.Array(AttemptError)))
+const decodeErrors = Schema.decodeUnknownOption(Schema.parseJson(Schema.Array(AttemptError)))
+
+/**
+ * Starts a worker in the current scope; it stops (interrupting its running handlers) when
+ * the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <R>(
+  options: WorkerOptions<R>
+): Effect.Effect<WorkerHandle, never, Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig> =>
+  Effect.gen(function*() {
+    const config = yield* QueueConfig
+    const claimer = yield* Claimer
+    const completer = yield* Completer
+    const notifier = yield* Notifier
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 10))
+    const workerId = options.id ?? crypto.randomUUID()
+    const handlers = new Map<string, Handler<R>>()
+    for (const h of options.handlers) {
+      if (handlers.has(h.job.name)) {
+        return yield* Effect.dieMessage(`sqlane: two handlers for job name "${h.job.name}"`)
+      }
+      handlers.set(h.job.name, h)
+    }
+    const names = Array.from(handlers.keys())
+    const fibers = yield* FiberSet.make()
+    const slotFreed = yield* Queue.sliding<void>(1)
+    let running = 0
+
+    const failure = (
+      row: ClaimedJob,
+      handler: Handler<R>,
+      kind: AttemptError["kind"],
+      cause: Cause.Cause<unknown> | undefined,
+      message: string
+    ) =>
+      Effect.gen(function*() {
+        const nowUs = yield* nowMicros
+        const typed = cause ? Cause.failureOption(cause) : Option.none()
+        const defect = cause ? Cause.dieOption(cause) : Option.none()
+        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined
+        const encoded = Option.isSome(typed)
+          ? Option.flatMap(Schema.encodeUnknownOption(handler.job.failure)(typed.value), (e) =>
+            toJson(e) === null ? Option.none() : Option.some(JSON.parse(toJson(e)!)))
+          : Option.none()
+        const record = new AttemptError({
+          attempt: row.attempts,
+          at: microsToDate(nowUs).toISOString(),
+          kind,
+          message,
+          tag: tagOf(value),
+          error: Option.getOrUndefined(encoded)
+        })
+        const history = [
+          ...Option.getOrElse(decodeErrors(row.errors ?? "[]"), () => [] as ReadonlyArray<AttemptError>),
+          record
+        ]
+        const permanent = Option.isSome(typed) && handler.job.isPermanent(typed.value)
+        const delay = permanent || kind === "decode"
+          ? Option.none<number>()
+          : yield* retryDelay(handler.job.retry, row.attempts, value, Math.floor(nowUs / 1000))
+        const outcome: Outcome = {
+          id: row.id,
+          attempt: row.attempts,
+          state: Option.isSome(delay) ? "pending" : "dead",
+          runAtUs: Option.isSome(delay) ? nowUs + Math.round(delay.value * 1000) : null,
+          finishedAtUs: Option.isSome(delay) ? null : nowUs,
+          lastError: message,
+          errors: encodeErrors(history),
+          result: null
+        }
+        return outcome
+      })
+
+    const attempt = (row: ClaimedJob): Effect.Effect<Outcome, never, R> => {
+      const handler = handlers.get(row.name)!
+      const job = handler.job
+      return Effect.gen(function*() {
+        const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
+          Effect.flatMap(Schema.decodeUnknown(job.payload)),
+          Effect.either
+        )
+        if (Either.isLeft(payload)) {
+          const error = payload.left
+          const message = ParseResult.isParseError(error)
+            ? `payload does not match the schema of "${job.name}": ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+            : `payload is not valid JSON: ${describe(error.error)}`
+          return yield* failure(row, handler, "decode", undefined, message)
+        }
+        const context: JobContext = {
+          id: row.id,
+          name: row.name,
+          attempt: row.attempts,
+          createdAt: microsToDate(row.createdAtUs),
+          runAt: microsToDate(row.runAtUs)
+        }
+        const exit = yield* Effect.suspend(() => handler.run(payload.right, context)).pipe(
+          Effect.withSpan(`sqlane.job ${job.name}`, {
+            attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts }
+          }),
+          Effect.exit
+        )
+        if (Exit.isSuccess(exit)) {
+          const encoded = yield* Effect.either(Schema.encode(job.success)(exit.value))
+          if (Either.isLeft(encoded)) {
+            const message = `result does not match the success schema of "${job.name}": ${
+              ParseResult.TreeFormatter.formatErrorSync(encoded.left)
+            }`
+            return yield* failure(row, handler, "defect", undefined, message)
+          }
+          const nowUs = yield* nowMicros
+          const outcome: Outcome = {
+            id: row.id,
+            attempt: row.attempts,
+            state: "completed",
+            runAtUs: null,
+            finishedAtUs: nowUs,
+            lastError: null,
+            errors: null,
+            result: encoded.right === undefined ? null : toJson(encoded.right)
+          }
+          return outcome
+        }
+        const cause = exit.cause
+        const typed = Cause.failureOption(cause)
+        if (Option.isSome(typed)) return yield* failure(row, handler, "failure", cause, describe(typed.value))
+        const defect = Cause.dieOption(cause)
+        if (Option.isSome(defect)) return yield* failure(row, handler, "defect", cause, describe(defect.value))
+        return yield* failure(row, handler, "interrupted", cause, "the attempt was interrupted")
+      })
+    }
+
+    const start = (row: ClaimedJob) =>
+      attempt(row).pipe(
+        Effect.flatMap(completer.finish),
+        Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
+        Effect.ensuring(Effect.sync(() => {
+          running--
+          Queue.unsafeOffer(slotFreed, undefined)
+        })),
+        FiberSet.run(fibers)
+      )
+
+    const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
+
+    const loop = Effect.gen(function*() {
+      const wakeups = yield* notifier.subscribe(names)
+      let lastDue: ReadonlyArray<string> = []
+      let skipProbe = false
+      while (true) {
+        if (running >= concurrency) {
+          yield* Queue.take(slotFreed)
+          continue
+        }
+        yield* wakeups.clear
+        const nowUs = yield* nowMicros
+        let due = lastDue
+        let nextUs: number | undefined
+        if (!skipProbe) {
+          const probe = yield* claimer.probe(names, nowUs)
+          due = probe.due
+          nextUs = probe.nextUs
+        }
+        const free = concurrency - running
+        const claimed = due.length === 0 ? [] : yield* claimer.claim(due, free, nowUs, workerId)
+        running += claimed.length
+        for (const row of claimed) yield* start(row)
+        if (claimed.length === free) {
+          // Every slot filled: more jobs are likely due; claim again when slots free.
+          lastDue = due
+          skipProbe = true
+          continue
+        }
+        if (skipProbe) {
+          // A claim without a probe came back short: probe before sleeping.
+          skipProbe = false
+          continue
+        }
+        const nowMs = Math.floor(nowUs / 1000)
+        const poll = Option.getOrElse(yield* pollDelay(nowMs), () => 5000)
+        const untilNext = nextUs === undefined ? Infinity : Math.max(0, Math.ceil(nextUs / 1000) - nowMs)
+        yield* Effect.raceFirst(wakeups.take, Effect.sleep(Math.min(poll, untilNext)))
+      }
+    }).pipe(
+      Effect.scoped,
+      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker loop failed; restarting", cause)),
+      Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
+    )
+
+    yield* Effect.forkScoped(Effect.interruptible(loop))
+    return { id: workerId, running: Effect.sync(() => running) } satisfies WorkerHandle
+  })
+
+/**
+ * A worker as a layer: it runs while the layer is alive.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <R>(
+  options: WorkerOptions<R>
+): Layer.Layer<never, never, R | Claimer | Completer | Notifier | QueueConfig> =>
+  Layer.scopedDiscard(make(options))
