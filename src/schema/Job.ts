@@ -23,7 +23,7 @@ export interface Job<
   in out SuccessEncoded = any,
   in out Failure = any,
   in out FailureEncoded = any
-> {
+> extends Job.Any {
   readonly _tag: "sqlane/Job"
   /** The job name: the key workers claim by. At most 255 characters. */
   readonly name: Name
@@ -51,15 +51,24 @@ export interface Job<
  */
 export declare namespace Job {
   /** Any job definition. */
-  export type Any = Job<string, any, any, any, any, any, any>
+  export interface Any {
+    readonly _tag: "sqlane/Job"
+    readonly name: string
+    readonly payload: Schema.Schema.All
+    readonly success: Schema.Schema.All
+    readonly failure: Schema.Schema.All
+    readonly retry: Schedule.Schedule<unknown, unknown>
+    readonly priority: number
+    readonly isPermanent: (failure: never) => boolean
+  }
   /** The decoded payload type of a job. */
-  export type Payload<J> = J extends Job<any, infer P, any, any, any, any, any> ? P : never
+  export type Payload<J extends Any> = Schema.Schema.Type<J["payload"]>
   /** The encoded (stored) payload type of a job. */
-  export type PayloadEncoded<J> = J extends Job<any, any, infer I, any, any, any, any> ? I : never
+  export type PayloadEncoded<J extends Any> = Schema.Schema.Encoded<J["payload"]>
   /** The success type of a job's handler. */
-  export type Success<J> = J extends Job<any, any, any, infer S, any, any, any> ? S : never
+  export type Success<J extends Any> = Schema.Schema.Type<J["success"]>
   /** The typed failure of a job's handler. */
-  export type Failure<J> = J extends Job<any, any, any, any, any, infer E, any> ? E : never
+  export type Failure<J extends Any> = Schema.Schema.Type<J["failure"]>
 }
 
 /**
@@ -198,3 +207,14 @@ export const handler = <J extends Job.Any, R>(
   job: J,
   run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J>, R>
 ): Handler<R> => ({ _tag: "sqlane/Handler", job, run })
+
+/**
+ * A job's schemas, typed for internal use (every `Job.make` schema has no context).
+ *
+ * @internal
+ */
+export const schemasOf = (job: Job.Any): {
+  readonly payload: Schema.Schema<any, any>
+  readonly success: Schema.Schema<any, any>
+  readonly failure: Schema.Schema<any, any>
+} => job as any

@@ -85,30 +85,48 @@ export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlErr
   }
 )
 
-/** Holds a session lock named after the prefix on a dedicated connection for the scope. */
-const migrationLock = (prefix: string) =>
+/**
+ * Serializes migration runs across processes.
+ *
+ * PostgreSQL: a transaction holding `pg_advisory_xact_lock`, on one connection (the Migrator's
+ * own transaction nests inside it as a savepoint). The migrations table is created first, inside
+ * the lock, so the Migrator's probe for it cannot abort the transaction.
+ *
+ * MySQL/MariaDB: DDL commits implicitly, so a transaction cannot hold the lock; a session lock
+ * (`GET_LOCK`) is held on a reserved connection while the Migrator uses another one. Migrating
+ * therefore needs a pool of at least 2 connections there.
+ */
+const withMigrationLock = <A, E, R>(prefix: string, migrate: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const conn = yield* sql.reserve
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const name = `sqlane:migrate:${prefix}`
-    yield* sql.onDialectOrElse({
+    return yield* sql.onDialectOrElse({
       pg: () =>
-        Effect.acquireRelease(
-          conn.executeRaw("SELECT pg_advisory_lock(hashtext($1))", [name]),
-          () => Effect.ignore(conn.executeRaw("SELECT pg_advisory_unlock(hashtext($1))", [name]))
+        sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.pipe(
+          Effect.zipRight(sql`CREATE TABLE IF NOT EXISTS ${sql(`${prefix}migrations`)} (
+            migration_id integer primary key,
+            created_at timestamp with time zone not null default now(),
+            name text not null
+          )`),
+          Effect.zipRight(migrate),
+          sql.withTransaction
         ),
       orElse: () =>
-        Effect.acquireRelease(
-          // Waits up to 10 minutes for another process's migration.
-          conn.executeValues("SELECT GET_LOCK(?, 600)", [name]).pipe(
-            Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-              Number(rows[0]?.[0]) === 1
-                ? Effect.void
-                : Effect.fail(new SetupError({ message: `timed out waiting for the migration lock ${name}` }))
-            )
-          ),
-          () => Effect.ignore(conn.executeRaw("SELECT RELEASE_LOCK(?)", [name]))
-        )
+        Effect.gen(function*() {
+          const conn = yield* sql.reserve
+          yield* Effect.acquireRelease(
+            // Waits up to 10 minutes for another process's migration.
+            conn.executeValues("SELECT GET_LOCK(?, 600)", [name]).pipe(
+              Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
+                Number(rows[0]?.[0]) === 1
+                  ? Effect.void
+                  : Effect.fail(new SetupError({ message: `timed out waiting for the migration lock ${name}` }))
+              )
+            ),
+            () => Effect.ignore(conn.executeRaw("SELECT RELEASE_LOCK(?)", [name]))
+          )
+          return yield* migrate
+        }).pipe(Effect.scoped)
     })
   })
 
@@ -140,7 +158,6 @@ export const run = (
     }).pipe(
       Effect.catchTag("MigrationError", (e) => new SetupError({ message: `migration failed: ${e.message}`, cause: e })),
       Effect.catchAllDefect((defect) => new SetupError({ message: `migration failed: ${String(defect)}`, cause: defect })),
-      Effect.zipLeft(Effect.void),
-      (migrate) => Effect.scoped(Effect.zipRight(migrationLock(prefix), migrate))
+      (migrate) => withMigrationLock(prefix, migrate)
     )
   })

@@ -20,7 +20,7 @@ import { Database } from "../internal/Database.js"
 import type { InsertRow } from "../internal/statements.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
-import type { Job } from "../schema/Job.js"
+import { type Job, schemasOf } from "../schema/Job.js"
 import { AttemptError, JobInfo, JobState } from "../schema/JobInfo.js"
 import { Notifier } from "./Notifier.js"
 
@@ -76,7 +76,7 @@ export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
  * @internal
  */
 export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =>
-  Schema.encode(job.payload)(payload).pipe(
+  Schema.encode(schemasOf(job).payload)(payload).pipe(
     Effect.mapError((e) => new InvalidPayload({ job: job.name, message: ParseResult.TreeFormatter.formatErrorSync(e) })),
     Effect.flatMap((encoded) =>
       Effect.try({

@@ -29,7 +29,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import type { Handler, JobContext } from "../schema/Job.js"
+import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { AttemptError } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
@@ -119,6 +119,8 @@ export const make = <R>(
     const names = Array.from(handlers.keys())
     const fibers = yield* FiberSet.make()
     const slotFreed = yield* Queue.sliding<void>(1)
+    /** Set when an attempt of this worker was rescheduled: re-probe to learn its new run_at. */
+    const retried = yield* Queue.sliding<void>(1)
     let running = 0
 
     const failure = (
@@ -134,7 +136,7 @@ export const make = <R>(
         const defect = cause ? Cause.dieOption(cause) : Option.none()
         const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined
         const encoded = Option.isSome(typed)
-          ? Option.flatMap(Schema.encodeUnknownOption(handler.job.failure)(typed.value), (e) =>
+          ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
             toJson(e) === null ? Option.none() : Option.some(JSON.parse(toJson(e)!)))
           : Option.none()
         const record = new AttemptError({
@@ -149,7 +151,7 @@ export const make = <R>(
           ...Option.getOrElse(decodeErrors(row.errors ?? "[]"), () => [] as ReadonlyArray<AttemptError>),
           record
         ]
-        const permanent = Option.isSome(typed) && handler.job.isPermanent(typed.value)
+        const permanent = Option.isSome(typed) && (handler.job.isPermanent as (failure: unknown) => boolean)(typed.value)
         const delay = permanent || kind === "decode"
           ? Option.none<number>()
           : yield* retryDelay(handler.job.retry, row.attempts, value, Math.floor(nowUs / 1000))
@@ -171,7 +173,7 @@ export const make = <R>(
       const job = handler.job
       return Effect.gen(function*() {
         const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
-          Effect.flatMap(Schema.decodeUnknown(job.payload)),
+          Effect.flatMap(Schema.decodeUnknown(schemasOf(job).payload)),
           Effect.either
         )
         if (Either.isLeft(payload)) {
@@ -195,7 +197,7 @@ export const make = <R>(
           Effect.exit
         )
         if (Exit.isSuccess(exit)) {
-          const encoded = yield* Effect.either(Schema.encode(job.success)(exit.value))
+          const encoded = yield* Effect.either(Schema.encode(schemasOf(job).success)(exit.value))
           if (Either.isLeft(encoded)) {
             const message = `result does not match the success schema of "${job.name}": ${
               ParseResult.TreeFormatter.formatErrorSync(encoded.left)
@@ -226,7 +228,8 @@ export const make = <R>(
 
     const start = (row: ClaimedJob) =>
       attempt(row).pipe(
-        Effect.flatMap(completer.finish),
+        Effect.tap(completer.finish),
+        Effect.tap((outcome) => outcome.state === "pending" ? Queue.offer(retried, undefined) : Effect.void),
         Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
         Effect.ensuring(Effect.sync(() => {
           running--
@@ -247,6 +250,7 @@ export const make = <R>(
           continue
         }
         yield* wakeups.clear
+        yield* Queue.takeAll(retried)
         const nowUs = yield* nowMicros
         let due = lastDue
         let nextUs: number | undefined
@@ -273,7 +277,7 @@ export const make = <R>(
         const nowMs = Math.floor(nowUs / 1000)
         const poll = Option.getOrElse(yield* pollDelay(nowMs), () => 5000)
         const untilNext = nextUs === undefined ? Infinity : Math.max(0, Math.ceil(nextUs / 1000) - nowMs)
-        yield* Effect.raceFirst(wakeups.take, Effect.sleep(Math.min(poll, untilNext)))
+        yield* Effect.raceAll([wakeups.take, Queue.take(retried), Effect.sleep(Math.min(poll, untilNext))])
       }
     }).pipe(
       Effect.scoped,

@@ -1,0 +1,432 @@
+/**
+ * The conformance suite: one set of tests, run against every database (see test/*.test.ts).
+ * Every test name carries the database id, e.g. `[postgres-15]`.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
+import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
+
+const Noop = Job.make("noop", { payload: Schema.Struct({ i: Schema.Number }) })
+
+class Flaky extends Schema.TaggedError<Flaky>()("Flaky", { reason: Schema.String }) {}
+
+/**
+ * Runs `body` with a fresh QueueLive on its own prefix, and drops its tables afterwards.
+ *
+ * Tests under `TestClock` use a poll interval of 1 hour: the worker still wakes exactly at the
+ * next known `run_at` and on hints, and `TestClock.adjust` does not have to replay a poll (each a
+ * real database round trip) every 5 simulated seconds.
+ */
+const withQueue = <A, E>(
+  target: Target,
+  body: (prefix: string) => Effect.Effect<A, E, any>,
+  options: Parameters<typeof testLayer>[1] = {}
+) => {
+  const t = testLayer(target, options)
+  return body(t.prefix).pipe(
+    Effect.scoped,
+    Effect.provide(t.layer),
+    Effect.ensuring(dropTables(t.prefix).pipe(Effect.provide(t.client), Effect.ignore))
+  ) as Effect.Effect<A, E | Error, never>
+}
+
+const workerScript = path.join(import.meta.dirname, "..", "support", "worker-process.ts")
+
+/** Runs test/support/worker-process.ts in a child Node process; resolves with its exit code. */
+const runProcess = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.async<number, Error>((resume) => {
+    const child = spawn(process.execPath, ["--import", "tsx", workerScript, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "inherit", "inherit"]
+    })
+    child.on("error", (e) => resume(Effect.fail(e)))
+    child.on("exit", (code) => resume(Effect.succeed(code ?? -1)))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+export const conformance = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+
+  describe(`conformance [${target.id}]`, () => {
+    it.live(name("migrations run from several connections at once, once"), () =>
+      Effect.gen(function*() {
+        const prefix = uniquePrefix("mig")
+        const runs = yield* Effect.all(
+          Array.from({ length: 4 }, () => Migrations.run(prefix).pipe(Effect.provide(clientLayer(target)))),
+          { concurrency: "unbounded" }
+        )
+        const applied = runs.flat()
+        assert.deepStrictEqual(applied.map(([id]) => id), [1])
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "migrations")}`
+        assert.strictEqual(Number(rows[0].n), 1)
+        yield* dropTables(prefix)
+      }).pipe(Effect.provide(clientLayer(target))))
+
+    it.live(name("an invalid table prefix is refused with a typed error"), () =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(Migrations.run("bad-prefix; DROP"))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          const error = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+          assert.strictEqual((error as any)?._tag, "SetupError")
+        }
+      }).pipe(Effect.provide(clientLayer(target))))
+
+    it.live(name("enqueue in a transaction that rolls back leaves no job; one that commits leaves one"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const queue = yield* Queue.Queue
+          const rolledBack = yield* queue.enqueue(Noop, { i: 1 }).pipe(
+            Effect.zipRight(Effect.fail("payment declined" as const)),
+            sql.withTransaction,
+            Effect.flip
+          )
+          assert.strictEqual(rolledBack, "payment declined")
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          const id = yield* sql.withTransaction(queue.enqueue(Noop, { i: 2 }))
+          assert.strictEqual(yield* countJobs(prefix), 1)
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.state, "pending")
+          assert.deepStrictEqual(info.payload, { i: 2 })
+        })))
+
+    it.live(name("enqueueMany of 1,000 jobs returns their ids in order"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Noop, Array.from({ length: 1000 }, (_, i) => ({ i })))
+          assert.strictEqual(ids.length, 1000)
+          assert.strictEqual(new Set(ids).size, 1000)
+          assert.strictEqual(yield* countJobs(prefix, "pending"), 1000)
+          for (const i of [0, 1, 255, 256, 511, 999]) {
+            assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { i })
+          }
+        })))
+
+    it.live(name("a payload round-trips bigint and Date through its schema"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Exact = Job.make("exact", {
+            payload: Schema.Struct({ n: Schema.BigInt, at: Schema.Date }),
+            success: Schema.Struct({ doubled: Schema.BigInt })
+          })
+          const at = new Date("2031-02-03T04:05:06.789Z")
+          const seen: Array<unknown> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Exact, (p) => Effect.sync(() => seen.push(p)).pipe(Effect.as({ doubled: p.n * 2n })))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Exact, { n: 2n ** 70n, at })
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          assert.deepStrictEqual(seen, [{ n: 2n ** 70n, at }])
+          const info = yield* queue.get(id)
+          assert.deepStrictEqual(info.result._tag === "Some" ? info.result.value : undefined, {
+            doubled: (2n ** 71n).toString()
+          })
+        })))
+
+    it.live(name("a payload that fails its schema is refused with a typed error and nothing is written"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Typed = Job.make("typed", { payload: Schema.Struct({ email: Schema.String.pipe(Schema.pattern(/@/)) }) })
+          const queue = yield* Queue.Queue
+          const error = yield* Effect.flip(queue.enqueue(Typed, { email: "not-an-email" }))
+          assert.strictEqual(error._tag, "InvalidPayload")
+          assert.instanceOf(error, Errors.InvalidPayload)
+          assert.include(error.message, "@")
+          const many = yield* Effect.flip(queue.enqueueMany(Typed, [{ email: "a@b" }, { email: "nope" }]))
+          assert.strictEqual(many._tag, "InvalidPayload")
+          const cyclic: any = { email: "a@b" }
+          cyclic.self = cyclic
+          const Loose = Job.make("loose", { payload: Schema.Any })
+          const notJson = yield* Effect.flip(queue.enqueue(Loose, cyclic))
+          assert.strictEqual(notJson._tag, "InvalidPayload")
+          assert.strictEqual(yield* countJobs(prefix), 0)
+        })))
+
+    it.live(name("two queue instances and two OS processes never run a job twice"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ledger = sql(prefix + "ledger")
+          yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(32) NOT NULL, worker VARCHAR(64) NOT NULL)`
+          const total = 600
+          const queue = yield* Queue.Queue
+          const processes = yield* Effect.all(
+            ["process-1", "process-2"].map((w) =>
+              runProcess(["work", target.dialect, target.url, prefix, w, String(total)], { SQLANE_POLL: "100 millis" }).pipe(
+                Effect.fork
+              )
+            )
+          )
+          const ready = sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = 'ready'`
+          yield* waitUntil(Effect.map(ready, (r) => Number(r[0].n) === 2), 30_000, "worker processes")
+          const record = (worker: string) =>
+            Job.handler(Noop, (_, ctx) =>
+              Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${ctx.id}, ${worker})`).pipe(
+                Effect.zipRight(Effect.sleep("2 millis"))
+              ))
+          // A second, independent QueueLive (its own pool) in this process.
+          const other = testLayer(target, { prefix, migrate: false })
+          yield* Layer.launch(Worker.layer({ handlers: [record("instance-b")], concurrency: 5 }).pipe(
+            Layer.provide(other.layer)
+          )).pipe(Effect.forkScoped)
+          yield* Worker.make({ handlers: [record("instance-a")], concurrency: 5 })
+          yield* queue.enqueueMany(Noop, Array.from({ length: total }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === total), 60_000, "all jobs completed")
+          for (const p of processes) assert.strictEqual(yield* p.await.pipe(Effect.flatMap((e) => e)), 0)
+          const rows = yield* sql<{ job_id: string; n: number }>`SELECT job_id, COUNT(*) AS n FROM ${ledger}
+            WHERE job_id <> 'ready' GROUP BY job_id`
+          assert.strictEqual(rows.length, total)
+          assert.deepStrictEqual(rows.filter((r) => Number(r.n) !== 1), [])
+          const byWorker = yield* sql<{ worker: string; n: number }>`SELECT worker, COUNT(*) AS n FROM ${ledger}
+            WHERE job_id <> 'ready' GROUP BY worker`
+          // Every claimer took part (each got jobs), so the test exercised concurrent claims.
+          assert.strictEqual(byWorker.length, 4, JSON.stringify(byWorker))
+        })), 120_000)
+
+    it.live(name("concurrency 4: never more than 4 jobs claimed-and-running per worker"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          let inHandler = 0
+          let maxInHandler = 0
+          const handler = Job.handler(Noop, () =>
+            Effect.gen(function*() {
+              inHandler++
+              maxInHandler = Math.max(maxInHandler, inHandler)
+              yield* Effect.sleep("50 millis")
+              inHandler--
+            }))
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Noop, Array.from({ length: 300 }, (_, i) => ({ i })))
+          const worker = yield* Worker.make({ handlers: [handler], concurrency: 4 })
+          let maxClaimed = 0
+          let maxRunning = 0
+          while ((yield* countJobs(prefix, "completed")) < 300) {
+            const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}
+              WHERE state = 'running' AND worker_id = ${worker.id}`
+            maxClaimed = Math.max(maxClaimed, Number(rows[0].n))
+            maxRunning = Math.max(maxRunning, yield* worker.running)
+            yield* realSleep(5)
+          }
+          assert.isAtMost(maxInHandler, 4)
+          assert.isAtMost(maxClaimed, 4)
+          assert.isAtMost(maxRunning, 4)
+          // and the worker did use its slots
+          assert.strictEqual(maxInHandler, 4)
+        })), 60_000)
+
+    it.effect(name("a job delayed 1 hour runs only after TestClock passes it"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const ran: Array<number> = []
+          yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => ran.push(p.i)))] })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Noop, { i: 7 }, { delay: "1 hour" })
+          assert.strictEqual((yield* queue.get(id)).runAt.getTime(), Duration.toMillis("1 hour"))
+          yield* realSleep(200)
+          yield* TestClock.adjust("59 minutes")
+          yield* realSleep(300)
+          assert.deepStrictEqual(ran, [])
+          assert.strictEqual((yield* queue.get(id)).state, "pending")
+          yield* TestClock.adjust("61 seconds")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          assert.deepStrictEqual(ran, [7])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("retries follow the schedule's delays; after the last attempt the job is dead with every error"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Retried = Job.make("retried", {
+            payload: Schema.Struct({}),
+            failure: Flaky,
+            retry: Job.attempts(3, Schedule.exponential("10 seconds"))
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Retried, (_, ctx) => Effect.fail(new Flaky({ reason: `attempt ${ctx.attempt}` })))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Retried, {})
+          const attemptDone = (n: number) =>
+            waitUntil(Effect.map(queue.get(id), (j) => j.attempts === n && j.state !== "running"), 20_000, `attempt ${n}`)
+          yield* attemptDone(1)
+          let info = yield* queue.get(id)
+          assert.strictEqual(info.state, "pending")
+          assert.strictEqual(info.runAt.getTime(), 10_000) // now (0) + 10 s
+          yield* TestClock.adjust("9 seconds")
+          yield* realSleep(200)
+          assert.strictEqual((yield* queue.get(id)).attempts, 1)
+          yield* TestClock.adjust("1 second")
+          yield* attemptDone(2)
+          info = yield* queue.get(id)
+          assert.strictEqual(info.state, "pending")
+          assert.strictEqual(info.runAt.getTime(), 10_000 + 20_000) // exponential: 10 s, then 20 s
+          yield* TestClock.adjust("20 seconds")
+          yield* attemptDone(3)
+          info = yield* queue.get(id)
+          assert.strictEqual(info.state, "dead")
+          assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.tag, e.message]), [
+            [1, "failure", "Flaky", `Flaky: { "reason": "attempt 1" }`],
+            [2, "failure", "Flaky", `Flaky: { "reason": "attempt 2" }`],
+            [3, "failure", "Flaky", `Flaky: { "reason": "attempt 3" }`]
+          ])
+          assert.deepStrictEqual(info.errors[0].error, { _tag: "Flaky", reason: "attempt 1" })
+          assert.strictEqual(info.lastError._tag === "Some" && info.lastError.value, info.errors[2].message)
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("a permanent failure dead-letters at once"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Charge = Job.make("charge", {
+            payload: Schema.Struct({}),
+            failure: Flaky,
+            isPermanent: (e) => e.reason === "card invalid"
+          })
+          yield* Worker.make({ handlers: [Job.handler(Charge, () => Effect.fail(new Flaky({ reason: "card invalid" })))] })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Charge, {})
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "dead"))
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 1)
+          assert.strictEqual(info.errors.length, 1)
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("failures with undefined, a string, a plain object, or a throw are recorded"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Odd = Job.make("odd", { payload: Schema.Struct({ kind: Schema.String }), retry: Job.attempts(1) })
+          yield* Worker.make({
+            handlers: [Job.handler(Odd, (p): Effect.Effect<void> => {
+              switch (p.kind) {
+                case "undefined":
+                  return Effect.fail(undefined) as any
+                case "string":
+                  return Effect.fail("just a string") as any
+                case "object":
+                  return Effect.fail({ code: 42 }) as any
+                case "die":
+                  return Effect.die({ weird: true })
+                default:
+                  throw new TypeError("thrown synchronously")
+              }
+            })]
+          })
+          const queue = yield* Queue.Queue
+          const kinds = ["undefined", "string", "object", "die", "throw"]
+          const ids = yield* Effect.forEach(kinds, (kind) => queue.enqueue(Odd, { kind }))
+          yield* waitUntil(
+            Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "dead"))
+          )
+          const messages = yield* Effect.forEach(ids, (id) => Effect.map(queue.get(id), (j) => [j.errors[0].kind, j.errors[0].message]))
+          assert.deepStrictEqual(messages, [
+            ["failure", "undefined"],
+            ["failure", "just a string"],
+            ["failure", "{\"code\":42}"],
+            ["defect", "{\"weird\":true}"],
+            ["defect", "TypeError: thrown synchronously"]
+          ])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("a stored row that fails to decode is dead-lettered with the reason; the worker goes on"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Strict = Job.make("strict", { payload: Schema.Struct({ n: Schema.Number }) })
+          const ran: Array<number> = []
+          yield* Worker.make({ handlers: [Job.handler(Strict, (p) => Effect.sync(() => ran.push(p.n)))] })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const bad = yield* queue.enqueue(Strict, { n: 1 }, { delay: "1 minute" })
+          const garbled = yield* queue.enqueue(Strict, { n: 2 }, { delay: "1 minute" })
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET payload = ${"{\"n\":\"one\"}"} WHERE id = ${bad}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET payload = ${"{not json"} WHERE id = ${garbled}`
+          const good = yield* queue.enqueue(Strict, { n: 3 }, { delay: "1 minute" })
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(queue.get(good), (j) => j.state === "completed"))
+          const badInfo = yield* queue.get(bad)
+          assert.strictEqual(badInfo.state, "dead")
+          assert.strictEqual(badInfo.errors[0].kind, "decode")
+          assert.include(badInfo.errors[0].message, "Expected number")
+          const garbledInfo = yield* queue.get(garbled)
+          assert.strictEqual(garbledInfo.state, "dead")
+          assert.include(garbledInfo.errors[0].message, "not valid JSON")
+          assert.deepStrictEqual(ran, [3])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("process TZ America/New_York, session TZ Europe/Berlin: a 60 s delay is not due before 60 s"), () =>
+      Effect.gen(function*() {
+        const previous = process.env.TZ
+        process.env.TZ = "America/New_York"
+        yield* Effect.addFinalizer(() => Effect.sync(() => {
+          if (previous === undefined) delete process.env.TZ
+          else process.env.TZ = previous
+        }))
+        // A single connection, so the session time zone set here is the one every statement sees.
+        // (Migrating on MySQL/MariaDB needs a second connection, so migrate first.)
+        const prefix = uniquePrefix("tz")
+        yield* Migrations.run(prefix).pipe(Effect.provide(clientLayer(target)))
+        yield* withQueue(target, () =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            yield* target.dialect === "pg" ? sql`SET TIME ZONE 'Europe/Berlin'` : sql`SET time_zone = '+01:00'`
+            const offset = new Date(2026, 0, 15).getTimezoneOffset()
+            assert.strictEqual(offset, 300) // the process really is in New York
+            yield* TestClock.setTime(Date.UTC(2026, 0, 15, 12, 0, 0))
+            const ran: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => ran.push(p.i)))] })
+            const queue = yield* Queue.Queue
+            const id = yield* queue.enqueue(Noop, { i: 60 }, { delay: "60 seconds" })
+            assert.strictEqual((yield* queue.get(id)).runAt.toISOString(), "2026-01-15T12:01:00.000Z")
+            yield* realSleep(200)
+            yield* TestClock.adjust("59 seconds")
+            yield* realSleep(300)
+            assert.deepStrictEqual(ran, [])
+            yield* TestClock.adjust("1 second")
+            yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+            assert.deepStrictEqual(ran, [60])
+          }), { maxConnections: 1, pollInterval: "1 hour", prefix, migrate: false })
+      }).pipe(Effect.scoped))
+
+    it.live(name("priorities: lower runs first, then run_at, then id"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Noop, Array.from({ length: 20 }, (_, i) => ({ i })), { priority: 5 })
+          yield* queue.enqueue(Noop, { i: 100 }, { priority: -1 })
+          const order: Array<number> = []
+          yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => order.push(p.i)))], concurrency: 1 })
+          yield* waitUntil(Effect.sync(() => order.length === 21))
+          assert.deepStrictEqual(order, [100, ...Array.from({ length: 20 }, (_, i) => i)])
+        })))
+
+    if (target.dialect === "pg") {
+      it.live(name("a LISTEN/NOTIFY wake-up starts a job enqueued by another process without waiting for the poll"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const started: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => started.push(Date.now() + 0 * p.i)))] })
+            yield* realSleep(500) // the worker has probed once and is now asleep for an hour
+            const t0 = Date.now()
+            const code = yield* runProcess(["enqueue", target.dialect, target.url, prefix, "x", "1"])
+            assert.strictEqual(code, 0)
+            yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "the job to start")
+            // The poll is 1 hour: only NOTIFY (the other process has no in-process hint) can explain this.
+            assert.isBelow(started[0] - t0, 10_000)
+          }), { pollInterval: "1 hour" }))
+    }
+  })
+}
+

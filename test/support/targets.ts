@@ -1,0 +1,30 @@
+/**
+ * A database the conformance suite runs on, and the layers to reach it.
+ */
+import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as ConfigError from "effect/ConfigError"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+
+export interface Target {
+  /** e.g. `postgres-15`, `mariadb-10.11`: shown in every test name. */
+  readonly id: string
+  readonly dialect: "pg" | "mysql"
+  readonly url: string
+}
+
+export const clientLayer = (
+  target: Target,
+  options: { readonly maxConnections?: number } = {}
+): Layer.Layer<SqlClient.SqlClient, SqlError | ConfigError.ConfigError> =>
+  target.dialect === "pg"
+    ? PgClient.layer({ url: Redacted.make(target.url), maxConnections: options.maxConnections ?? 10 })
+    : MysqlClient.layer({ url: Redacted.make(target.url), maxConnections: options.maxConnections ?? 10 })
+
+let counter = 0
+/** A table prefix of its own for each test: tests never see each other's jobs. */
+export const uniquePrefix = (label = "t") =>
+  `${label}_${process.pid.toString(36)}_${Date.now().toString(36)}_${(counter++).toString(36)}_`
