@@ -15,7 +15,9 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as MigrationsInternal from "../internal/migrations.js"
+import { versionAtLeast } from "../internal/version.js"
 import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
 import { isValidPrefix } from "./QueueConfig.js"
 
@@ -32,15 +34,6 @@ export interface ServerInfo {
   readonly mariadb: boolean
 }
 
-const versionAtLeast = (version: string, needed: ReadonlyArray<number>) => {
-  const parts = (version.match(/\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number)
-  for (let i = 0; i < needed.length; i++) {
-    const p = parts[i] ?? 0
-    if (p !== needed[i]) return p > needed[i]
-  }
-  return true
-}
-
 /**
  * Reads the server's dialect and version; fails with `UnsupportedDatabase` when it lacks
  * `FOR UPDATE SKIP LOCKED` or is not PostgreSQL, MySQL or MariaDB.
@@ -48,32 +41,42 @@ const versionAtLeast = (version: string, needed: ReadonlyArray<number>) => {
  * @since 0.1.0
  * @category checks
  */
+/**
+ * Decides whether a server version has `FOR UPDATE SKIP LOCKED`. Pure: `version` is what the
+ * server reports (`SELECT version()` / `SELECT VERSION()`).
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const checkVersion = (dialect: "pg" | "mysql", version: string): Either.Either<ServerInfo, UnsupportedDatabase> => {
+  if (dialect === "pg") {
+    return versionAtLeast(version, [9, 5])
+      ? Either.right({ dialect, version, mariadb: false })
+      : Either.left(new UnsupportedDatabase({ found: `PostgreSQL ${version}`, needed: "PostgreSQL 9.5" }))
+  }
+  const mariadb = /mariadb/i.test(version)
+  if (mariadb) {
+    return versionAtLeast(version, [10, 6])
+      ? Either.right({ dialect, version, mariadb })
+      : Either.left(new UnsupportedDatabase({ found: `MariaDB ${version}`, needed: "MariaDB 10.6" }))
+  }
+  return versionAtLeast(version, [8, 0, 1])
+    ? Either.right({ dialect, version, mariadb })
+    : Either.left(new UnsupportedDatabase({ found: `MySQL ${version}`, needed: "MySQL 8.0.1" }))
+}
+
 export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlError, SqlClient.SqlClient> = Effect.gen(
   function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     return yield* sql.onDialectOrElse({
       pg: () =>
-        Effect.gen(function*() {
-          const [row] = yield* sql<{ version: string }>`SELECT current_setting('server_version') AS version`
-          const info: ServerInfo = { dialect: "pg", version: row.version, mariadb: false }
-          if (!versionAtLeast(row.version, [9, 5])) {
-            return yield* new UnsupportedDatabase({ found: `PostgreSQL ${row.version}`, needed: "PostgreSQL 9.5" })
-          }
-          return info
-        }),
+        sql<{ version: string }>`SELECT current_setting('server_version') AS version`.pipe(
+          Effect.flatMap(([row]) => checkVersion("pg", row.version))
+        ),
       mysql: () =>
-        Effect.gen(function*() {
-          const [row] = yield* sql<{ version: string }>`SELECT VERSION() AS version`
-          const mariadb = /mariadb/i.test(row.version)
-          const info: ServerInfo = { dialect: "mysql", version: row.version, mariadb }
-          if (mariadb && !versionAtLeast(row.version, [10, 6])) {
-            return yield* new UnsupportedDatabase({ found: `MariaDB ${row.version}`, needed: "MariaDB 10.6" })
-          }
-          if (!mariadb && !versionAtLeast(row.version, [8, 0, 1])) {
-            return yield* new UnsupportedDatabase({ found: `MySQL ${row.version}`, needed: "MySQL 8.0.1" })
-          }
-          return info
-        }),
+        sql<{ version: string }>`SELECT VERSION() AS version`.pipe(
+          Effect.flatMap(([row]) => checkVersion("mysql", row.version))
+        ),
       orElse: () =>
         Effect.fail(
           new UnsupportedDatabase({

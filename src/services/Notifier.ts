@@ -34,6 +34,8 @@ import { QueueConfig } from "./QueueConfig.js"
 export interface Wakeups {
   /** Waits for the next wake-up (returns at once if one arrived since the last `clear`). */
   readonly take: Effect.Effect<void>
+  /** Wakes this subscriber (e.g. a worker that just rescheduled a job of its own). */
+  readonly wake: Effect.Effect<void>
   /** Forgets wake-ups received so far; called just before a probe, which will see their jobs. */
   readonly clear: Effect.Effect<void>
   /** Completes when every wake-up source is ready (on PostgreSQL: `LISTEN` is active). */
@@ -165,6 +167,7 @@ const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: s
           yield* startListening
           return {
             take: Queue.take(signal),
+            wake: Effect.sync(subscriber.wake),
             clear: Effect.asVoid(Queue.takeAll(signal)),
             ready: listenOn === undefined ? Effect.void : Deferred.await(listening)
           }

@@ -16,6 +16,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -119,8 +120,8 @@ export const make = <R>(
     const names = Array.from(handlers.keys())
     const fibers = yield* FiberSet.make()
     const slotFreed = yield* Queue.sliding<void>(1)
-    /** Set when an attempt of this worker was rescheduled: re-probe to learn its new run_at. */
-    const retried = yield* Queue.sliding<void>(1)
+    /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
+    let wakeSelf: Effect.Effect<void> = Effect.void
     let running = 0
 
     const failure = (
@@ -229,7 +230,7 @@ export const make = <R>(
     const start = (row: ClaimedJob) =>
       attempt(row).pipe(
         Effect.tap(completer.finish),
-        Effect.tap((outcome) => outcome.state === "pending" ? Queue.offer(retried, undefined) : Effect.void),
+        Effect.tap((outcome) => outcome.state === "pending" ? Effect.suspend(() => wakeSelf) : Effect.void),
         Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
         Effect.ensuring(Effect.sync(() => {
           running--
@@ -242,6 +243,7 @@ export const make = <R>(
 
     const loop = Effect.gen(function*() {
       const wakeups = yield* notifier.subscribe(names)
+      wakeSelf = wakeups.wake
       let lastDue: ReadonlyArray<string> = []
       let skipProbe = false
       while (true) {
@@ -250,7 +252,6 @@ export const make = <R>(
           continue
         }
         yield* wakeups.clear
-        yield* Queue.takeAll(retried)
         const nowUs = yield* nowMicros
         let due = lastDue
         let nextUs: number | undefined
@@ -274,13 +275,19 @@ export const make = <R>(
           skipProbe = false
           continue
         }
+        // Sleep until an absolute time, read against the clock again just before sleeping: the
+        // clock may have moved during the probe (under TestClock, by a whole `adjust`).
         const nowMs = Math.floor(nowUs / 1000)
         const poll = Option.getOrElse(yield* pollDelay(nowMs), () => 5000)
-        const untilNext = nextUs === undefined ? Infinity : Math.max(0, Math.ceil(nextUs / 1000) - nowMs)
-        yield* Effect.raceAll([wakeups.take, Queue.take(retried), Effect.sleep(Math.min(poll, untilNext))])
+        const wakeAtMs = Math.min(nowMs + poll, nextUs === undefined ? Infinity : Math.ceil(nextUs / 1000))
+        // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
+        const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
+        yield* Effect.timeoutOption(wakeups.take, sleepMs)
       }
     }).pipe(
       Effect.scoped,
+      // A defect must not end the loop for good: log it and restart like any failure.
+      Effect.catchAllDefect((defect) => Effect.fail(defect)),
       Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker loop failed; restarting", cause)),
       Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })

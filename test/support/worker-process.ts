@@ -7,6 +7,7 @@
  *     enqueues <count> "noop" jobs and exits
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -17,7 +18,7 @@ const [mode, dialect, url, prefix, workerName, count] = process.argv.slice(2)
 const Noop = Job.make("noop", { payload: Schema.Struct({ i: Schema.Number }) })
 
 // Without LISTEN/NOTIFY (MySQL/MariaDB) another process learns of new jobs by polling: poll often.
-const layer = QueueLive({ prefix, migrate: false, pollInterval: process.env.SQLANE_POLL ?? "5 seconds" }).pipe(
+const layer = QueueLive({ prefix, migrate: false, pollInterval: (process.env.SQLANE_POLL ?? "5 seconds") as Duration.DurationInput }).pipe(
   Layer.provideMerge(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 }))
 )
 
