@@ -331,13 +331,17 @@ const main = Effect.gen(function*() {
 let stopping = false
 const onSignal = () => {
   stopping = true
+  fs.appendFileSync("/tmp/sigdebug.log", `signal at ${Date.now()}\n`)
 }
 process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
+import("node:perf_hooks").then(({ monitorEventLoopDelay }) => { const h = monitorEventLoopDelay({ resolution: 5 }); h.enable(); setInterval(() => { fs.appendFileSync("/tmp/lag.log", `max ${(h.max/1e6).toFixed(0)}ms p99 ${(h.percentile(99)/1e6).toFixed(0)}ms\n`); h.reset() }, 500).unref() })
+process.on("exit", (c) => fs.appendFileSync("/tmp/sigdebug.log", `exit ${c} at ${Date.now()} ${new Error().stack}\n`))
 const QuietWhenStopping = Logger.replace(
   Logger.defaultLogger,
   Logger.filterLogLevel(Logger.prettyLoggerDefault, (l) => !stopping || LogLevel.greaterThanEqual(l, LogLevel.Error))
 )
 
 NodeRuntime.runMain(main.pipe(Effect.provide(QuietWhenStopping)), {
+  disablePrettyLogger: true,
   teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
 })

@@ -2,8 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted, Schema } from "effect"
-import { Job, Queue, QueueLive, Worker } from "sqlane"
-import type { QueueOptions } from "sqlane/services/QueueConfig"
+import { Job, Queue, QueueLive, type QueueOptions, Worker } from "sqlane"
 
 // 1. A job: a name, a payload schema (Date, bigint, brands round-trip), optional retry Schedule.
 export const SendEmail = Job.make("send-email", {

@@ -27,3 +27,9 @@ export * as QueueConfig from "./services/QueueConfig.js"
 export * as Migrations from "./services/Migrations.js"
 /** @since 0.1.0 */
 export { QueueLive } from "./layers/QueueLive.js"
+/** @since 0.1.0 */
+export type { QueueOptions } from "./services/QueueConfig.js"
+/** @since 0.1.0 */
+export type { EnqueueOptions } from "./services/Queue.js"
+/** @since 0.1.0 */
+export type { WorkerOptions } from "./services/Worker.js"
