@@ -1,0 +1,227 @@
+/** Markdown tables like sqlane's benchmark page, with the peers beside sqlane, and the targets. */
+import { fmt } from "./lib/stats.js"
+import type { Row, ScenarioId } from "./scenarios.js"
+import { type SystemId, systemIds } from "./systems/types.js"
+
+export interface Note {
+  readonly scenario: ScenarioId
+  readonly system: SystemId
+  readonly text: string
+}
+
+const label: Record<SystemId, string> = {
+  sqlane: "sqlane",
+  "skip-locked-1": "SKIP LOCKED, 1 per tx (hand-written)",
+  "skip-locked-50": "SKIP LOCKED, 50 per fetch (hand-written)",
+  "pg-boss-default": "pg-boss 12, defaults",
+  "pg-boss-tuned": "pg-boss 12, tuned",
+  "graphile-worker": "graphile-worker 0.18",
+  "bullmq-redis": "BullMQ 6 on Redis",
+  "bullmq-pg": "BullMQ 6 on PostgreSQL",
+  "effect-sql-persisted-queue": "Effect SqlPersistedQueue"
+}
+
+export const dbTitle: Record<string, string> = {
+  "postgres-15": "PostgreSQL 15",
+  "postgres-18": "PostgreSQL 18",
+  "mariadb-10.11": "MariaDB 10.11"
+}
+
+export const get = (rows: ReadonlyArray<Row>, scenario: ScenarioId, system: SystemId, metric: string) =>
+  rows.find((r) => r.scenario === scenario && r.system === system && r.metric === metric)?.value
+
+const table = (head: ReadonlyArray<string>, body: ReadonlyArray<ReadonlyArray<string>>) =>
+  [
+    `| ${head.join(" | ")} |`,
+    `|${head.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    ...body.map((r) => `| ${r.join(" | ")} |`)
+  ].join("\n")
+
+const systemsIn = (rows: ReadonlyArray<Row>, scenarios: ReadonlyArray<ScenarioId>, notes: ReadonlyArray<Note>) =>
+  systemIds.filter((s) =>
+    rows.some((r) => r.system === s && scenarios.includes(r.scenario)) ||
+    notes.some((n) => n.system === s && scenarios.includes(n.scenario))
+  )
+
+const cell = (rows: ReadonlyArray<Row>, notes: ReadonlyArray<Note>, scenario: ScenarioId, system: SystemId, metric: string) => {
+  const v = get(rows, scenario, system, metric)
+  if (v !== undefined) {
+    const capped = notes.some((n) => n.scenario === scenario && n.system === system && n.text.startsWith("capped"))
+    return fmt(v) + (capped ? " (capped)" : "")
+  }
+  return notes.some((n) => n.scenario === scenario && n.system === system && n.text.startsWith("error")) ? "error" : "—"
+}
+
+export const markdown = (
+  db: string,
+  rows: ReadonlyArray<Row>,
+  notes: ReadonlyArray<Note>,
+  o: { quick: boolean; n: { run: number; storage: number } }
+): string => {
+  const out: Array<string> = []
+  const c = (s: ScenarioId, sys: SystemId, m: string) => cell(rows, notes, s, sys, m)
+  out.push(`## ${dbTitle[db] ?? db} (--db ${db})${o.quick ? " — quick run" : ""}`)
+
+  const probes: ReadonlyArray<ScenarioId> = ["probe-0", "probe-1", "probe-10", "probe-100", "probe-1000"]
+  if (rows.some((r) => probes.includes(r.scenario) || r.scenario === "probe-union-all")) {
+    out.push("", "Probe (sqlane), with 1000 job names and 100,000 completed jobs (ms):", "")
+    out.push(table(["Names with pending jobs", "p50", "p95"], probes.filter((s) => get(rows, s, "sqlane", "p50_ms") !== undefined)
+      .map((s) => [s.slice(6), c(s, "sqlane", "p50_ms"), c(s, "sqlane", "p95_ms")])))
+    const u = get(rows, "probe-union-all", "sqlane", "p50_ms")
+    if (u !== undefined) {
+      out.push("", `One query per name instead (a UNION ALL of 1000), 10 names with pending jobs: p50 ${fmt(u)} ms, p95 ${
+        fmt(get(rows, "probe-union-all", "sqlane", "p95_ms"))
+      } ms.`)
+    }
+  }
+
+  const lat: ReadonlyArray<ScenarioId> = ["latency-same-process", "latency-hint", "latency-other-process"]
+  const latSystems = systemsIn(rows, lat, notes)
+  if (latSystems.length > 0) {
+    out.push("", "From the COMMIT of the enqueue to the start of the handler, one job at a time, 0–50 ms apart (ms):", "")
+    out.push(table(
+      ["System", "Same process p50", "p95", "max", "Other instance (hint) p50", "p95", "max", `Other process (${db.startsWith("postgres") ? "NOTIFY" : "polling 1 s"}) p50`, "p95", "max"],
+      latSystems.map((s) => [label[s], ...lat.flatMap((l) => [c(l, s, "p50_ms"), c(l, s, "p95_ms"), c(l, s, "max_ms")])])
+    ))
+  }
+
+  const enq: ReadonlyArray<ScenarioId> = ["enqueue", "enqueue-many"]
+  const enqSystems = systemsIn(rows, enq, notes)
+  if (enqSystems.length > 0) {
+    out.push("", "Enqueue, 8 producers (jobs/s):", "")
+    out.push(table(["System", "a transaction each", "enqueueMany of 100"], enqSystems.map((s) => [label[s], c("enqueue", s, "jobs_per_s"), c("enqueue-many", s, "jobs_per_s")])))
+  }
+
+  const run: ReadonlyArray<ScenarioId> = ["run-c10", "run-c50", "run-4-instances", "run-4-processes"]
+  const runSystems = systemsIn(rows, run, notes)
+  if (runSystems.length > 0) {
+    out.push("", `Run ${o.n.run.toLocaleString("en-US")} due jobs, empty handler (jobs/s; CPU of the worker process per job):`, "")
+    out.push(table(
+      ["System", "1 process, c10", "1 process, c50", "4 instances, c10", "4 processes, c10", "CPU µs/job (c50)"],
+      runSystems.map((s) => [label[s], ...run.map((r) => c(r, s, "jobs_per_s")), c("run-c50", s, "cpu_us_per_job")])
+    ))
+  }
+
+  const realSystems = systemsIn(rows, ["real-work"], notes)
+  if (realSystems.length > 0) {
+    out.push("", `Real work: ${o.n.run.toLocaleString("en-US")} jobs of 10 ms at concurrency 50:`, "")
+    out.push(table(["System", "jobs/s", "share of the 5,000/s ceiling"], realSystems.map((s) => {
+      const share = get(rows, "real-work", s, "ceiling_share")
+      return [label[s], c("real-work", s, "jobs_per_s"), share === undefined ? "—" : `${Math.round(share * 100)}%`]
+    })))
+  }
+
+  const stoSystems = systemsIn(rows, ["storage"], notes)
+  if (stoSystems.length > 0) {
+    out.push("", `Storage, ${o.n.storage.toLocaleString("en-US")} waiting jobs (bytes per job, table + indexes; Redis: used_memory):`, "")
+    out.push(table(["System", "bytes per job"], stoSystems.map((s) => [label[s], c("storage", s, "bytes_per_job")])))
+  }
+  if (notes.some((n) => n.scenario === "crash-recovery")) {
+    out.push("", "Crash recovery (SIGKILL to the job starting again): not yet — it waits for the safety issue.")
+  }
+
+  // Ratios: sqlane ÷ each peer.
+  const peers = systemIds.filter((s) => s !== "sqlane" && rows.some((r) => r.system === s))
+  const ratioRows: Array<[string, ScenarioId, string]> = [
+    ["enqueue, a tx each (jobs/s)", "enqueue", "jobs_per_s"],
+    ["enqueueMany of 100 (jobs/s)", "enqueue-many", "jobs_per_s"],
+    ["run c10 (jobs/s)", "run-c10", "jobs_per_s"],
+    ["run c50 (jobs/s)", "run-c50", "jobs_per_s"],
+    ["run 4 instances (jobs/s)", "run-4-instances", "jobs_per_s"],
+    ["run 4 processes (jobs/s)", "run-4-processes", "jobs_per_s"],
+    ["real work (jobs/s)", "real-work", "jobs_per_s"],
+    ["latency same process p50 (ms, lower is better)", "latency-same-process", "p50_ms"],
+    ["latency other instance p50 (ms, lower is better)", "latency-hint", "p50_ms"],
+    ["latency other process p50 (ms, lower is better)", "latency-other-process", "p50_ms"],
+    ["CPU per job, c50 (µs, lower is better)", "run-c50", "cpu_us_per_job"],
+    ["storage (B/job, lower is better)", "storage", "bytes_per_job"]
+  ]
+  const ratioBody = ratioRows
+    .filter(([, s, m]) => get(rows, s, "sqlane", m) !== undefined)
+    .map(([name, s, m]) => {
+      const mine = get(rows, s, "sqlane", m)!
+      return [name, ...peers.map((p) => {
+        const theirs = get(rows, s, p, m)
+        return theirs === undefined || theirs === 0 ? "—" : `${(mine / theirs).toFixed(2)}×`
+      })]
+    })
+  if (ratioBody.length > 0 && peers.length > 0) {
+    out.push("", "sqlane ÷ peer, same run (above 1 is better for jobs/s; below 1 is better for ms, µs and bytes):", "")
+    out.push(table(["Scenario", ...peers], ratioBody))
+  }
+
+  const t = targets(db, rows)
+  if (t.length > 0) {
+    out.push("", "Targets (issue 3), this run:", "")
+    out.push(table(["Target", "measured", "met"], t.map((x) => [x.target, x.measured, x.met === undefined ? "—" : x.met ? "yes" : "**no**"])))
+  }
+  const shown = notes.filter((n) => n.scenario !== "crash-recovery")
+  if (shown.length > 0) {
+    out.push("", "Notes:", "", ...shown.map((n) => `- ${n.scenario}, ${n.system}: ${n.text}`))
+  }
+  return out.join("\n")
+}
+
+export interface TargetCheck {
+  readonly target: string
+  readonly measured: string
+  readonly met: boolean | undefined
+}
+
+export const targets = (db: string, rows: ReadonlyArray<Row>): Array<TargetCheck> => {
+  const g = (s: ScenarioId, sys: SystemId, m: string) => get(rows, s, sys, m)
+  const out: Array<TargetCheck> = []
+  const ratio = (name: string, s: ScenarioId, m: string, peer: SystemId, need: number) => {
+    const a = g(s, "sqlane", m)
+    const b = g(s, peer, m)
+    if (a === undefined || b === undefined) return
+    const r = a / b
+    out.push({ target: `${name} ≥ ${need} × ${peer}`, measured: `${fmt(a)} vs ${fmt(b)} = ${r.toFixed(2)}×`, met: r >= need })
+  }
+  const atMost = (name: string, s: ScenarioId, m: string, limit: number, unit: string) => {
+    const a = g(s, "sqlane", m)
+    if (a === undefined) return
+    out.push({ target: `${name} ≤ ${limit} ${unit}`, measured: `${fmt(a)} ${unit}`, met: a <= limit })
+  }
+  if (db.startsWith("postgres")) {
+    ratio("run c50", "run-c50", "jobs_per_s", "pg-boss-tuned", 1.5)
+    ratio("run c50", "run-c50", "jobs_per_s", "skip-locked-50", 0.5)
+    ratio("enqueue, a tx each", "enqueue", "jobs_per_s", "skip-locked-1", 0.9)
+    ratio("enqueueMany", "enqueue-many", "jobs_per_s", "skip-locked-1", 0.8)
+    ratio("enqueueMany", "enqueue-many", "jobs_per_s", "pg-boss-tuned", 2)
+    atMost("latency p50, other process (NOTIFY)", "latency-other-process", "p50_ms", 2, "ms")
+    atMost("latency p95, other process (NOTIFY)", "latency-other-process", "p95_ms", 5, "ms")
+    atMost("latency p50, same process", "latency-same-process", "p50_ms", 2, "ms")
+    atMost("latency p95, same process", "latency-same-process", "p95_ms", 5, "ms")
+    atMost("probe p50, 10 of 1000 names pending", "probe-10", "p50_ms", 1, "ms")
+    atMost("probe p50, all 1000 names pending", "probe-1000", "p50_ms", 5, "ms")
+    atMost("storage per waiting job", "storage", "bytes_per_job", 200, "B")
+    const a = g("run-c50", "sqlane", "cpu_us_per_job")
+    const b = g("run-c50", "pg-boss-tuned", "cpu_us_per_job")
+    if (a !== undefined && b !== undefined) {
+      out.push({ target: "CPU per job (c50) ≤ pg-boss-tuned", measured: `${fmt(a)} vs ${fmt(b)} µs`, met: a <= b })
+    }
+  } else {
+    const peer: SystemId = "effect-sql-persisted-queue"
+    const higher: ReadonlyArray<[ScenarioId, string]> = [
+      ["enqueue", "jobs_per_s"], ["enqueue-many", "jobs_per_s"], ["run-c10", "jobs_per_s"], ["run-c50", "jobs_per_s"],
+      ["run-4-instances", "jobs_per_s"], ["run-4-processes", "jobs_per_s"], ["real-work", "jobs_per_s"]
+    ]
+    const lower: ReadonlyArray<[ScenarioId, string]> = [
+      ["latency-same-process", "p50_ms"], ["latency-hint", "p50_ms"], ["latency-other-process", "p50_ms"],
+      ["run-c50", "cpu_us_per_job"], ["storage", "bytes_per_job"]
+    ]
+    for (const [s, m] of higher) {
+      const a = g(s, "sqlane", m)
+      const b = g(s, peer, m)
+      if (a !== undefined && b !== undefined) out.push({ target: `${s} ${m} > SqlPersistedQueue`, measured: `${fmt(a)} vs ${fmt(b)}`, met: a > b })
+    }
+    for (const [s, m] of lower) {
+      const a = g(s, "sqlane", m)
+      const b = g(s, peer, m)
+      if (a !== undefined && b !== undefined) out.push({ target: `${s} ${m} < SqlPersistedQueue`, measured: `${fmt(a)} vs ${fmt(b)}`, met: a < b })
+    }
+    ratio("run c50", "run-c50", "jobs_per_s", "skip-locked-50", 0.5)
+  }
+  return out
+}

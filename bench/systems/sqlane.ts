@@ -1,0 +1,100 @@
+/**
+ * sqlane through its public API: `QueueLive({ prefix })` over `PgClient.layer` / `MysqlClient.layer`
+ * (url configs), `Queue.enqueue` / `enqueueMany`, `Worker.make`.
+ */
+import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import { Claimer, Job, Queue, QueueLive, Worker } from "../../src/index.js"
+import { admin, tableBytes } from "../lib/targets.js"
+import { type Env, type OpenOptions, type Payload, QUEUE, type System } from "./types.js"
+
+export const BenchJob = Job.make(QUEUE, {
+  payload: Schema.Struct({ i: Schema.Number, userId: Schema.Number, email: Schema.String, template: Schema.String })
+})
+
+const client = (env: Env, pool: number) =>
+  env.target.dialect === "pg"
+    ? PgClient.layer({ url: Redacted.make(env.target.url), maxConnections: pool })
+    : MysqlClient.layer({ url: Redacted.make(env.target.url), maxConnections: pool })
+
+export const prefix = (env: Env) => `${env.ns}_`
+
+/** A running sqlane instance (one `QueueLive` with its own pool) as a ManagedRuntime. */
+export const runtime = (env: Env, o: OpenOptions = {}) =>
+  ManagedRuntime.make(
+    QueueLive({ prefix: prefix(env), ...(o.pollMs === undefined ? {} : { pollInterval: o.pollMs }) }).pipe(
+      Layer.provideMerge(client(env, o.pool ?? 10)),
+      Layer.orDie
+    )
+  )
+
+export type SqlaneRuntime = ReturnType<typeof runtime>
+
+/** Times `Claimer.probe` for `names`, taken from the QueueLive context; returns ms. */
+export const probe = (rt: SqlaneRuntime, names: ReadonlyArray<string>) =>
+  rt.runPromise(
+    Effect.gen(function*() {
+      const claimer = yield* Claimer.Claimer
+      const t0 = performance.now()
+      yield* claimer.probe(names, Date.now() * 1000)
+      return performance.now() - t0
+    })
+  )
+
+export const sqlane: System = {
+  id: "sqlane",
+  dialects: ["pg", "mysql"],
+  prepare: async (env) => {
+    const rt = runtime(env, { pool: 2 })
+    await rt.runPromise(Effect.void) // migrates
+    await rt.dispose()
+  },
+  open: async (env, o = {}) => {
+    const rt = runtime(env, o)
+    const queue = await rt.runPromise(Queue.Queue)
+    return {
+      enqueue: (p) => rt.runPromise(Effect.asVoid(queue.enqueue(BenchJob, p))),
+      enqueueMany: (ps) => rt.runPromise(Effect.asVoid(queue.enqueueMany(BenchJob, ps))),
+      work: async ({ concurrency, handle }) => {
+        const scope = await rt.runPromise(Scope.make())
+        await rt.runPromise(
+          Worker.make({
+            concurrency,
+            handlers: [
+              Job.handler(BenchJob, (p: Payload) =>
+                Effect.suspend(() => {
+                  const r = handle(p)
+                  return r === undefined ? Effect.void : Effect.promise(() => r)
+                }))
+            ]
+          }).pipe(Scope.extend(scope)) as Effect.Effect<unknown, never, any>
+        )
+        return () => rt.runPromise(Scope.close(scope, Exit.void))
+      },
+      close: () => rt.dispose()
+    }
+  },
+  bytes: async (env) => {
+    const a = admin(env.target)
+    try {
+      return await tableBytes(a, env.target.dialect, [`${prefix(env)}jobs`])
+    } finally {
+      await a.close()
+    }
+  },
+  drop: async (env) => {
+    const a = admin(env.target)
+    try {
+      for (const t of ["jobs", "migrations", "workers"]) await a.query(`DROP TABLE IF EXISTS ${prefix(env)}${t}`)
+    } finally {
+      await a.close()
+    }
+  }
+}
