@@ -215,7 +215,12 @@ const Database: DatabaseLayer = Layer.unwrapEffect(Effect.gen(function*(): Effec
 /** The example's tables, reset on every run (before QueueLive migrates sqlane's afresh). */
 const AppTables = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`DROP TABLE IF EXISTS example_jobs, example_migrations, example_orders`
+  // example_orders, and sqlane's example_jobs, example_migrations and any table later versions add
+  const tables = yield* sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = ${sql.onDialectOrElse({ pg: () => sql`current_schema()`, orElse: () => sql`DATABASE()` })}
+    AND table_name LIKE ${"example\\_%"}`
+  const names = tables.map((t) => sql`${sql(t.name)}`)
+  if (names.length > 0) yield* sql`DROP TABLE IF EXISTS ${sql.join(", ", false)(names)}`
   yield* sql`CREATE TABLE example_orders (id BIGINT PRIMARY KEY, email VARCHAR(255) NOT NULL,
     total_cents BIGINT NOT NULL, card VARCHAR(19) NOT NULL)`
 }))
@@ -229,16 +234,15 @@ const jobCounts = Effect.gen(function*() {
   const rows = yield* sql<{ name: string; state: string; n: unknown; attempts: unknown }>`
     SELECT name, state, COUNT(*) AS n, SUM(attempts) AS attempts
     FROM example_jobs GROUP BY name, state ORDER BY name, state`
-  const sum = (states: ReadonlyArray<string>, column: "n" | "attempts" = "n") =>
-    rows.filter((r) => states.includes(r.state)).reduce((total, r) => total + Number(r[column]), 0)
-  const all = ["pending", "running", "completed", "dead"]
+  const sum = (column: "n" | "attempts", ...states: ReadonlyArray<string>) =>
+    rows.filter((r) => states.length === 0 || states.includes(r.state)).reduce((t, r) => t + Number(r[column]), 0)
   return {
     rows,
-    total: sum(all),
-    completed: sum(["completed"]),
-    dead: sum(["dead"]),
-    unfinished: sum(["pending", "running"]),
-    retried: sum(all, "attempts") - sum(all)
+    total: sum("n"),
+    completed: sum("n", "completed"),
+    dead: sum("n", "dead"),
+    unfinished: sum("n", "pending", "running"),
+    retried: sum("attempts") - sum("n")
   }
 })
 
@@ -328,20 +332,14 @@ const main = Effect.gen(function*() {
 
 // Ctrl-C in a terminal signals the whole process group: an embedded server shuts down at once,
 // while the worker is still stopping. Don't log the lost connections that follow (errors still are).
+// The listener stays: without any, tsx exits at once on a signal it relays again.
 let stopping = false
-const onSignal = () => {
-  stopping = true
-  fs.appendFileSync("/tmp/sigdebug.log", `signal at ${Date.now()}\n`)
-}
-process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
-import("node:perf_hooks").then(({ monitorEventLoopDelay }) => { const h = monitorEventLoopDelay({ resolution: 5 }); h.enable(); setInterval(() => { fs.appendFileSync("/tmp/lag.log", `max ${(h.max/1e6).toFixed(0)}ms p99 ${(h.percentile(99)/1e6).toFixed(0)}ms\n`); h.reset() }, 500).unref() })
-process.on("exit", (c) => fs.appendFileSync("/tmp/sigdebug.log", `exit ${c} at ${Date.now()} ${new Error().stack}\n`))
+process.on("SIGINT", () => (stopping = true)).on("SIGTERM", () => (stopping = true))
 const QuietWhenStopping = Logger.replace(
-  Logger.defaultLogger,
+  Logger.prettyLoggerDefault, // runMain's logger
   Logger.filterLogLevel(Logger.prettyLoggerDefault, (l) => !stopping || LogLevel.greaterThanEqual(l, LogLevel.Error))
 )
 
 NodeRuntime.runMain(main.pipe(Effect.provide(QuietWhenStopping)), {
-  disablePrettyLogger: true,
   teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
 })
