@@ -49,7 +49,8 @@ const cell = (rows: ReadonlyArray<Row>, notes: ReadonlyArray<Note>, scenario: Sc
     const capped = notes.some((n) => n.scenario === scenario && n.system === system && n.text.startsWith("capped"))
     return fmt(v) + (capped ? " (capped)" : "")
   }
-  return notes.some((n) => n.scenario === scenario && n.system === system && n.text.startsWith("error")) ? "error" : "—"
+  const n = notes.find((x) => x.scenario === scenario && x.system === system)
+  return n?.text.startsWith("error") ? "error" : n?.text.startsWith("skipped") ? "skipped" : "—"
 }
 
 export const markdown = (
@@ -155,9 +156,10 @@ export const markdown = (
     out.push("", "Targets (issue 3), this run:", "")
     out.push(table(["Target", "measured", "met"], t.map((x) => [x.target, x.measured, x.met === undefined ? "—" : x.met ? "yes" : "**no**"])))
   }
-  const shown = notes.filter((n) => n.scenario !== "crash-recovery")
-  if (shown.length > 0) {
-    out.push("", "Notes:", "", ...shown.map((n) => `- ${n.scenario}, ${n.system}: ${n.text}`))
+  const shown = notes.filter((n) => n.scenario !== "crash-recovery" && !n.text.startsWith("skipped"))
+  const skipped = Array.from(new Set(notes.filter((n) => n.text.startsWith("skipped")).map((n) => n.text)))
+  if (shown.length + skipped.length > 0) {
+    out.push("", "Notes:", "", ...shown.map((n) => `- ${n.scenario}, ${n.system}: ${n.text}`), ...skipped.map((t) => `- "skipped": ${t}`))
   }
   return out.join("\n")
 }
