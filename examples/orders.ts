@@ -154,22 +154,25 @@ const EmbeddedPg = Layer.unwrapScoped(Effect.gen(function*() {
   const { server } = yield* Effect.acquireRelease(
     Effect.sync(() => {
       const databaseDir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-orders-"))
+      const removeDir = () => fs.rmSync(databaseDir, { recursive: true, force: true })
+      process.once("exit", removeDir) // in case the process exits without running finalizers
       const server = new EmbeddedPostgres({
         databaseDir, port, user: "postgres", password: "postgres", persistent: false, createPostgresUser: true,
         onLog: (m) => void logs.push(String(m)), onError: (e) => void logs.push(String(e))
       })
-      return { server, databaseDir }
+      return { server, removeDir }
     }),
-    ({ databaseDir, server }) =>
+    ({ removeDir, server }) =>
       Effect.promise(async () => {
         // stop() waits for the server's exit event, which never comes if it has already exited
         // (Ctrl-C in a terminal signals the whole process group, postgres included).
         const child = (server as unknown as { process?: ChildProcess }).process
         if (child !== undefined && child.exitCode === null && child.signalCode === null) await server.stop()
-        fs.rmSync(databaseDir, { recursive: true, force: true })
       }).pipe(
+        Effect.interruptible, // for the timeout: finalizers are uninterruptible
         Effect.timeout("15 seconds"),
         Effect.ignore,
+        Effect.zipRight(Effect.sync(() => (removeDir(), process.off("exit", removeDir)))),
         Effect.zipRight(Console.log("Stopped the embedded PostgreSQL"))
       )
   )
@@ -330,14 +333,24 @@ const main = Effect.gen(function*() {
   Effect.provide(AppLive)
 )
 
+// The first Ctrl-C (SIGINT) or SIGTERM interrupts the program (runMain does): its finalizers stop
+// the worker and the database. Another one, a second or more later, exits at once. This listener
+// stays installed: without one, tsx exits at once when it relays the first signal again.
+let stoppingSince: number | undefined
+const onSignal = () => {
+  if (stoppingSince === undefined) stoppingSince = Date.now()
+  else if (Date.now() - stoppingSince > 1000) process.exit(130)
+}
+process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
+
 // Ctrl-C in a terminal signals the whole process group: an embedded server shuts down at once,
 // while the worker is still stopping. Don't log the lost connections that follow (errors still are).
-// The listener stays: without any, tsx exits at once on a signal it relays again.
-let stopping = false
-process.on("SIGINT", () => (stopping = true)).on("SIGTERM", () => (stopping = true))
 const QuietWhenStopping = Logger.replace(
   Logger.prettyLoggerDefault, // runMain's logger
-  Logger.filterLogLevel(Logger.prettyLoggerDefault, (l) => !stopping || LogLevel.greaterThanEqual(l, LogLevel.Error))
+  Logger.filterLogLevel(
+    Logger.prettyLoggerDefault,
+    (level) => stoppingSince === undefined || LogLevel.greaterThanEqual(level, LogLevel.Error)
+  )
 )
 
 NodeRuntime.runMain(main.pipe(Effect.provide(QuietWhenStopping)), {
