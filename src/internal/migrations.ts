@@ -34,6 +34,19 @@ const pg = (prefix: string): Record<string, Migration> => ({
     // The claim reads due jobs in claim order.
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_claim`)} ON ${jobs} (priority, run_at, id) WHERE state = 'pending'`
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_running`)} ON ${jobs} (worker_id) WHERE state = 'running'`
+  }),
+  "2_workers": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // attempt_base: attempts made before the last manual retry; the retry schedule counts from it.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN attempt_base integer NOT NULL DEFAULT 0`
+    // One row per live worker: its heartbeat is the lease on every job it runs.
+    yield* sql`CREATE TABLE ${sql(`${prefix}workers`)} (
+      id text PRIMARY KEY,
+      started_at timestamptz NOT NULL,
+      heartbeat_at timestamptz NOT NULL,
+      host text NOT NULL,
+      pid integer NOT NULL
+    )`
   })
 })
 
@@ -60,6 +73,18 @@ const mysql = (prefix: string): Record<string, Migration> => ({
       KEY ${sql(`${prefix}jobs_probe`)} (state, name, run_at),
       KEY ${sql(`${prefix}jobs_claim`)} (state, priority, run_at, id),
       KEY ${sql(`${prefix}jobs_running`)} (state, worker_id)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }),
+  "2_workers": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN attempt_base INT NOT NULL DEFAULT 0`
+    yield* sql`CREATE TABLE ${sql(`${prefix}workers`)} (
+      id VARCHAR(64) NOT NULL,
+      started_at DATETIME(6) NOT NULL,
+      heartbeat_at DATETIME(6) NOT NULL,
+      host VARCHAR(255) NOT NULL,
+      pid INT NOT NULL,
+      PRIMARY KEY (id)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })

@@ -37,7 +37,7 @@ export const listen = (
               password: config.password ? Redacted.value(config.password) : undefined,
               database: config.database,
               ssl: config.ssl as any,
-              application_name: "sqlane-listen"
+              application_name: `sqlane-listen:${channel}`.slice(0, 63)
             })
             client.on("error", () => {})
             await client.connect()
@@ -45,7 +45,8 @@ export const listen = (
           },
           catch: (cause) => new ListenError(`cannot connect for LISTEN: ${String(cause)}`)
         }),
-        (client) => Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.timeoutOption(1000))
+        (client) =>
+          Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.interruptible, Effect.timeoutOption(1000))
       )
       return yield* Effect.async<never, ListenError>((resume) => {
         const onNotification = (msg: Pg.Notification) => {

@@ -12,10 +12,12 @@
  *
  * @internal
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 
 /** A claimed job row. Times are microseconds since the epoch. */
 export interface ClaimedRow {
@@ -23,6 +25,8 @@ export interface ClaimedRow {
   readonly name: string
   readonly payload: string
   readonly attempts: number
+  /** Attempts made before the last manual retry: the retry schedule counts from here. */
+  readonly attemptBase: number
   readonly priority: number
   readonly runAtUs: number
   readonly createdAtUs: number
@@ -46,11 +50,14 @@ export interface InsertRow {
   readonly runAtUs: number
 }
 
-/** The end of one attempt, written by the Completer. Guarded by `id` and `attempt`. */
+/**
+ * The end of one attempt, written by the Completer. Guarded by `id`, `attempt` and
+ * `state = 'running'`. `released` puts the job back to pending without counting the attempt.
+ */
 export interface Finish {
   readonly id: string
   readonly attempt: number
-  readonly state: "pending" | "completed" | "dead"
+  readonly state: "pending" | "completed" | "dead" | "released"
   /** New `run_at` (retries) or null to keep it. */
   readonly runAtUs: number | null
   readonly finishedAtUs: number | null
@@ -90,7 +97,33 @@ export interface Statements {
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
+  /** Cancels a pending or running job; returns whether it was. */
+  readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /** Puts a dead or cancelled job back to pending, due now; returns whether it was. */
+  readonly jobRetry: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /** Which of these running jobs' ids are now cancelled. */
+  readonly jobCancelledAmong: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /**
+   * Running jobs of `names` whose worker is gone: its session lock is free, its heartbeat is older
+   * than `leaseCutoffUs`, or it has no worker row.
+   */
+  readonly jobListOrphaned: (
+    names: ReadonlyArray<string>,
+    leaseCutoffUs: number
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow & { readonly workerId: string | null }>, SqlError>
+  readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
+  readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
+  readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
+  /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
+  readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
+  /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
+  readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
 }
+
+/** The session lock of a worker is `sqlane:w:<worker id>` (MySQL) or an advisory lock on its hash (PostgreSQL). */
+export const workerLockName = (id: string) => `sqlane:w:${id}`
+/** First key of sqlane's two-key advisory locks on PostgreSQL. */
+const pgLockSpace = 0x5a1a7e
 
 const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
@@ -100,6 +133,7 @@ const toClaimed = (r: any): ClaimedRow => ({
   name: r.name,
   payload: r.payload,
   attempts: num(r.attempts),
+  attemptBase: num(r.attempt_base ?? 0),
   priority: num(r.priority),
   runAtUs: num(r.run_at_us),
   createdAtUs: num(r.created_at_us),
@@ -121,11 +155,17 @@ const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
 /** PostgreSQL: one statement per operation. */
 export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
   const jobs = sql(`${prefix}jobs`)
+  const workers = sql(`${prefix}workers`)
   const ts = (us: number | Statement.Fragment) => sql`(TIMESTAMPTZ 'epoch' + ${us}::bigint * INTERVAL '1 microsecond')`
   const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
   const claimedColumns = sql.literal(
-    `id, name, payload, attempts, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
+    `id, name, payload, attempts, attempt_base, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
       `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors`
+  )
+  const claimedColumnsJ = sql.literal(
+    `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ` +
+      `(EXTRACT(EPOCH FROM j.run_at) * 1000000)::bigint AS run_at_us, ` +
+      `(EXTRACT(EPOCH FROM j.created_at) * 1000000)::bigint AS created_at_us, j.errors`
   )
   return {
     dialect: "pg",
@@ -172,7 +212,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       ),
     jobFinishMany: (finishes) =>
       sql`UPDATE ${jobs} AS j SET
-            state = v.state,
+            state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
+            attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
             run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
             finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
             last_error = COALESCE(v.last_error, j.last_error),
@@ -185,6 +226,48 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
                       ${finishes.map((f) => f.errors)}::text[], ${finishes.map((f) => f.result)}::text[])
                AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
           WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`.pipe(Effect.asVoid),
+    jobCancel: (id, nowUs) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
+            WHERE id = ${id}::bigint AND state IN ('pending', 'running') RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobRetry: (id, nowUs) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE id = ${id}::bigint AND state IN ('dead', 'cancelled') RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobCancelledAmong: (ids) =>
+      ids.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
+        (rows) => rows.map((r) => String(r.id))
+      ),
+    jobListOrphaned: (names, leaseCutoffUs) =>
+      Effect.map(
+        sql`SELECT ${claimedColumnsJ}, j.worker_id FROM ${jobs} j
+            LEFT JOIN ${workers} w ON w.id = j.worker_id
+            WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
+              AND (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)} OR NOT EXISTS (
+                SELECT 1 FROM pg_locks l
+                WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND l.classid::bigint = ${pgLockSpace}
+                  AND l.objid::bigint = (hashtext(${sql.literal("'sqlane:w:'")} || j.worker_id)::bigint & 4294967295)))
+            LIMIT 1000`,
+        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null }))
+      ),
+    workerRegister: (id, nowUs, host, pid) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`.pipe(Effect.asVoid),
+    workerHeartbeat: (id, nowUs) =>
+      sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerPrune: (cutoffUs) =>
+      sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
+          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
+    workerLockStatement: (id) => ["SELECT pg_advisory_lock($1, hashtext($2))", [pgLockSpace, workerLockName(id)]],
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
@@ -201,11 +284,16 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
  */
 export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: number): Statements => {
   const jobs = sql(`${prefix}jobs`)
+  const workers = sql(`${prefix}workers`)
   const ts = (us: number) => sql`TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
   const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
   const claimedColumns = sql.literal(
-    `id, name, payload, attempts, priority, ${usOf("run_at")} AS run_at_us, ` +
+    `id, name, payload, attempts, attempt_base, priority, ${usOf("run_at")} AS run_at_us, ` +
       `${usOf("created_at")} AS created_at_us, errors`
+  )
+  const claimedColumnsJ = sql.literal(
+    `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ${usOf("j.run_at")} AS run_at_us, ` +
+      `${usOf("j.created_at")} AS created_at_us, j.errors`
   )
   // Inserts go through prepared statements (`.raw` gives the insert id), so the number of
   // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
@@ -280,7 +368,8 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
       )
       return sql`UPDATE ${jobs} j JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
             ON j.id = v.id AND j.attempts = v.attempt
-          SET j.state = v.state,
+          SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
+            j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
             j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
             j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
             j.last_error = COALESCE(v.last_error, j.last_error),
@@ -289,6 +378,47 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
             j.worker_id = NULL
           WHERE j.state = 'running'`.unprepared.pipe(Effect.asVoid)
     },
+    jobCancel: (id, nowUs) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
+            WHERE id = ${id} AND state IN ('pending', 'running')`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
+    jobRetry: (id, nowUs) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE id = ${id} AND state IN ('dead', 'cancelled')`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
+    jobCancelledAmong: (ids) =>
+      ids.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`.unprepared,
+        (rows) => rows.map((r) => String(r.id))
+      ),
+    jobListOrphaned: (names, leaseCutoffUs) =>
+      Effect.map(
+        sql`SELECT ${claimedColumnsJ}, j.worker_id FROM ${jobs} j
+            LEFT JOIN ${workers} w ON w.id = j.worker_id
+            WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
+              AND (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}
+                   OR IS_FREE_LOCK(CONCAT('sqlane:w:', j.worker_id)) = 1)
+            LIMIT 1000`.unprepared,
+        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null }))
+      ),
+    workerRegister: (id, nowUs, host, pid) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
+          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`.pipe(Effect.asVoid),
+    workerHeartbeat: (id, nowUs) =>
+      sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerPrune: (cutoffUs) =>
+      sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}
+          AND id NOT IN (SELECT worker_id FROM (
+            SELECT DISTINCT worker_id FROM ${jobs} WHERE state = 'running' AND worker_id IS NOT NULL) AS r)`.pipe(
+          Effect.asVoid
+        ),
+    workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [workerLockName(id)]],
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
@@ -297,4 +427,34 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
       )
   }
+}
+
+/**
+ * Deadlocks and serialization failures (PostgreSQL 40P01/40001, MySQL/MariaDB 1213/1205) are
+ * transient: the statement is retried, up to 5 times, 10 ms apart doubling. Inside a caller's
+ * transaction nothing is retried (the transaction is already aborted; the caller decides).
+ */
+export const isTransient = (error: SqlError): boolean => {
+  const cause = error.cause as { code?: unknown; errno?: unknown } | undefined
+  const code = cause?.code
+  const errno = cause?.errno
+  return code === "40P01" || code === "40001" || errno === 1213 || errno === 1205 ||
+    code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT"
+}
+
+const transientSchedule = Schedule.exponential("10 millis").pipe(Schedule.intersect(Schedule.recurs(5)))
+
+export const retryTransient = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
+  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) =>
+    Option.isSome(tx) ? effect : Effect.retry(effect, { while: isTransient, schedule: transientSchedule }))
+
+/** Every statement of `statements`, retried on transient errors. */
+export const withTransientRetry = (statements: Statements): Statements => {
+  const wrapped: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(statements)) {
+    wrapped[key] = typeof value === "function" && key !== "workerLockStatement"
+      ? (...args: Array<unknown>) => retryTransient((value as (...a: Array<unknown>) => Effect.Effect<unknown, SqlError>)(...args))
+      : value
+  }
+  return wrapped as unknown as Statements
 }

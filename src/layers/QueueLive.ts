@@ -36,6 +36,7 @@ export type Services =
   | Completer.Completer
   | Notifier.Notifier
   | QueueConfig.QueueConfig
+  | Database
 
 const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
   Layer.mergeAll(Queue.layer, Claimer.layer, Completer.layer).pipe(
@@ -58,7 +59,7 @@ export const QueueLive = (
       const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
       if (server.dialect === "pg") {
         const database = Layer.succeed(Database, {
-          statements: Statements.pg(sql, config.prefix),
+          statements: Statements.withTransientRetry(Statements.pg(sql, config.prefix)),
           dialect: "pg",
           version: server.version
         })
@@ -66,14 +67,14 @@ export const QueueLive = (
         const notifier = Option.isSome(pg)
           ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
           : Notifier.layerLocal
-        return services(notifier).pipe(Layer.provide(database), Layer.provideMerge(configLayer))
+        return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
       }
       const [row] = yield* sql<{ inc: number }>`SELECT @@auto_increment_increment AS inc`
       const database = Layer.succeed(Database, {
-        statements: Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1)),
+        statements: Statements.withTransientRetry(Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1))),
         dialect: "mysql",
         version: server.version
       })
-      return services(Notifier.layerLocal).pipe(Layer.provide(database), Layer.provideMerge(configLayer))
+      return services(Notifier.layerLocal).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })
   )

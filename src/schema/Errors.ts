@@ -67,3 +67,19 @@ export class SetupError extends Schema.TaggedError<SetupError>("sqlane/SetupErro
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
+
+/**
+ * An attempt ran longer than its job's `timeout`: its handler was interrupted and the attempt
+ * failed with this error (retried by the job's schedule like any failure).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class JobTimeout extends Schema.TaggedError<JobTimeout>("sqlane/JobTimeout")("JobTimeout", {
+  /** The timeout in milliseconds. */
+  millis: Schema.Number
+}) {
+  get message() {
+    return `the attempt timed out after ${this.millis} ms`
+  }
+}

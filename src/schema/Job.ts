@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -43,6 +44,8 @@ export interface Job<
   readonly priority: number
   /** Failures for which this returns `true` dead-letter at once, without a retry. */
   readonly isPermanent: (failure: Failure) => boolean
+  /** Longest an attempt may run (ms); its handler is then interrupted and the attempt fails. */
+  readonly timeoutMillis: number | undefined
 }
 
 /**
@@ -60,6 +63,7 @@ export declare namespace Job {
     readonly retry: Schedule.Schedule<unknown, unknown>
     readonly priority: number
     readonly isPermanent: (failure: never) => boolean
+    readonly timeoutMillis: number | undefined
   }
   /** The decoded payload type of a job. */
   export type Payload<J extends Any> = Schema.Schema.Type<J["payload"]>
@@ -122,6 +126,8 @@ export const attempts = (
  * @param options.retry retry `Schedule` (default: {@link defaultRetry})
  * @param options.priority default priority, an integer; lower runs first (default 0)
  * @param options.isPermanent failures that dead-letter at once (default: none)
+ * @param options.timeout longest an attempt may run; then its handler is interrupted and the attempt
+ *   fails with `JobTimeout` (default: none)
  * @since 0.1.0
  * @category constructors
  */
@@ -142,6 +148,7 @@ export const make = <
     readonly retry?: Schedule.Schedule<unknown, any> | undefined
     readonly priority?: number | undefined
     readonly isPermanent?: ((failure: E) => boolean) | undefined
+    readonly timeout?: Duration.DurationInput | undefined
   }
 ): Job<Name, P, PI, S, SI, E, EI> => {
   if (name.length === 0 || name.length > 255) {
@@ -159,7 +166,8 @@ export const make = <
     failure: (options.failure ?? Schema.Never) as unknown as Schema.Schema<E, EI>,
     retry: options.retry ?? defaultRetry,
     priority,
-    isPermanent: options.isPermanent ?? (() => false)
+    isPermanent: options.isPermanent ?? (() => false),
+    timeoutMillis: options.timeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.timeout))
   }
 }
 

@@ -11,12 +11,14 @@ import * as Schema from "effect/Schema"
  * - `pending`: waiting for its `run_at` (new, delayed, or waiting to retry);
  * - `running`: claimed by a worker, attempt counted;
  * - `completed`: the handler succeeded;
- * - `dead`: dead-lettered — retries exhausted, a permanent failure, or a payload that failed to decode.
+ * - `dead`: dead-lettered — retries exhausted, a permanent failure, a payload that failed to decode, or
+ *   its worker was lost on the last attempt;
+ * - `cancelled`: cancelled by `Queue.cancel`; `Queue.retry` puts it back to pending.
  *
  * @since 0.1.0
  * @category models
  */
-export const JobState = Schema.Literal("pending", "running", "completed", "dead")
+export const JobState = Schema.Literal("pending", "running", "completed", "dead", "cancelled")
 
 /**
  * @since 0.1.0
@@ -37,10 +39,11 @@ export class AttemptError extends Schema.Class<AttemptError>("sqlane/AttemptErro
   at: Schema.String,
   /**
    * `failure`: the handler failed with a typed error; `defect`: it died or threw;
-   * `decode`: the stored payload did not match the job's schema; `interrupted`: the attempt was
-   * interrupted.
+   * `decode`: the stored payload did not match the job's schema; `timeout`: it ran longer than the
+   * job's `timeout`; `lost`: its worker died or stopped heartbeating (the message is "worker lost");
+   * `interrupted`: the attempt was interrupted.
    */
-  kind: Schema.Literal("failure", "defect", "decode", "interrupted"),
+  kind: Schema.Literal("failure", "defect", "decode", "timeout", "lost", "interrupted"),
   /** A one-line description. */
   message: Schema.String,
   /** The `_tag` of a tagged error, when there is one. */

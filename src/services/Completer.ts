@@ -74,6 +74,8 @@ export const make = Effect.gen(function*() {
         rest.length === 0
           ? Effect.void
           : statements.jobFinishMany(Array.from(rest, ([outcome]) => outcome)).pipe(
+            Effect.interruptible,
+            Effect.timeout("5 seconds"),
             Effect.zipRight(Effect.forEach(rest, ([, done]) => Deferred.succeed(done, undefined))),
             Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause))
           )

@@ -59,6 +59,13 @@ export interface NotifierShape {
   readonly notifyPayload: (names: ReadonlyArray<string>) => string | undefined
   /** Subscribes to wake-ups for `names` for the life of the scope. */
   readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
+  /**
+   * Tells every worker (this process at once; other processes by `NOTIFY` on PostgreSQL, by their
+   * periodic check on MySQL/MariaDB) that these jobs were cancelled.
+   */
+  readonly cancelled: (ids: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
+  readonly onCancel: (onCancel: (ids: ReadonlyArray<string>) => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**
@@ -77,6 +84,12 @@ const localSubscribers = globalValue(
   Symbol.for("sqlane/Notifier/localSubscribers"),
   () => new Map<string, Set<Subscriber>>()
 )
+/** Cancellation listeners of this process, by table prefix. */
+const localCancelListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localCancelListeners"),
+  () => new Map<string, Set<(ids: ReadonlyArray<string>) => void>>()
+)
+const CANCEL = "cancel:"
 
 const deliver = (subscribers: Iterable<Subscriber>, names: ReadonlyArray<string> | "*") => {
   for (const s of subscribers) {
@@ -100,13 +113,21 @@ const decodeNames = (payload: string): ReadonlyArray<string> | "*" | undefined =
   }
 }
 
-const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: string) => void) => Effect.Effect<never, unknown>) | undefined) =>
+const make = (
+  listenOn: ((channel: string, onReady: () => void, onPayload: (p: string) => void) => Effect.Effect<never, unknown>) | undefined,
+  notify: (channel: string, payload: string) => Effect.Effect<unknown, unknown>
+) =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
     const scope = yield* Effect.scope
     const channel = `${config.prefix}jobs`
     const local = localSubscribers.get(config.prefix) ?? new Set<Subscriber>()
     localSubscribers.set(config.prefix, local)
+    const cancelListeners = localCancelListeners.get(config.prefix) ?? new Set<(ids: ReadonlyArray<string>) => void>()
+    localCancelListeners.set(config.prefix, cancelListeners)
+    const deliverCancel = (ids: ReadonlyArray<string>) => {
+      for (const listener of cancelListeners) listener(ids)
+    }
     /** This instance's own subscribers: a NOTIFY reaches them once per listening instance. */
     const own = new Set<Subscriber>()
     const listening = yield* Deferred.make<void>()
@@ -127,6 +148,11 @@ const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: s
         deliver(own, "*")
       }
       const onPayload = (payload: string) => {
+        if (payload.startsWith(CANCEL)) {
+          const ids = decodeNames(payload.slice(CANCEL.length))
+          if (Array.isArray(ids)) deliverCancel(ids)
+          return
+        }
         const names = decodeNames(payload)
         if (names !== undefined) deliver(own, names)
       }
@@ -146,6 +172,19 @@ const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: s
           ? hint(names)
           : Effect.asVoid(Effect.forkIn(Effect.delay(hint(names), config.hintDelay), scope)),
       notifyPayload: (names) => (listenOn === undefined ? undefined : encodeNames(names)),
+      cancelled: (ids) =>
+        Effect.sync(() => deliverCancel(ids)).pipe(
+          Effect.zipRight(
+            listenOn === undefined || ids.length === 0
+              ? Effect.void
+              : Effect.ignore(notify(channel, CANCEL + JSON.stringify(ids)))
+          )
+        ),
+      onCancel: (onCancel) =>
+        Effect.acquireRelease(
+          Effect.sync(() => void cancelListeners.add(onCancel)),
+          () => Effect.sync(() => void cancelListeners.delete(onCancel))
+        ),
       subscribe: (names) =>
         Effect.gen(function*() {
           const signal = yield* Queue.sliding<void>(1)
@@ -182,7 +221,10 @@ const make = (listenOn: ((channel: string, onReady: () => void, onPayload: (p: s
  * @since 0.1.0
  * @category layers
  */
-export const layerLocal: Layer.Layer<Notifier, never, QueueConfig> = Layer.scoped(Notifier, make(undefined))
+export const layerLocal: Layer.Layer<Notifier, never, QueueConfig> = Layer.scoped(
+  Notifier,
+  make(undefined, () => Effect.void)
+)
 
 /**
  * In-process hints plus PostgreSQL `LISTEN/NOTIFY` on one dedicated connection per layer,
@@ -195,6 +237,11 @@ export const layerPg: Layer.Layer<Notifier, never, QueueConfig | PgClient.PgClie
   Notifier,
   Effect.gen(function*() {
     const pg = yield* PgClient.PgClient
-    return yield* make((channel, onReady, onPayload) => PgListener.listen(pg.config, channel, onReady, onPayload))
+    const sql = pg.withoutTransforms()
+    return yield* make(
+      (channel, onReady, onPayload) => PgListener.listen(pg.config, channel, onReady, onPayload),
+      // `PgClient.notify` is broken in @effect/sql-pg 0.53; `pg_notify` works.
+      (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
+    )
   })
 )

@@ -62,6 +62,18 @@ export interface QueueShape {
   ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | SqlError>
   /** A job's state, attempts, timestamps, error history and result. */
   readonly get: (id: string) => Effect.Effect<JobInfo, JobNotFound | SqlError>
+  /**
+   * Cancels a job. A pending job never runs; a running job's handler is interrupted wherever it runs
+   * (at once in this process, by `NOTIFY` on PostgreSQL, within the worker's `rescueInterval` on
+   * MySQL/MariaDB). Returns `true` when the job was pending or running and is now `cancelled`,
+   * `false` when it had already ended.
+   */
+  readonly cancel: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
+  /**
+   * Puts a `dead` or `cancelled` job back to `pending`, due now, with a fresh set of attempts (its
+   * error history is kept). Returns `false` when the job was in another state.
+   */
+  readonly retry: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
 }
 
 /**
@@ -156,6 +168,23 @@ export const make = Effect.gen(function*() {
         const { now, priority, runAtUs } = yield* resolve(job, options)
         return yield* insert(job, json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
       }).pipe(Effect.withSpan("sqlane.enqueueMany", { attributes: { "sqlane.job.name": job.name } })),
+    cancel: (id) =>
+      Effect.gen(function*() {
+        const info = yield* service.get(id)
+        const cancelled = yield* statements.jobCancel(id, yield* nowMicros)
+        if (cancelled && info.state === "running") yield* notifier.cancelled([id])
+        return cancelled
+      }),
+    retry: (id) =>
+      Effect.gen(function*() {
+        const info = yield* service.get(id)
+        const retried = yield* statements.jobRetry(id, yield* nowMicros)
+        if (retried) {
+          const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+          yield* notifier.enqueued([info.name], !inTransaction)
+        }
+        return retried
+      }),
     get: (id) =>
       Effect.gen(function*() {
         if (!/^\d{1,19}$/.test(id)) return yield* new JobNotFound({ id })

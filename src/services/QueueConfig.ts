@@ -23,6 +23,15 @@ export interface QueueConfigShape {
   readonly hintDelay: Duration.Duration
   /** Whether `QueueLive` runs sqlane's migrations when it starts. */
   readonly migrate: boolean
+  /** How often a worker writes its heartbeat. */
+  readonly heartbeatInterval: Duration.Duration
+  /**
+   * A worker whose heartbeat is older than this is presumed lost (a frozen host, a partition) and
+   * its running jobs are rescued. The backstop behind the session-lock check.
+   */
+  readonly leaseTimeout: Duration.Duration
+  /** How often a worker looks for jobs of lost workers (and, on MySQL/MariaDB, for cancellations). */
+  readonly rescueInterval: Duration.Duration
 }
 
 /**
@@ -47,6 +56,12 @@ export interface QueueOptions {
   readonly hintDelay?: Duration.DurationInput | undefined
   /** Default `true`. */
   readonly migrate?: boolean | undefined
+  /** Default 5 seconds. */
+  readonly heartbeatInterval?: Duration.DurationInput | undefined
+  /** Default 30 seconds. */
+  readonly leaseTimeout?: Duration.DurationInput | undefined
+  /** Default 500 ms. */
+  readonly rescueInterval?: Duration.DurationInput | undefined
 }
 
 /**
@@ -60,7 +75,10 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   prefix: options.prefix ?? "sqlane_",
   pollInterval: Duration.decode(options.pollInterval ?? "5 seconds"),
   hintDelay: Duration.decode(options.hintDelay ?? "20 millis"),
-  migrate: options.migrate ?? true
+  migrate: options.migrate ?? true,
+  heartbeatInterval: Duration.decode(options.heartbeatInterval ?? "5 seconds"),
+  leaseTimeout: Duration.decode(options.leaseTimeout ?? "30 seconds"),
+  rescueInterval: Duration.decode(options.rescueInterval ?? "500 millis")
 })
 
 /**

@@ -15,11 +15,15 @@
  *
  * @since 0.1.0
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -28,9 +32,12 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as os from "node:os"
+import { Database } from "../internal/Database.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
+import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
@@ -46,8 +53,13 @@ export interface WorkerOptions<R> {
   readonly handlers: ReadonlyArray<Handler<R>>
   /** Jobs run at once by this worker. Default 10. */
   readonly concurrency?: number | undefined
-  /** Recorded on the jobs this worker claims. Default: a random UUID. */
+  /** Recorded on the jobs this worker claims. Default: a random UUID. At most 64 characters. */
   readonly id?: string | undefined
+  /**
+   * When the worker's scope closes, how long running jobs may take to finish before they are
+   * interrupted and released (back to pending, the attempt not counted). Default 30 seconds.
+   */
+  readonly shutdownTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -93,16 +105,76 @@ const toJson = (u: unknown): string | null => {
 const encodeErrors = Schema.encodeSync(Schema.parseJson(Schema.Array(AttemptError)))
 const decodeErrors = Schema.decodeUnknownOption(Schema.parseJson(Schema.Array(AttemptError)))
 
+interface Inflight {
+  readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  reason: "cancel" | "shutdown" | undefined
+}
+
 /**
- * Starts a worker in the current scope; it stops (interrupting its running handlers) when
- * the scope closes.
+ * A worker's liveness for the life of the scope: a session lock (`pg_advisory_lock` /
+ * `GET_LOCK`) on a connection reserved from the pool, a row in `<prefix>workers`, and a heartbeat
+ * every `heartbeatInterval`. If the lock's connection fails, the lock is taken again on a new one.
+ *
+ * When the worker's process dies the server closes its connection and frees the lock at once, so
+ * other workers rescue its jobs within `rescueInterval`. When its host freezes or is cut off, the
+ * lock stays held until the server drops the connection (TCP keepalive), but the heartbeat stops:
+ * its jobs are rescued after `leaseTimeout`.
+ */
+const liveness = (workerId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* QueueConfig
+    const { statements } = yield* Database
+    const [lockSql, lockParams] = statements.workerLockStatement(workerId)
+    const unlockSql = statements.dialect === "pg"
+      ? "SELECT pg_advisory_unlock($1, hashtext($2))"
+      : "SELECT RELEASE_LOCK(?)"
+    const hold = (acquired: Deferred.Deferred<void>) =>
+      Effect.gen(function*() {
+        const conn = yield* sql.reserve
+        yield* Effect.acquireRelease(
+          conn.executeRaw(lockSql, lockParams),
+          () => Effect.ignore(conn.executeRaw(unlockSql, lockParams).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
+        )
+        yield* Deferred.succeed(acquired, undefined)
+        // Check the lock's connection at every heartbeat; a failure re-acquires it.
+        while (true) {
+          yield* Effect.sleep(config.heartbeatInterval)
+          yield* conn.executeRaw("SELECT 1", [])
+          yield* statements.workerHeartbeat(workerId, yield* nowMicros)
+        }
+      }).pipe(Effect.scoped)
+    const nowUs = yield* nowMicros
+    yield* statements.workerRegister(workerId, nowUs, os.hostname(), process.pid)
+    yield* Effect.addFinalizer(() =>
+      Effect.ignore(statements.workerRemove(workerId).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
+    )
+    const acquired = yield* Deferred.make<void>()
+    yield* hold(acquired).pipe(
+      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker lock connection lost; re-acquiring", cause)),
+      Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
+      Effect.interruptible,
+      Effect.forkScoped
+    )
+    yield* Deferred.await(acquired)
+  }).pipe(Effect.orDie)
+
+/**
+ * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
+ * jobs finish for up to `shutdownTimeout` (keeping its liveness and heartbeats meanwhile), then
+ * interrupts the rest and releases them to pending without counting the attempt.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = <R>(
   options: WorkerOptions<R>
-): Effect.Effect<WorkerHandle, never, Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig> =>
+): Effect.Effect<
+  WorkerHandle,
+  never,
+  Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
+> =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
     const claimer = yield* Claimer
@@ -118,7 +190,17 @@ export const make = <R>(
       handlers.set(h.job.name, h)
     }
     const names = Array.from(handlers.keys())
+    const { statements } = yield* Database
+    const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
+    if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
+
+    // Liveness: a session lock held on a dedicated connection for the worker's life, plus a
+    // heartbeat row. Taken before the first claim; released (and the row deleted) last.
+    yield* liveness(workerId)
+
     const fibers = yield* FiberSet.make()
+    /** Running attempts by job id: their handler fibers, and why they are being interrupted. */
+    const inflight = new Map<string, Inflight>()
     const slotFreed = yield* Queue.sliding<void>(1)
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
@@ -129,13 +211,14 @@ export const make = <R>(
       handler: Handler<R>,
       kind: AttemptError["kind"],
       cause: Cause.Cause<unknown> | undefined,
-      message: string
+      message: string,
+      error?: unknown
     ) =>
       Effect.gen(function*() {
         const nowUs = yield* nowMicros
         const typed = cause ? Cause.failureOption(cause) : Option.none()
         const defect = cause ? Cause.dieOption(cause) : Option.none()
-        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined
+        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : error
         const encoded = Option.isSome(typed)
           ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
             toJson(e) === null ? Option.none() : Option.some(JSON.parse(toJson(e)!)))
@@ -155,12 +238,14 @@ export const make = <R>(
         const permanent = Option.isSome(typed) && (handler.job.isPermanent as (failure: unknown) => boolean)(typed.value)
         const delay = permanent || kind === "decode"
           ? Option.none<number>()
-          : yield* retryDelay(handler.job.retry, row.attempts, value, Math.floor(nowUs / 1000))
+          : yield* retryDelay(handler.job.retry, row.attempts - row.attemptBase, value, Math.floor(nowUs / 1000))
         const outcome: Outcome = {
           id: row.id,
           attempt: row.attempts,
           state: Option.isSome(delay) ? "pending" : "dead",
-          runAtUs: Option.isSome(delay) ? nowUs + Math.round(delay.value * 1000) : null,
+          // A job whose worker was lost is retried at once (if it has attempts left): the crash
+          // says nothing about when the job can succeed.
+          runAtUs: Option.isSome(delay) ? nowUs + (kind === "lost" ? 0 : Math.round(delay.value * 1000)) : null,
           finishedAtUs: Option.isSome(delay) ? null : nowUs,
           lastError: message,
           errors: encodeErrors(history),
@@ -191,12 +276,40 @@ export const make = <R>(
           createdAt: microsToDate(row.createdAtUs),
           runAt: microsToDate(row.runAtUs)
         }
-        const exit = yield* Effect.suspend(() => handler.run(payload.right, context)).pipe(
+        const timeoutMillis = job.timeoutMillis
+        const run = Effect.suspend(() => handler.run(payload.right, context)).pipe(
+          (effect) =>
+            timeoutMillis === undefined
+              ? effect
+              : Effect.timeoutFail(effect, {
+                duration: Math.ceil(timeoutMillis),
+                onTimeout: () => new JobTimeout({ millis: timeoutMillis })
+              }),
           Effect.withSpan(`sqlane.job ${job.name}`, {
             attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts }
-          }),
-          Effect.exit
+          })
         )
+        // The handler runs on a fiber of its own, so that a cancellation or a shutdown can
+        // interrupt it while this fiber still records how the attempt ended.
+        const fiber = yield* Effect.fork(run)
+        const entry: Inflight = { fiber, reason: undefined }
+        inflight.set(row.id, entry)
+        const exit = yield* Fiber.await(fiber).pipe(Effect.ensuring(Effect.sync(() => inflight.delete(row.id))))
+        if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && entry.reason !== undefined) {
+          // Cancelled: the row is already `cancelled`, so this guarded write changes nothing unless the
+          // cancel rolled back. Shutdown: back to pending, the attempt not counted.
+          const released: Outcome = {
+            id: row.id,
+            attempt: row.attempts,
+            state: "released",
+            runAtUs: null,
+            finishedAtUs: null,
+            lastError: null,
+            errors: null,
+            result: null
+          }
+          return released
+        }
         if (Exit.isSuccess(exit)) {
           const encoded = yield* Effect.either(Schema.encode(schemasOf(job).success)(exit.value))
           if (Either.isLeft(encoded)) {
@@ -220,6 +333,9 @@ export const make = <R>(
         }
         const cause = exit.cause
         const typed = Cause.failureOption(cause)
+        if (Option.isSome(typed) && typed.value instanceof JobTimeout) {
+          return yield* failure(row, handler, "timeout", cause, typed.value.message)
+        }
         if (Option.isSome(typed)) return yield* failure(row, handler, "failure", cause, describe(typed.value))
         const defect = Cause.dieOption(cause)
         if (Option.isSome(defect)) return yield* failure(row, handler, "defect", cause, describe(defect.value))
@@ -236,6 +352,9 @@ export const make = <R>(
           running--
           Queue.unsafeOffer(slotFreed, undefined)
         })),
+        // Started from the uninterruptible claim: the job itself must stay interruptible
+        // (timeouts, cancellation, shutdown).
+        Effect.interruptible,
         FiberSet.run(fibers)
       )
 
@@ -261,17 +380,23 @@ export const make = <R>(
           nextUs = probe.nextUs
         }
         const free = concurrency - running
-        const claimed = due.length === 0 ? [] : yield* claimer.claim(due, free, nowUs, workerId)
-        running += claimed.length
-        for (const row of claimed) yield* start(row)
+        // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
+        const claimed = due.length === 0 ? [] : yield* Effect.uninterruptible(
+          Effect.tap(claimer.claim(due, free, nowUs, workerId), (rows) =>
+            Effect.suspend(() => {
+              running += rows.length
+              return Effect.forEach(rows, start, { discard: true })
+            }))
+        )
         if (claimed.length === free) {
           // Every slot filled: more jobs are likely due; claim again when slots free.
           lastDue = due
           skipProbe = true
           continue
         }
-        if (skipProbe) {
-          // A claim without a probe came back short: probe before sleeping.
+        if (skipProbe || claimed.length > 0) {
+          // A short claim: the due jobs are taken. Probe again before sleeping, to learn when the
+          // next pending job of these names is due (the probe reports only each name's earliest).
           skipProbe = false
           continue
         }
@@ -293,6 +418,66 @@ export const make = <R>(
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
     )
 
+    // Graceful shutdown, run when the scope closes — after the loop below has stopped claiming,
+    // before the job fibers are interrupted and before liveness ends: wait for running jobs up
+    // to `shutdownTimeout`, then interrupt the rest and release them.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        // Finalizers run uninterruptibly: the waits are made interruptible so their timeouts work.
+        const finished = yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(
+          Effect.timeoutOption(shutdownTimeout)
+        )
+        if (Option.isSome(finished)) return
+        yield* Effect.logInfo(`sqlane: shutdown timeout; releasing ${inflight.size} running job(s)`)
+        for (const entry of inflight.values()) entry.reason = "shutdown"
+        yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interrupt(e.fiber), { discard: true })
+        // Writing the releases needs the database; if it is gone, give up after 5 s (the jobs are
+        // then rescued by other workers once this worker's lock is free).
+        yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(Effect.timeoutOption("5 seconds"))
+      }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }))
+    )
+
+    // Cancellations: interrupt the handler of a cancelled job that runs here.
+    const cancel = (ids: ReadonlyArray<string>) => {
+      for (const id of ids) {
+        const entry = inflight.get(id)
+        if (entry !== undefined && entry.reason === undefined) {
+          entry.reason = "cancel"
+          Effect.runFork(Fiber.interrupt(entry.fiber))
+        }
+      }
+    }
+    yield* notifier.onCancel(cancel)
+
+    // The rescuer: jobs of these names whose worker was lost (its session lock is free, or its
+    // heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of attempts.
+    // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB).
+    const rescue = Effect.gen(function*() {
+      const nowUs = yield* nowMicros
+      const orphans = yield* statements.jobListOrphaned(names, nowUs - Duration.toMillis(config.leaseTimeout) * 1000)
+      let rescued = 0
+      for (const row of orphans) {
+        if (row.workerId === workerId) continue
+        const outcome = yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
+        yield* completer.finish(outcome)
+        rescued++
+      }
+      if (rescued > 0) {
+        yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
+        yield* wakeSelf
+      }
+      if (inflight.size > 0) cancel(yield* statements.jobCancelledAmong(Array.from(inflight.keys())))
+      yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
+    })
+    yield* rescue.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("sqlane: rescue pass failed", cause)),
+      Effect.zipRight(Effect.sleep(config.rescueInterval)),
+      Effect.forever,
+      Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
+      Effect.interruptible,
+      Effect.forkScoped
+    )
+
     yield* Effect.forkScoped(Effect.interruptible(loop))
     return { id: workerId, running: Effect.sync(() => running) } satisfies WorkerHandle
   })
@@ -305,5 +490,5 @@ export const make = <R>(
  */
 export const layer = <R>(
   options: WorkerOptions<R>
-): Layer.Layer<never, never, R | Claimer | Completer | Notifier | QueueConfig> =>
+): Layer.Layer<never, never, R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient> =>
   Layer.scopedDiscard(make(options))

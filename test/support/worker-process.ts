@@ -1,57 +1,94 @@
 /**
  * A worker or producer in its own OS process, for tests that cross processes.
  *
- *   worker-process.ts work    <pg|mysql> <url> <prefix> <worker-name> <total>
- *     runs "noop" jobs, recording each run in <prefix>ledger, until <total> jobs are completed
- *   worker-process.ts enqueue <pg|mysql> <url> <prefix> <unused> <count>
- *     enqueues <count> "noop" jobs and exits
+ *   worker-process.ts <mode> <pg|mysql> <url> <prefix> <name> <arg>
+ *
+ * - work:     runs "noop" jobs, recording each run in <prefix>ledger, until <arg> jobs are completed
+ * - enqueue:  enqueues <arg> "noop" jobs and exits
+ * - hang:     runs "hang" jobs (recording the start, then sleeping an hour) until killed
+ * - suicide:  runs "suicide" jobs, which record the start and SIGKILL this process; exits when none
+ *             is left pending or running
+ * - graceful: runs "slow" jobs (3 s, recording start and end); on SIGTERM/SIGINT shuts down with a
+ *             shutdownTimeout of <arg> ms
+ * - cancel:   cancels job <arg>
+ *
+ * Every worker records ("ready", <name>) in the ledger once it runs.
  */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import { Job, Queue, QueueLive, Worker } from "../../src/index.js"
+import { Hang, Noop, Slow, Suicide } from "./jobs.js"
 import { clientLayer } from "./targets.js"
 
-const [mode, dialect, url, prefix, workerName, count] = process.argv.slice(2)
-const Noop = Job.make("noop", { payload: Schema.Struct({ i: Schema.Number }) })
+const [mode, dialect, url, prefix, name, arg] = process.argv.slice(2)
 
 // Without LISTEN/NOTIFY (MySQL/MariaDB) another process learns of new jobs by polling: poll often.
-const layer = QueueLive({ prefix, migrate: false, pollInterval: (process.env.SQLANE_POLL ?? "5 seconds") as Duration.DurationInput }).pipe(
-  Layer.provideMerge(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 }))
-)
+const layer = QueueLive({ prefix, migrate: false, pollInterval: (process.env.SQLANE_POLL ?? "5 seconds") as Duration.DurationInput })
+  .pipe(Layer.provideMerge(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 })))
 
-const work = Effect.gen(function*() {
-  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-  const ledger = sql(`${prefix}ledger`)
-  yield* Worker.make({
-    concurrency: 5,
-    handlers: [
-      Job.handler(Noop, (_, ctx) =>
-        Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${ctx.id}, ${workerName})`).pipe(
-          Effect.zipRight(Effect.sleep("2 millis"))
-        ))
-    ]
-  })
-  yield* sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${"ready"}, ${workerName})`
-  while (true) {
-    const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(`${prefix}jobs`)} WHERE state = 'completed'`
-    if (Number(rows[0].n) >= Number(count)) return
-    yield* Effect.sleep("50 millis")
-  }
-})
+const record = (jobId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`INSERT INTO ${sql(`${prefix}ledger`)} (job_id, worker) VALUES (${jobId}, ${name})`.pipe(Effect.orDie))
 
-const enqueue = Effect.gen(function*() {
-  const queue = yield* Queue.Queue
-  for (let i = 0; i < Number(count); i++) yield* queue.enqueue(Noop, { i })
-})
+const ready = record("ready")
 
-const program: Effect.Effect<void, unknown, any> = mode === "work" ? work : enqueue
-Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(layer)) as Effect.Effect<void, unknown>).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e)
-    process.exit(1)
-  }
-)
+const countState = (states: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(`${prefix}jobs`)} WHERE state IN ${sql.in(states)}`.pipe(
+      Effect.map((rows) => Number(rows[0].n))
+    ))
+
+const programs: Record<string, Effect.Effect<void, unknown, any>> = {
+  work: Effect.gen(function*() {
+    yield* Worker.make({
+      concurrency: 5,
+      handlers: [Job.handler(Noop, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("2 millis"))))]
+    })
+    yield* ready
+    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
+  }),
+  enqueue: Effect.gen(function*() {
+    const queue = yield* Queue.Queue
+    for (let i = 0; i < Number(arg); i++) yield* queue.enqueue(Noop, { i })
+  }),
+  hang: Effect.gen(function*() {
+    yield* Worker.make({ handlers: [Job.handler(Hang, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("1 hour"))))] })
+    yield* ready
+    yield* Effect.never
+  }),
+  suicide: Effect.gen(function*() {
+    yield* Worker.make({
+      handlers: [Job.handler(Suicide, (_, ctx) =>
+        record(ctx.id).pipe(Effect.zipRight(Effect.sync(() => process.kill(process.pid, "SIGKILL")))))]
+    })
+    yield* ready
+    while ((yield* countState(["pending", "running"])) > 0) yield* Effect.sleep("50 millis")
+  }),
+  graceful: Effect.gen(function*() {
+    yield* Worker.make({
+      shutdownTimeout: Duration.millis(Number(arg)),
+      handlers: [Job.handler(Slow, (_, ctx) =>
+        record(`start:${ctx.id}`).pipe(Effect.zipRight(Effect.sleep("3 seconds")), Effect.zipRight(record(`end:${ctx.id}`))))]
+    })
+    yield* ready
+    yield* Effect.never
+  }),
+  cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg))
+}
+
+const program = Effect.scoped(programs[mode]).pipe(Effect.provide(layer)) as Effect.Effect<void, unknown>
+if (mode === "graceful") {
+  // SIGTERM/SIGINT interrupt the program: the worker's scope closes and it shuts down gracefully.
+  NodeRuntime.runMain(program, { disableErrorReporting: false })
+} else {
+  Effect.runPromise(program).then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e)
+      process.exit(1)
+    }
+  )
+}

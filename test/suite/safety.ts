@@ -1,0 +1,275 @@
+/**
+ * Running jobs safely, on every database: crash recovery, lost workers, leases, stale writes,
+ * timeouts, cancellation, graceful shutdown, connection faults.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import { Completer, Job, Queue, Worker } from "../../src/index.js"
+import { realSleep, waitUntil } from "../support/helpers.js"
+import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
+import { awaitExit, spawnWorker } from "../support/processes.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+const ledgerOf = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const ledger = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
+    return {
+      rows: sql<{ job_id: string; worker: string }>`SELECT job_id, worker FROM ${ledger}`,
+      count: (jobId: string) =>
+        Effect.map(
+          sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = ${jobId}`,
+          (r) => Number(r[0].n)
+        ),
+      record: (jobId: string, worker: string) =>
+        Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${jobId}, ${worker})`)
+    }
+  })
+
+export const safety = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+  const args = (mode: string, prefix: string, worker: string, arg = "") =>
+    [mode, target.dialect, target.url, prefix, worker, arg]
+
+  describe(`safety [${target.id}]`, () => {
+    it.live(name("a worker SIGKILLed mid-job: a fresh worker starts the job again within 3 s"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* ledgerOf(prefix)
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Hang, {})
+          const child = yield* spawnWorker(args("hang", prefix, "victim"))
+          yield* waitUntil(Effect.map(ledger.count(id), (n) => n === 1), 30_000, "the child to start the job")
+          yield* realSleep(200)
+          let restartedAt = 0
+          yield* Worker.make({
+            handlers: [Job.handler(Hang, () => Effect.sync(() => void (restartedAt ||= Date.now())))]
+          })
+          const killedAt = Date.now()
+          child.process.kill("SIGKILL")
+          yield* waitUntil(Effect.sync(() => restartedAt > 0), 10_000, "the job to start again")
+          const seconds = (restartedAt - killedAt) / 1000
+          console.log(`[${target.id}] crash recovery: job started again ${seconds.toFixed(3)} s after SIGKILL`)
+          assert.isBelow(seconds, 3)
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 2)
+          assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [[1, "lost", "worker lost"]])
+        })), 90_000)
+
+    it.live(name("a handler that kills its own process, 3 attempts: dead with 'worker lost' after exactly 3 claims"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* ledgerOf(prefix)
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Suicide, {})
+          // A worker process restarted each time it dies, until the job is dead.
+          for (let i = 0; i < 6; i++) {
+            const child = yield* spawnWorker(args("suicide", prefix, `w${i}`))
+            yield* awaitExit(child)
+            if ((yield* queue.get(id)).state === "dead") break
+          }
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.state, "dead")
+          assert.strictEqual(info.attempts, 3)
+          assert.strictEqual(yield* ledger.count(id), 3)
+          assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [
+            [1, "lost", "worker lost"],
+            [2, "lost", "worker lost"],
+            [3, "lost", "worker lost"]
+          ])
+        }), { rescueInterval: "100 millis" }), 120_000)
+
+    it.effect(name("lease expiry (TestClock): a worker whose heartbeats stop loses its job; its late write changes nothing"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          // A frozen worker: its session lock is held (by a connection of ours) but it never heartbeats.
+          const conn = yield* sql.reserve
+          yield* target.dialect === "pg"
+            ? conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, "sqlane:w:frozen"])
+            : conn.executeRaw("SELECT GET_LOCK(?, 0)", ["sqlane:w:frozen"])
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"frozen"}, created_at, created_at, ${"frozen-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"frozen"},
+            claimed_at = created_at WHERE id = ${id}`
+          yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.succeed(undefined))] })
+          yield* realSleep(400)
+          assert.strictEqual((yield* queue.get(id)).state, "running") // the lock is held, the lease is fresh
+          yield* TestClock.adjust("31 seconds") // past the 30 s lease
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          // The frozen worker wakes up and reports attempt 1 as completed: 0 rows change.
+          const completer = yield* Completer.Completer
+          yield* completer.finish({
+            id,
+            attempt: 1,
+            state: "dead",
+            runAtUs: null,
+            finishedAtUs: 0,
+            lastError: "late",
+            errors: null,
+            result: null
+          })
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.state, "completed")
+          assert.strictEqual(info.attempts, 2)
+          assert.deepStrictEqual(info.lastError._tag, "Some") // "worker lost" from the rescue, not "late"
+          assert.strictEqual(info.lastError._tag === "Some" && info.lastError.value, "worker lost")
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("timeout 2 s, handler sleeps 5 s: interrupted, the attempt fails, the retry never overlaps"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Timed = Job.make("timed", {
+            payload: Schema.Struct({}),
+            timeout: "2 seconds",
+            retry: Job.attempts(2, Schedule.spaced("1 second"))
+          })
+          const events: Array<string> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Timed, (_, ctx) =>
+              Effect.sync(() => events.push(`start ${ctx.attempt}`)).pipe(
+                Effect.zipRight(Effect.sleep("5 seconds")),
+                Effect.zipRight(Effect.sync(() => events.push(`end ${ctx.attempt}`))),
+                Effect.onInterrupt(() => Effect.sync(() => events.push(`interrupted ${ctx.attempt}`)))
+              ))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Timed, {})
+          yield* waitUntil(Effect.sync(() => events.length === 1))
+          yield* TestClock.adjust("2 seconds")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "pending" && j.attempts === 1))
+          yield* TestClock.adjust("1 second")
+          yield* waitUntil(Effect.sync(() => events.length === 3))
+          yield* TestClock.adjust("2 seconds")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "dead"))
+          assert.deepStrictEqual(events, ["start 1", "interrupted 1", "start 2", "interrupted 2"])
+          const info = yield* queue.get(id)
+          assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [
+            [1, "timeout", "the attempt timed out after 2000 ms"],
+            [2, "timeout", "the attempt timed out after 2000 ms"]
+          ])
+        }), { pollInterval: "1 hour" }))
+
+    for (const [timeoutMs, expect] of [[10_000, "completes once"], [1_000, "is released and runs again once"]] as const) {
+      it.live(name(`SIGTERM during a 3 s job with a ${timeoutMs / 1000} s shutdown timeout: the job ${expect}`), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const ledger = yield* ledgerOf(prefix)
+            const queue = yield* Queue.Queue
+            const id = yield* queue.enqueue(Slow, {})
+            const child = yield* spawnWorker(args("graceful", prefix, "graceful", String(timeoutMs)))
+            yield* waitUntil(Effect.map(ledger.count(`start:${id}`), (n) => n === 1), 30_000, "the job to start")
+            child.process.kill("SIGTERM")
+            const exit = yield* awaitExit(child)
+            assert.strictEqual(exit, 0)
+            const info = yield* queue.get(id)
+            if (timeoutMs > 3000) {
+              assert.strictEqual(info.state, "completed")
+              assert.strictEqual(info.attempts, 1)
+              assert.strictEqual(yield* ledger.count(`end:${id}`), 1)
+            } else {
+              assert.strictEqual(info.state, "pending")
+              assert.strictEqual(info.attempts, 0) // released: the attempt is not counted
+              assert.strictEqual(yield* ledger.count(`end:${id}`), 0)
+              yield* Worker.make({
+                handlers: [Job.handler(Slow, (_, ctx) => ledger.record(`again:${ctx.id}`, "parent"))]
+              })
+              yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+              assert.strictEqual((yield* queue.get(id)).attempts, 1)
+              assert.strictEqual(yield* ledger.count(`again:${id}`), 1)
+            }
+          })), 90_000)
+    }
+
+    it.live(name("cancel a pending job (it never runs) and a running one, from this process and another"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const started: Array<string> = []
+          const interrupted: Array<string> = []
+          const pending = yield* queue.enqueue(Hang, {}, { delay: "1 hour" })
+          assert.isTrue(yield* queue.cancel(pending))
+          assert.strictEqual((yield* queue.get(pending)).state, "cancelled")
+          assert.isFalse(yield* queue.cancel(pending)) // already ended
+          yield* Worker.make({
+            concurrency: 2,
+            shutdownTimeout: "100 millis",
+            handlers: [Job.handler(Hang, (_, ctx) =>
+              Effect.sync(() => started.push(ctx.id)).pipe(
+                Effect.zipRight(Effect.never),
+                Effect.onInterrupt(() => Effect.sync(() => interrupted.push(ctx.id)))
+              ))]
+          })
+          const local = yield* queue.enqueue(Hang, {})
+          const remote = yield* queue.enqueue(Hang, {})
+          yield* waitUntil(Effect.sync(() => started.length === 2))
+          // From this process: the handler is interrupted at once.
+          assert.isTrue(yield* queue.cancel(local))
+          yield* waitUntil(Effect.sync(() => interrupted.includes(local)), 5_000, "the local cancel")
+          // From another process: NOTIFY on PostgreSQL; the worker's periodic check on MySQL/MariaDB.
+          const child = yield* spawnWorker(args("cancel", prefix, "canceller", remote))
+          assert.strictEqual(yield* awaitExit(child), 0)
+          yield* waitUntil(Effect.sync(() => interrupted.includes(remote)), 10_000, "the remote cancel")
+          assert.strictEqual((yield* queue.get(local)).state, "cancelled")
+          assert.strictEqual((yield* queue.get(remote)).state, "cancelled")
+          assert.deepStrictEqual(started.includes(pending), false)
+          // retry puts a cancelled job back; it runs again
+          assert.isTrue(yield* queue.retry(local))
+          yield* waitUntil(Effect.sync(() => started.filter((s) => s === local).length === 2))
+        }), target.dialect === "pg" ? { rescueInterval: "1 hour" } : {}), 60_000)
+
+    it.effect(name("retry a dead job: it runs again with a fresh set of attempts"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Once = Job.make("once", { payload: Schema.Struct({}), retry: Job.attempts(1) })
+          let fail = true
+          yield* Worker.make({
+            handlers: [Job.handler(Once, () => (fail ? Effect.die("boom") : Effect.void))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Once, {})
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "dead"))
+          fail = false
+          assert.isTrue(yield* queue.retry(id))
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 2)
+          assert.strictEqual(info.errors.length, 1)
+          assert.isFalse(yield* queue.retry(id)) // completed jobs are not retried
+        }), { pollInterval: "1 hour" }))
+
+    if (target.dialect === "pg") {
+      it.live(name("the LISTEN connection is terminated: jobs still start, and NOTIFY works again after the reconnect"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const started: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => started.push(p.i)))] })
+            yield* realSleep(500)
+            const terminated = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+              WHERE application_name = ${`sqlane-listen:${prefix}jobs`.slice(0, 63)}`
+            assert.strictEqual(terminated.length, 1)
+            // another process enqueues (no in-process hint): the reconnect's re-probe or the poll finds it
+            const first = yield* spawnWorker(args("enqueue", prefix, "producer", "1"))
+            assert.strictEqual(yield* awaitExit(first), 0)
+            yield* waitUntil(Effect.sync(() => started.length === 1), 15_000, "the first job")
+            yield* realSleep(500)
+            const before = Date.now()
+            const second = yield* spawnWorker(args("enqueue", prefix, "producer", "1"))
+            assert.strictEqual(yield* awaitExit(second), 0)
+            yield* waitUntil(Effect.sync(() => started.length === 2), 15_000, "the second job")
+            // The poll is 1 hour: only a NOTIFY on the new LISTEN connection starts the second job.
+            assert.isBelow(Date.now() - before, 15_000)
+          }), { pollInterval: "1 hour" }), 60_000)
+    }
+  })
+}

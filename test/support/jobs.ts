@@ -1,0 +1,15 @@
+/** Job definitions shared by the tests and the child processes they spawn. */
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { Job } from "../../src/index.js"
+
+export const Noop = Job.make("noop", { payload: Schema.Struct({ i: Schema.Number }) })
+/** Runs for an hour: a job to kill its worker under. */
+export const Hang = Job.make("hang", { payload: Schema.Struct({}) })
+/** Kills its own worker process; 3 attempts. */
+export const Suicide = Job.make("suicide", {
+  payload: Schema.Struct({}),
+  retry: Job.attempts(3, Schedule.spaced("10 millis"))
+})
+/** Takes 3 seconds. */
+export const Slow = Job.make("slow", { payload: Schema.Struct({}) })

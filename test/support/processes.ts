@@ -1,0 +1,29 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+
+const workerScript = path.join(import.meta.dirname, "worker-process.ts")
+
+export interface Child {
+  readonly process: ChildProcess
+  /** Resolves with the exit code, or the signal that ended it. */
+  readonly exit: Promise<number | NodeJS.Signals>
+}
+
+/** Starts test/support/worker-process.ts in a child Node process; killed when the scope closes. */
+export const spawnWorker = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.sync((): Child => {
+      const child = spawn(process.execPath, ["--import", "tsx", workerScript, ...args], {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "inherit", "inherit"]
+      })
+      const exit = new Promise<number | NodeJS.Signals>((resolve) =>
+        child.on("exit", (code, signal) => resolve(signal ?? code ?? -1))
+      )
+      return { process: child, exit }
+    }),
+    (child) => Effect.sync(() => child.process.exitCode === null && child.process.kill("SIGKILL"))
+  )
+
+export const awaitExit = (child: Child) => Effect.promise(() => child.exit)
