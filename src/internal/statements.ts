@@ -342,22 +342,34 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         (rows) => rows.map((r) => ({ name: r.name, nextUs: num(r.next_us) }))
       ),
     jobClaim: (names, limit, nowUs, workerId) =>
-      sql`SELECT ${claimedColumns} FROM ${jobs}
+      // At READ COMMITTED, so the locking read takes no gap locks that would block (or deadlock
+      // with) the app's transactions enqueueing jobs; in two round trips (multi-statement).
+      Effect.gen(function*() {
+        const conn = yield* sql.reserve
+        const [select, selectParams] = sql`SELECT ${claimedColumns} FROM ${jobs}
           WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
           ORDER BY priority, run_at, id
           LIMIT ${sql.literal(String(Math.floor(limit)))}
-          FOR UPDATE SKIP LOCKED`.unprepared.pipe(
-        Effect.flatMap((rows) => {
-          if (rows.length === 0) return Effect.succeed([] as Array<ClaimedRow>)
-          const claimed = rows.map(toClaimed)
-          return sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1, claimed_at = ${ts(nowUs)},
-                worker_id = ${workerId}
-              WHERE id IN ${sql.in(claimed.map((r) => r.id))}`.unprepared.pipe(
-            Effect.as(claimed.map((r) => ({ ...r, attempts: r.attempts + 1 })))
+          FOR UPDATE SKIP LOCKED`.compile(true)
+        return yield* Effect.gen(function*() {
+          const results = yield* conn.executeUnprepared(
+            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${select}`,
+            selectParams,
+            undefined
           )
-        }),
-        sql.withTransaction
-      ),
+          const rows = (results[results.length - 1] ?? []) as ReadonlyArray<unknown>
+          if (rows.length === 0) {
+            yield* conn.executeUnprepared("COMMIT", [], undefined)
+            return [] as Array<ClaimedRow>
+          }
+          const claimed = rows.map(toClaimed)
+          const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
+                claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
+              WHERE id IN ${sql.in(claimed.map((r) => r.id))}`.compile(true)
+          yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
+          return claimed.map((r) => ({ ...r, attempts: r.attempts + 1 }))
+        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+      }).pipe(Effect.scoped),
     jobFinishMany: (finishes) => {
       const rows = finishes.map((f, i) =>
         i === 0
