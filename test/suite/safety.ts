@@ -250,6 +250,38 @@ export const safety = (target: Target) => {
           assert.isFalse(yield* queue.retry(id)) // completed jobs are not retried
         }), { pollInterval: "1 hour" }))
 
+    it.live(name("claims work when every session runs at REPEATABLE READ"), () => {
+      // PostgreSQL: every transaction of the pool defaults to REPEATABLE READ (serialization failures
+      // in sqlane's statements are retried). MySQL/MariaDB: REPEATABLE READ is already the default.
+      let rrTarget = target
+      if (target.dialect === "pg") {
+        const url = new URL(target.url)
+        url.searchParams.set("options", "-c default_transaction_isolation=repeatable\\ read")
+        rrTarget = { ...target, url: url.toString() }
+      }
+      return withQueue(rrTarget, () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const [row] = target.dialect === "pg"
+            ? yield* sql<{ level: string }>`SELECT current_setting('transaction_isolation') AS level`
+            : yield* sql<{ level: string }>`SELECT @@transaction_isolation AS level`.pipe(
+              // MariaDB before 11.1 names it tx_isolation
+              Effect.orElse(() => sql<{ level: string }>`SELECT @@tx_isolation AS level`)
+            )
+          assert.match(row.level.toLowerCase(), /repeatable.read/)
+          const queue = yield* Queue.Queue
+          const runs = new Map<number, number>()
+          const handler = Job.handler(Noop, (p) => Effect.sync(() => runs.set(p.i, (runs.get(p.i) ?? 0) + 1)))
+          yield* Worker.make({ handlers: [handler], concurrency: 8 })
+          yield* Worker.make({ handlers: [handler], concurrency: 8 })
+          yield* Effect.forEach(Array.from({ length: 10 }, (_, b) => b), (b) =>
+            queue.enqueueMany(Noop, Array.from({ length: 30 }, (_, i) => ({ i: b * 30 + i }))), { concurrency: 4 })
+          yield* waitUntil(Effect.sync(() => runs.size === 300), 30_000, "300 jobs")
+          yield* realSleep(200)
+          assert.deepStrictEqual(Array.from(runs.values()).filter((n) => n !== 1), [])
+        }))
+    }, 60_000)
+
     if (target.dialect === "pg") {
       it.live(name("the LISTEN connection is terminated: jobs still start, and NOTIFY works again after the reconnect"), () =>
         withQueue(target, (prefix) =>
