@@ -1,13 +1,3 @@
-import { inject } from "vitest"
-import { conformance } from "./suite/conformance.js"
-import { safety } from "./suite/safety.js"
+import { suitesFor } from "./suite/index.js"
 
-const target = inject("targets").find((t) => t.id === "postgres-15")
-if (target) {
-  conformance(target)
-  safety(target)
-} else {
-  const { it } = await import("vitest")
-  const reason = inject("skipped").find((s) => s.id === "postgres-15")?.reason ?? "not configured"
-  it.skip(`[postgres-15] not reachable: ${reason}`, () => {})
-}
+suitesFor("postgres-15")

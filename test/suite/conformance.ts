@@ -11,13 +11,12 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { spawn } from "node:child_process"
-import * as path from "node:path"
 import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
 import { Noop } from "../support/jobs.js"
+import { awaitExit, spawnWorker } from "../support/processes.js"
 
 class Flaky extends Schema.TaggedError<Flaky>()("Flaky", { reason: Schema.String }) {}
 
@@ -41,19 +40,9 @@ export const withQueue = <A, E>(
   ) as Effect.Effect<A, E | Error, never>
 }
 
-const workerScript = path.join(import.meta.dirname, "..", "support", "worker-process.ts")
-
-/** Runs test/support/worker-process.ts in a child Node process; resolves with its exit code. */
+/** Runs test/support/worker-process.ts in a child process; succeeds with its exit code. */
 export const runProcess = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.async<number, Error>((resume) => {
-    const child = spawn(process.execPath, ["--import", "tsx", workerScript, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "inherit", "inherit"]
-    })
-    child.on("error", (e) => resume(Effect.fail(e)))
-    child.on("exit", (code) => resume(Effect.succeed(code ?? -1)))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+  Effect.scoped(Effect.flatMap(spawnWorker(args, env), awaitExit))
 
 export const conformance = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`

@@ -1,0 +1,18 @@
+/**
+ * Runs every suite against one database, or reports it loudly as skipped when the global setup
+ * could not reach it (with CI=true the global setup fails the run instead).
+ */
+import { inject, it } from "vitest"
+import { conformance } from "./conformance.js"
+import { safety } from "./safety.js"
+
+export const suitesFor = (id: string) => {
+  const target = inject("targets").find((t) => t.id === id)
+  if (target) {
+    conformance(target)
+    safety(target)
+  } else {
+    const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
+    it.skip(`[${id}] not reachable: ${reason}`, () => {})
+  }
+}
