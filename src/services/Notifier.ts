@@ -53,10 +53,12 @@ export interface NotifierShape {
    */
   readonly enqueued: (names: ReadonlyArray<string>, committed: boolean) => Effect.Effect<void>
   /**
-   * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` where the
-   * database has no `LISTEN/NOTIFY`. Job names only, never the job payload.
+   * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` when it sends
+   * none: where the database has no `LISTEN/NOTIFY`, or when this process sent one less than
+   * {@link notifyWindowMillis} ago — then one trailing `NOTIFY` for all the names skipped is sent
+   * when the window ends. Job names only, never the job payload.
    */
-  readonly notifyPayload: (names: ReadonlyArray<string>) => string | undefined
+  readonly notifyPayload: (names: ReadonlyArray<string>) => Effect.Effect<string | undefined>
   /** Subscribes to wake-ups for `names` for the life of the scope. */
   readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
   /**
@@ -90,6 +92,26 @@ const localCancelListeners = globalValue(
   () => new Map<string, Set<(ids: ReadonlyArray<string>) => void>>()
 )
 const CANCEL = "cancel:"
+
+/**
+ * At most one `NOTIFY` per window per process and table prefix rides inside an enqueue. On
+ * PostgreSQL a transaction that notifies takes a database-wide lock from its pre-commit to its end,
+ * so notifying commits cannot share a WAL flush: one per enqueue would serialize every enqueue of
+ * the database. The window is wall-clock time (it protects the server, it decides nothing about
+ * jobs), so it behaves the same under `TestClock`.
+ *
+ * Source: River's insert notification limiter.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const notifyWindowMillis = 10
+
+const wallSleep = (ms: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(timer))
+  })
 
 const deliver = (subscribers: Iterable<Subscriber>, names: ReadonlyArray<string> | "*") => {
   for (const s of subscribers) {
@@ -135,6 +157,26 @@ const make = (
 
     const hint = (names: ReadonlyArray<string>) => Effect.sync(() => deliver(local, names))
 
+    // The NOTIFY limiter: a leading NOTIFY inside the enqueue, then one trailing NOTIFY (outside any
+    // transaction, from this layer's own fiber) for the names enqueued during the window.
+    let lastNotifyAt = -Infinity
+    const trailing = new Set<string>()
+    const trailingSignal = yield* Queue.sliding<void>(1)
+    if (listenOn !== undefined) {
+      yield* Queue.take(trailingSignal).pipe(
+        Effect.zipRight(Effect.suspend(() => wallSleep(Math.max(0, lastNotifyAt + notifyWindowMillis - Date.now())))),
+        Effect.zipRight(Effect.suspend(() => {
+          const names = Array.from(trailing)
+          trailing.clear()
+          lastNotifyAt = Date.now()
+          return names.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeNames(names)))
+        })),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+    }
+
     // The LISTEN connection is opened by the first subscriber and kept for the layer's life;
     // when it dies it is opened again with backoff, and polling covers the gap. Each time LISTEN
     // becomes active every subscriber re-probes, so a job enqueued meanwhile is not missed.
@@ -171,7 +213,18 @@ const make = (
         committed
           ? hint(names)
           : Effect.asVoid(Effect.forkIn(Effect.delay(hint(names), config.hintDelay), scope)),
-      notifyPayload: (names) => (listenOn === undefined ? undefined : encodeNames(names)),
+      notifyPayload: (names) =>
+        Effect.sync(() => {
+          if (listenOn === undefined) return undefined
+          const now = Date.now()
+          if (now - lastNotifyAt >= notifyWindowMillis) {
+            lastNotifyAt = now
+            return encodeNames(names)
+          }
+          for (const name of names) trailing.add(name)
+          Queue.unsafeOffer(trailingSignal, undefined)
+          return undefined
+        }),
       cancelled: (ids) =>
         Effect.sync(() => deliverCancel(ids)).pipe(
           Effect.zipRight(

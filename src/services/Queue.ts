@@ -148,7 +148,7 @@ export const make = Effect.gen(function*() {
   const insert = (job: Job.Any, rows: ReadonlyArray<InsertRow>, nowUs: number) =>
     Effect.gen(function*() {
       const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-      const ids = yield* statements.jobInsertMany(rows, nowUs, notifier.notifyPayload([job.name]))
+      const ids = yield* statements.jobInsertMany(rows, nowUs, yield* notifier.notifyPayload([job.name]))
       yield* notifier.enqueued([job.name], !inTransaction)
       return ids
     })
