@@ -12,6 +12,7 @@
  */
 import Pg from "pg"
 import * as Mysql from "mysql2/promise"
+import { sleep } from "../lib/stats.js"
 import { admin, tableBytes } from "../lib/targets.js"
 import { type Env, type Instance, type OpenOptions, type Payload, QUEUE, type System } from "./types.js"
 
@@ -91,6 +92,15 @@ const openPg = async (env: Env, batch: number, o: OpenOptions): Promise<Instance
         const client = await pool.connect()
         try {
           while (!stopped) {
+            try {
+              await iterationPg()
+            } catch {
+              // A failed statement (deadlock, lost connection): roll back and go on.
+              await client.query("ROLLBACK").catch(() => {})
+              await sleep(10)
+            }
+          }
+          async function iterationPg() {
             await client.query("BEGIN")
             const { rows } = await client.query(
               `DELETE FROM ${t} WHERE id IN (
@@ -102,17 +112,13 @@ const openPg = async (env: Env, batch: number, o: OpenOptions): Promise<Instance
             if (rows.length === 0) {
               await client.query("COMMIT")
               await sleepOrWake(waiters, pollMs)
-              continue
+              return
             }
-            try {
-              for (const row of rows) {
-                const r = handle(row.payload as Payload)
-                if (r !== undefined) await r
-              }
-              await client.query("COMMIT")
-            } catch {
-              await client.query("ROLLBACK")
+            for (const row of rows) {
+              const r = handle(row.payload as Payload)
+              if (r !== undefined) await r
             }
+            await client.query("COMMIT")
           }
         } finally {
           client.release()
@@ -149,6 +155,15 @@ const openMysql = async (env: Env, batch: number, o: OpenOptions): Promise<Insta
         const conn = await pool.getConnection()
         try {
           while (!stopped) {
+            try {
+              await iterationMysql()
+            } catch {
+              // A failed statement (deadlock, lock wait timeout): roll back and go on.
+              await conn.query("ROLLBACK").catch(() => {})
+              await sleep(10)
+            }
+          }
+          async function iterationMysql() {
             await conn.query("BEGIN")
             const [rows] = (await conn.query(
               `SELECT id, payload FROM ${t} WHERE queue = ? AND run_at <= NOW(6)
@@ -158,18 +173,14 @@ const openMysql = async (env: Env, batch: number, o: OpenOptions): Promise<Insta
             if (rows.length === 0) {
               await conn.query("COMMIT")
               await sleepOrWake(waiters, pollMs)
-              continue
+              return
             }
-            try {
-              await conn.query(`DELETE FROM ${t} WHERE id IN (?)`, [rows.map((r: any) => r.id)])
-              for (const row of rows) {
-                const r = handle(JSON.parse(row.payload) as Payload)
-                if (r !== undefined) await r
-              }
-              await conn.query("COMMIT")
-            } catch {
-              await conn.query("ROLLBACK")
+            await conn.query(`DELETE FROM ${t} WHERE id IN (?)`, [rows.map((r: any) => r.id)])
+            for (const row of rows) {
+              const r = handle(JSON.parse(row.payload) as Payload)
+              if (r !== undefined) await r
             }
+            await conn.query("COMMIT")
           }
         } finally {
           conn.release()
