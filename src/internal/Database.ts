@@ -11,6 +11,11 @@ export interface DatabaseShape {
   readonly dialect: "pg" | "mysql"
   /** The server's version string, e.g. `15.19` or `10.11.19-MariaDB`. */
   readonly version: string
+  /**
+   * Which database this is (server address and database name): in-process hints and cancellations
+   * reach only workers on the same database and table prefix.
+   */
+  readonly identity: string
 }
 
 export class Database extends Context.Tag("sqlane/internal/Database")<Database, DatabaseShape>() {}

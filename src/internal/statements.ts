@@ -109,8 +109,13 @@ export interface Statements {
    */
   readonly jobListOrphaned: (
     names: ReadonlyArray<string>,
-    leaseCutoffUs: number
-  ) => Effect.Effect<ReadonlyArray<ClaimedRow & { readonly workerId: string | null }>, SqlError>
+    leaseCutoffUs: number,
+    /** Also list running jobs of this worker id (the caller keeps those it is running). */
+    selfId: string
+  ) => Effect.Effect<
+    ReadonlyArray<ClaimedRow & { readonly workerId: string | null; readonly claimedAtUs: number }>,
+    SqlError
+  >
   readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
@@ -243,19 +248,21 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
         (rows) => rows.map((r) => String(r.id))
       ),
-    jobListOrphaned: (names, leaseCutoffUs) =>
+    jobListOrphaned: (names, leaseCutoffUs, selfId) =>
       Effect.map(
-        sql`SELECT ${claimedColumnsJ}, j.worker_id FROM ${jobs} j
+        sql`SELECT ${claimedColumnsJ}, j.worker_id,
+              (EXTRACT(EPOCH FROM j.claimed_at) * 1000000)::bigint AS claimed_at_us
+            FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
-              AND (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)} OR NOT EXISTS (
+              AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)} OR NOT EXISTS (
                 SELECT 1 FROM pg_locks l
                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND l.classid::bigint = ${pgLockSpace}
                   AND l.objid::bigint = (hashtext(${sql.literal("'sqlane:w:'")} || j.worker_id)::bigint & 4294967295)))
             LIMIT 1000`,
-        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null }))
+        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null, claimedAtUs: num(r.claimed_at_us) }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
@@ -267,7 +274,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
-    workerLockStatement: (id) => ["SELECT pg_advisory_lock($1, hashtext($2))", [pgLockSpace, workerLockName(id)]],
+    workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, workerLockName(id)]],
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
@@ -407,15 +414,16 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`.unprepared,
         (rows) => rows.map((r) => String(r.id))
       ),
-    jobListOrphaned: (names, leaseCutoffUs) =>
+    jobListOrphaned: (names, leaseCutoffUs, selfId) =>
       Effect.map(
-        sql`SELECT ${claimedColumnsJ}, j.worker_id FROM ${jobs} j
+        sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us
+            FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
-              AND (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}
+              AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT('sqlane:w:', j.worker_id)) = 1)
             LIMIT 1000`.unprepared,
-        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null }))
+        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null, claimedAtUs: num(r.claimed_at_us) }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)

@@ -58,10 +58,13 @@ export const QueueLive = (
       if (config.migrate) yield* Migrations.run(config.prefix)
       const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
       if (server.dialect === "pg") {
+        const [{ id }] = yield* sql<{ id: string }>`SELECT current_database() || '@' ||
+          COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
         const database = Layer.succeed(Database, {
           statements: Statements.withTransientRetry(Statements.pg(sql, config.prefix)),
           dialect: "pg",
-          version: server.version
+          version: server.version,
+          identity: `pg:${id}`
         })
         const pg = yield* Effect.serviceOption(PgClient.PgClient)
         const notifier = Option.isSome(pg)
@@ -69,11 +72,13 @@ export const QueueLive = (
           : Notifier.layerLocal
         return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
       }
-      const [row] = yield* sql<{ inc: number }>`SELECT @@auto_increment_increment AS inc`
+      const [row] = yield* sql<{ inc: number; id: string }>`SELECT @@auto_increment_increment AS inc,
+        CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id`
       const database = Layer.succeed(Database, {
         statements: Statements.withTransientRetry(Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1))),
         dialect: "mysql",
-        version: server.version
+        version: server.version,
+        identity: `mysql:${row.id}`
       })
       return services(Notifier.layerLocal).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })

@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -42,6 +43,20 @@ export interface CompleterShape {
  */
 export class Completer extends Context.Tag("sqlane/Completer")<Completer, CompleterShape>() {}
 
+/**
+ * Whether the database refused the values (not the connection): PostgreSQL SQLSTATE classes 22
+ * (data exception), 23, 42, 54 (program limit); MySQL/MariaDB packet too large, bad string value,
+ * data too long, out of range.
+ */
+const isDataError = (error: SqlError): boolean => {
+  const cause = error.cause as { code?: unknown; errno?: unknown; sqlState?: unknown } | undefined
+  if (typeof cause?.errno === "number") {
+    return [1153, 1264, 1366, 1406, 3140].includes(cause.errno) ||
+      (typeof cause.sqlState === "string" && /^2[23]/.test(cause.sqlState))
+  }
+  return typeof cause?.code === "string" && /^(22|23|42|54)[0-9A-Z]{3}$/.test(cause.code)
+}
+
 /** The most attempts one statement writes. */
 const maxBatch = 1000
 
@@ -53,10 +68,41 @@ export const make = Effect.gen(function*() {
   const { statements } = yield* Database
   const pending = yield* Queue.unbounded<readonly [Outcome, Deferred.Deferred<void>]>()
 
-  const write = (batch: ReadonlyArray<readonly [Outcome, Deferred.Deferred<void>]>) =>
-    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(
+  const retryForever = <A, E>(effect: Effect.Effect<A, E>) =>
+    effect.pipe(
       Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: completing jobs failed; retrying", cause)),
       Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      // the schedule never ends
+      Effect.orDie
+    )
+
+  /**
+   * One outcome the database refuses (a value it cannot store, say a result over MySQL's
+   * `max_allowed_packet`) must not stall the others: a failed batch is written one outcome at a
+   * time, and an outcome that still fails is recorded as a dead letter saying why. Only a write
+   * that fails even then (the database is unreachable) is retried until it succeeds.
+   */
+  const writeOne = (outcome: Outcome): Effect.Effect<void> =>
+    statements.jobFinishMany([outcome]).pipe(
+      Effect.catchAll((error) =>
+        !isDataError(error) ? Effect.fail(error) : statements.jobFinishMany([{
+          ...outcome,
+          state: "dead",
+          runAtUs: null,
+          finishedAtUs: outcome.finishedAtUs ?? outcome.runAtUs ?? 0,
+          lastError: `sqlane could not record this attempt's end: ${String(error.cause ?? error.message)}`
+            .replaceAll("\u0000", "\uFFFD")
+            .slice(0, 2000),
+          errors: null,
+          result: null
+        }])
+      ),
+      retryForever
+    )
+
+  const write = (batch: ReadonlyArray<readonly [Outcome, Deferred.Deferred<void>]>) =>
+    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(
+      Effect.catchAll(() => Effect.forEach(batch, ([outcome]) => writeOne(outcome), { discard: true })),
       Effect.zipRight(Effect.forEach(batch, ([, done]) => Deferred.succeed(done, undefined), { discard: true }))
     )
 

@@ -22,6 +22,7 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
+import { Database } from "../internal/Database.js"
 import * as PgListener from "../internal/pgListener.js"
 import { QueueConfig } from "./QueueConfig.js"
 
@@ -81,12 +82,12 @@ interface Subscriber {
   readonly wake: () => void
 }
 
-/** Workers of this process, by table prefix: the in-process hint reaches every queue instance. */
+/** Workers of this process, by database and table prefix: the in-process hint reaches every queue instance. */
 const localSubscribers = globalValue(
   Symbol.for("sqlane/Notifier/localSubscribers"),
   () => new Map<string, Set<Subscriber>>()
 )
-/** Cancellation listeners of this process, by table prefix. */
+/** Cancellation listeners of this process, by database and table prefix. */
 const localCancelListeners = globalValue(
   Symbol.for("sqlane/Notifier/localCancelListeners"),
   () => new Map<string, Set<(ids: ReadonlyArray<string>) => void>>()
@@ -141,12 +142,14 @@ const make = (
 ) =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
+    const { identity } = yield* Database
     const scope = yield* Effect.scope
     const channel = `${config.prefix}jobs`
-    const local = localSubscribers.get(config.prefix) ?? new Set<Subscriber>()
-    localSubscribers.set(config.prefix, local)
-    const cancelListeners = localCancelListeners.get(config.prefix) ?? new Set<(ids: ReadonlyArray<string>) => void>()
-    localCancelListeners.set(config.prefix, cancelListeners)
+    const key = `${identity}/${config.prefix}`
+    const local = localSubscribers.get(key) ?? new Set<Subscriber>()
+    localSubscribers.set(key, local)
+    const cancelListeners = localCancelListeners.get(key) ?? new Set<(ids: ReadonlyArray<string>) => void>()
+    localCancelListeners.set(key, cancelListeners)
     const deliverCancel = (ids: ReadonlyArray<string>) => {
       for (const listener of cancelListeners) listener(ids)
     }
@@ -274,7 +277,7 @@ const make = (
  * @since 0.1.0
  * @category layers
  */
-export const layerLocal: Layer.Layer<Notifier, never, QueueConfig> = Layer.scoped(
+export const layerLocal: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
   Notifier,
   make(undefined, () => Effect.void)
 )
@@ -286,7 +289,7 @@ export const layerLocal: Layer.Layer<Notifier, never, QueueConfig> = Layer.scope
  * @since 0.1.0
  * @category layers
  */
-export const layerPg: Layer.Layer<Notifier, never, QueueConfig | PgClient.PgClient> = Layer.scoped(
+export const layerPg: Layer.Layer<Notifier, never, QueueConfig | Database | PgClient.PgClient> = Layer.scoped(
   Notifier,
   Effect.gen(function*() {
     const pg = yield* PgClient.PgClient

@@ -93,7 +93,13 @@ export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>
     Effect.flatMap((encoded) =>
       Effect.try({
         try: () => {
-          const json = JSON.stringify(encoded)
+          const json = JSON.stringify(encoded, (_key, value) => {
+            // JSON would store these as null, and the payload would no longer decode at claim.
+            if (typeof value === "number" && !Number.isFinite(value)) {
+              throw new Error(`${value} is not a JSON number`)
+            }
+            return value
+          })
           if (json === undefined) throw new Error("the encoded payload is not JSON (undefined or a function)")
           return json
         },
@@ -129,8 +135,11 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const now = yield* nowMicros
       const priority = options?.priority ?? job.priority
-      if (!Number.isSafeInteger(priority)) {
-        return yield* new InvalidPayload({ job: job.name, message: `priority must be an integer, got ${priority}` })
+      if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
+        return yield* new InvalidPayload({
+          job: job.name,
+          message: `priority must be a 32-bit integer, got ${priority}`
+        })
       }
       let runAtUs = now
       if (options?.runAt !== undefined) {
@@ -139,8 +148,9 @@ export const make = Effect.gen(function*() {
       } else if (options?.delay !== undefined) {
         runAtUs = now + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
       }
-      if (!Number.isFinite(runAtUs)) {
-        return yield* new InvalidPayload({ job: job.name, message: "runAt is not a valid date" })
+      // DATETIME and timestamptz both hold years 1000–9999.
+      if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
+        return yield* new InvalidPayload({ job: job.name, message: "runAt (or now + delay) is not a date in years 1000–9999" })
       }
       return { now, priority, runAtUs }
     })
@@ -187,7 +197,7 @@ export const make = Effect.gen(function*() {
       }),
     get: (id) =>
       Effect.gen(function*() {
-        if (!/^\d{1,19}$/.test(id)) return yield* new JobNotFound({ id })
+        if (!/^\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return yield* new JobNotFound({ id })
         const row = yield* statements.jobGet(id)
         if (row === undefined) return yield* new JobNotFound({ id })
         return new JobInfo({

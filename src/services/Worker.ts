@@ -133,7 +133,16 @@ const liveness = (workerId: string) =>
       Effect.gen(function*() {
         const conn = yield* sql.reserve
         yield* Effect.acquireRelease(
-          conn.executeRaw(lockSql, lockParams),
+          conn.executeValues(lockSql, lockParams).pipe(
+            Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+              const got = rows[0]?.[0]
+              return got === true || Number(got) === 1
+                ? Effect.void
+                : Effect.dieMessage(
+                  `sqlane: worker id "${workerId}" is in use by another live worker; give each worker its own id`
+                )
+            })
+          ),
           () => Effect.ignore(conn.executeRaw(unlockSql, lockParams).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
         )
         yield* Deferred.succeed(acquired, undefined)
@@ -150,7 +159,9 @@ const liveness = (workerId: string) =>
       Effect.ignore(statements.workerRemove(workerId).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
     )
     const acquired = yield* Deferred.make<void>()
+    // A defect (the id is taken) fails the start; connection failures are retried.
     yield* hold(acquired).pipe(
+      Effect.catchAllDefect((defect) => Deferred.die(acquired, defect)),
       Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker lock connection lost; re-acquiring", cause)),
       Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
@@ -180,7 +191,10 @@ export const make = <R>(
     const claimer = yield* Claimer
     const completer = yield* Completer
     const notifier = yield* Notifier
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 10))
+    const concurrency = Math.floor(options.concurrency ?? 10)
+    if (!Number.isFinite(concurrency) || concurrency < 1) {
+      return yield* Effect.dieMessage(`sqlane: concurrency must be a positive integer, got ${options.concurrency}`)
+    }
     const workerId = options.id ?? crypto.randomUUID()
     const handlers = new Map<string, Handler<R>>()
     for (const h of options.handlers) {
@@ -196,11 +210,14 @@ export const make = <R>(
 
     // Liveness: a session lock held on a dedicated connection for the worker's life, plus a
     // heartbeat row. Taken before the first claim; released (and the row deleted) last.
+    const startedAtUs = yield* nowMicros
     yield* liveness(workerId)
 
     const fibers = yield* FiberSet.make()
     /** Running attempts by job id: their handler fibers, and why they are being interrupted. */
     const inflight = new Map<string, Inflight>()
+    /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
+    const claiming = new Set<string>()
     const slotFreed = yield* Queue.sliding<void>(1)
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
@@ -247,7 +264,7 @@ export const make = <R>(
           // says nothing about when the job can succeed.
           runAtUs: Option.isSome(delay) ? nowUs + (kind === "lost" ? 0 : Math.round(delay.value * 1000)) : null,
           finishedAtUs: Option.isSome(delay) ? null : nowUs,
-          lastError: message,
+          lastError: message.replaceAll("\u0000", "\uFFFD"),
           errors: encodeErrors(history),
           result: null
         }
@@ -349,6 +366,7 @@ export const make = <R>(
         Effect.tap((outcome) => outcome.state === "pending" ? Effect.suspend(() => wakeSelf) : Effect.void),
         Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
         Effect.ensuring(Effect.sync(() => {
+          claiming.delete(row.id)
           running--
           Queue.unsafeOffer(slotFreed, undefined)
         })),
@@ -385,6 +403,7 @@ export const make = <R>(
           Effect.tap(claimer.claim(due, free, nowUs, workerId), (rows) =>
             Effect.suspend(() => {
               running += rows.length
+              for (const row of rows) claiming.add(row.id)
               return Effect.forEach(rows, start, { discard: true })
             }))
         )
@@ -430,7 +449,7 @@ export const make = <R>(
         if (Option.isSome(finished)) return
         yield* Effect.logInfo(`sqlane: shutdown timeout; releasing ${inflight.size} running job(s)`)
         for (const entry of inflight.values()) entry.reason = "shutdown"
-        yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interrupt(e.fiber), { discard: true })
+        yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
         // Writing the releases needs the database; if it is gone, give up after 5 s (the jobs are
         // then rescued by other workers once this worker's lock is free).
         yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(Effect.timeoutOption("5 seconds"))
@@ -453,11 +472,20 @@ export const make = <R>(
     // heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of attempts.
     // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB).
     const rescue = Effect.gen(function*() {
+      if (names.length === 0) return
       const nowUs = yield* nowMicros
-      const orphans = yield* statements.jobListOrphaned(names, nowUs - Duration.toMillis(config.leaseTimeout) * 1000)
+      const orphans = yield* statements.jobListOrphaned(
+        names,
+        nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
+        workerId
+      )
       let rescued = 0
       for (const row of orphans) {
-        if (row.workerId === workerId) continue
+        // Jobs of this id that this instance is not running were left by an earlier life of it.
+        if (
+          row.workerId === workerId &&
+          (row.claimedAtUs >= startedAtUs || inflight.has(row.id) || claiming.has(row.id))
+        ) continue
         const outcome = yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         yield* completer.finish(outcome)
         rescued++

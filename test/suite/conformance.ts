@@ -145,6 +145,13 @@ export const conformance = (target: Target) => {
           const Loose = Job.make("loose", { payload: Schema.Any })
           const notJson = yield* Effect.flip(queue.enqueue(Loose, cyclic))
           assert.strictEqual(notJson._tag, "InvalidPayload")
+          // NaN passes Schema.Number but JSON would store it as null: refused too
+          const nan = yield* Effect.flip(queue.enqueue(Noop, { i: NaN }))
+          assert.strictEqual(nan._tag, "InvalidPayload")
+          const priority = yield* Effect.flip(queue.enqueue(Noop, { i: 1 }, { priority: 2 ** 40 }))
+          assert.include(priority.message, "32-bit")
+          const unknownId = yield* Effect.flip(queue.get("99999999999999999999"))
+          assert.strictEqual(unknownId._tag, "JobNotFound")
           assert.strictEqual(yield* countJobs(prefix), 0)
         })))
 

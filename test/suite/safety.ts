@@ -250,6 +250,50 @@ export const safety = (target: Target) => {
           assert.isFalse(yield* queue.retry(id)) // completed jobs are not retried
         }), { pollInterval: "1 hour" }))
 
+    it.live(name("a worker restarted with the same id takes back the jobs its earlier life left running"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          // What a SIGKILLed "web-1" leaves: its job running, its lock gone, its row still there.
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"web-1"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-1"},
+            claimed_at = created_at WHERE id = ${id}`
+          yield* Worker.make({ id: "web-1", handlers: [Job.handler(Noop, () => Effect.void)] })
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the rescue")
+          assert.strictEqual((yield* queue.get(id)).attempts, 2)
+        })))
+
+    it.live(name("two live workers cannot share an id"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          yield* Worker.make({ id: "twin", handlers: [Job.handler(Noop, () => Effect.void)] })
+          const second = yield* Effect.exit(
+            Effect.scoped(Worker.make({ id: "twin", handlers: [Job.handler(Noop, () => Effect.void)] }))
+          )
+          assert.isTrue(second._tag === "Failure")
+          assert.include(String(second._tag === "Failure" && second.cause), "is in use by another live worker")
+        })))
+
+    it.live(name("an error message with U+0000 is recorded, and it stalls no other job"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Nul = Job.make("nul", { payload: Schema.Struct({ bad: Schema.Boolean }), retry: Job.attempts(1) })
+          yield* Worker.make({
+            handlers: [Job.handler(Nul, (p) => (p.bad ? Effect.die(new Error("bad\u0000byte")) : Effect.void))]
+          })
+          const queue = yield* Queue.Queue
+          const bad = yield* queue.enqueue(Nul, { bad: true })
+          const good = yield* Effect.forEach([1, 2, 3], () => queue.enqueue(Nul, { bad: false }))
+          yield* waitUntil(Effect.map(Effect.forEach([bad, ...good], queue.get), (js) =>
+            js.every((j) => j.state === "dead" || j.state === "completed")))
+          const info = yield* queue.get(bad)
+          assert.strictEqual(info.state, "dead")
+          assert.include(info.errors[0].message, "bad")
+        })))
+
     it.live(name("claims work when every session runs at REPEATABLE READ"), () => {
       // PostgreSQL: every transaction of the pool defaults to REPEATABLE READ (serialization failures
       // in sqlane's statements are retried). MySQL/MariaDB: REPEATABLE READ is already the default.
