@@ -34,12 +34,13 @@ const tracing = Layer.unwrapEffect(
     Layer.setTracer(Tracer.make({
       span: (name, parent, context, links, startTime, kind, options) => {
         const span = native.span(name, parent, context, links, startTime, kind, options)
-        const rec: Rec = { name, start: Number(startTime) / 1e6, end: NaN, statement: "" }
+        const initial = span.attributes.get("db.query.text") ?? (options as any)?.attributes?.["db.query.text"] ?? ""
+        const rec: Rec = { name, start: Number(startTime) / 1e6, end: NaN, statement: String(initial).replace(/\s+/g, " ").slice(0, 70) }
         recs.push(rec)
         const end = span.end.bind(span)
         const attribute = span.attribute.bind(span)
         ;(span as any).attribute = (k: string, v: unknown) => {
-          if (k === "db.statement") rec.statement = String(v).replace(/\s+/g, " ").slice(0, 60)
+          if (k === "db.query.text") rec.statement = String(v).replace(/\s+/g, " ").slice(0, 60)
           attribute(k, v)
         }
         ;(span as any).end = (endTime: bigint, exit: any) => {
