@@ -117,8 +117,15 @@ export const markdown = (
     out.push("", `Storage, ${o.n.storage.toLocaleString("en-US")} waiting jobs (bytes per job, table + indexes; Redis: used_memory):`, "")
     out.push(table(["System", "bytes per job"], stoSystems.map((s) => [label[s], c("storage", s, "bytes_per_job")])))
   }
-  if (notes.some((n) => n.scenario === "crash-recovery")) {
-    out.push("", "Crash recovery (SIGKILL to the job starting again): not yet — it waits for the safety issue.")
+  const crash = get(rows, "crash-recovery", "sqlane", "seconds")
+  if (crash !== undefined) {
+    const runs = notes.find((n) => n.scenario === "crash-recovery" && n.system === "sqlane")?.text ?? ""
+    out.push(
+      "",
+      "Crash recovery, sqlane with defaults (SIGKILL of the worker 200 ms into a job → the job starting again in another worker):",
+      "",
+      table(["System", "seconds (median)", "runs"], [[label.sqlane, fmt(crash), runs.replace(/^runs: /, "")]])
+    )
   }
 
   // Ratios: sqlane ÷ each peer.
