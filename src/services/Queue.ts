@@ -170,14 +170,17 @@ export const make = Effect.gen(function*() {
         const { now, priority, runAtUs } = yield* resolve(job, options)
         const ids = yield* insert(job, [{ name: job.name, payload: json, priority, runAtUs }], now)
         return ids[0]
-      }).pipe(Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name } })),
+      }).pipe(Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })),
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
         const json = yield* Effect.forEach(payloads, (p) => encodePayload(job, p))
         if (json.length === 0) return []
         const { now, priority, runAtUs } = yield* resolve(job, options)
         return yield* insert(job, json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
-      }).pipe(Effect.withSpan("sqlane.enqueueMany", { attributes: { "sqlane.job.name": job.name } })),
+      }).pipe(Effect.withSpan("sqlane.enqueueMany", {
+        attributes: { "sqlane.job.name": job.name },
+        captureStackTrace: false
+      })),
     cancel: (id) =>
       Effect.gen(function*() {
         const info = yield* service.get(id)

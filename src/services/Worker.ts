@@ -302,8 +302,10 @@ export const make = <R>(
                 duration: Math.ceil(timeoutMillis),
                 onTimeout: () => new JobTimeout({ millis: timeoutMillis })
               }),
+          // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
           Effect.withSpan(`sqlane.job ${job.name}`, {
-            attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts }
+            attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts },
+            captureStackTrace: false
           })
         )
         // The handler runs on a fiber of its own, so that a cancellation or a shutdown can
