@@ -31,6 +31,6 @@ if (pg) {
       yield* TestClock.adjust("1 minute")
       yield* waitUntil(Effect.map(queue.get(id), (job) => job.state === "completed"))
       yield* dropTables(prefix)
-    }).pipe(Effect.provide(WorkerLive.pipe(Layer.provideMerge(AppLive(pg.url, { prefix })))))
+    }).pipe(Effect.provide(WorkerLive.pipe(Layer.provideMerge(AppLive(pg.url, { prefix, pollInterval: "1 hour", rescueInterval: "1 hour" })))))
   })
 }
