@@ -228,17 +228,17 @@ export const make = <R>(
       handler: Handler<R>,
       kind: AttemptError["kind"],
       cause: Cause.Cause<unknown> | undefined,
-      message: string,
-      error?: unknown
+      message: string
     ) =>
       Effect.gen(function*() {
         const nowUs = yield* nowMicros
         const typed = cause ? Cause.failureOption(cause) : Option.none()
         const defect = cause ? Cause.dieOption(cause) : Option.none()
-        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : error
+        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined
+        // The typed failure as its schema encodes it, if that is JSON.
         const encoded = Option.isSome(typed)
           ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
-            toJson(e) === null ? Option.none() : Option.some(JSON.parse(toJson(e)!)))
+            Option.map(Option.fromNullable(toJson(e)), (json) => JSON.parse(json)))
           : Option.none()
         const record = new AttemptError({
           attempt: row.attempts,
