@@ -53,6 +53,14 @@ export class AttemptError extends Schema.Class<AttemptError>("sqlane/AttemptErro
 }) {}
 
 /**
+ * A job's error history as stored in its `errors` column: a JSON array of {@link AttemptError}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ErrorHistory = Schema.parseJson(Schema.Array(AttemptError))
+
+/**
  * @since 0.1.0
  * @category models
  */

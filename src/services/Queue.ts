@@ -21,7 +21,7 @@ import type { InsertRow } from "../internal/statements.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
-import { AttemptError, JobInfo, JobState } from "../schema/JobInfo.js"
+import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
 import { Notifier } from "./Notifier.js"
 
 /**
@@ -121,7 +121,7 @@ const parseJson = (text: string | null): unknown => {
   }
 }
 
-const decodeErrors = Schema.decodeUnknownOption(Schema.Array(AttemptError))
+const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
 /**
  * @since 0.1.0
@@ -215,7 +215,7 @@ export const make = Effect.gen(function*() {
           claimedAt: Option.map(Option.fromNullable(row.claimedAtUs), microsToDate),
           finishedAt: Option.map(Option.fromNullable(row.finishedAtUs), microsToDate),
           lastError: Option.fromNullable(row.lastError),
-          errors: Option.getOrElse(decodeErrors(parseJson(row.errors ?? "[]")), () => []),
+          errors: Option.getOrElse(decodeErrors(row.errors ?? "[]"), () => []),
           result: Option.map(Option.fromNullable(row.result), parseJson)
         })
       })

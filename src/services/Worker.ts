@@ -38,7 +38,7 @@ import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
-import { AttemptError } from "../schema/JobInfo.js"
+import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
@@ -102,8 +102,8 @@ const toJson = (u: unknown): string | null => {
   }
 }
 
-const encodeErrors = Schema.encodeSync(Schema.parseJson(Schema.Array(AttemptError)))
-const decodeErrors = Schema.decodeUnknownOption(Schema.parseJson(Schema.Array(AttemptError)))
+const encodeErrors = Schema.encodeSync(ErrorHistory)
+const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
