@@ -68,9 +68,14 @@ export interface Finish {
   readonly result: string | null
 }
 
-/** The earliest pending `run_at` of a job name. */
-export interface ProbeRow {
+/** A job name and a priority: the unit the probe reports and the claim reads. */
+export interface Group {
   readonly name: string
+  readonly priority: number
+}
+
+/** The earliest pending `run_at` of a job name at one priority. */
+export interface ProbeRow extends Group {
   readonly nextUs: number
 }
 
@@ -82,18 +87,31 @@ export interface Statements {
     nowUs: number,
     notify: string | undefined
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
-  /** For each of `names` with pending jobs, its earliest `run_at`. Reads only names with pending jobs. */
+  /**
+   * For each (name, priority) of `names` with pending jobs, its earliest `run_at`. A loose index
+   * scan: reads one index entry per (name, priority) with pending jobs, nothing else.
+   */
   readonly jobProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProbeRow>, SqlError>
   /**
-   * Claims up to `limit` due jobs of `names`, ordered by priority, `run_at`, id: marks them
-   * `running`, counts the attempt, records the worker. Returns them in claim order.
+   * Claims up to `limit` due jobs of `groups`, ordered by priority, `run_at`, id: marks them
+   * `running`, counts the attempt, records the worker. Returns them in claim order. Each group
+   * is one range of the pending index, read in order and stopped at the first job not yet due.
    */
   readonly jobClaim: (
-    names: ReadonlyArray<string>,
+    groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
     workerId: string
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /**
+   * The plans of the probe and of the claim (as the database's EXPLAIN prints them, one string per
+   * line or row), for tests that keep them free of full scans and sorts of the backlog.
+   */
+  readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
@@ -167,11 +185,52 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
     `id, name, payload, attempts, attempt_base, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
       `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors`
   )
-  const claimedColumnsJ = sql.literal(
-    `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ` +
-      `(EXTRACT(EPOCH FROM j.run_at) * 1000000)::bigint AS run_at_us, ` +
-      `(EXTRACT(EPOCH FROM j.created_at) * 1000000)::bigint AS created_at_us, j.errors`
-  )
+  const claimedColumnsOf = (t: string) =>
+    sql.literal(
+      `${t}.id, ${t}.name, ${t}.payload, ${t}.attempts, ${t}.attempt_base, ${t}.priority, ` +
+        `(EXTRACT(EPOCH FROM ${t}.run_at) * 1000000)::bigint AS run_at_us, ` +
+        `(EXTRACT(EPOCH FROM ${t}.created_at) * 1000000)::bigint AS created_at_us, ${t}.errors`
+    )
+  const claimedColumnsJ = claimedColumnsOf("j")
+  const claimedColumnsU = claimedColumnsOf("u")
+  const probeStatement = (names: ReadonlyArray<string>) =>
+    sql<{ name: string; priority: number; next_us: string }>`WITH RECURSIVE t AS (
+        (SELECT name, priority, run_at FROM ${jobs} WHERE state = 'pending'
+         ORDER BY name, priority, run_at LIMIT 1)
+        UNION ALL
+        SELECT n.name, n.priority, n.run_at FROM t CROSS JOIN LATERAL (
+          SELECT j.name, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.state = 'pending' AND (j.name, j.priority) > (t.name, t.priority)
+          ORDER BY j.name, j.priority, j.run_at LIMIT 1) n
+      )
+      SELECT name, priority, ${us("run_at")} AS next_us FROM t WHERE name = ANY(${names}::text[])`
+  // One arm per group, with the group's name and priority as parameters (not an unnest): the
+  // planner sees the values, estimates the group's size from its statistics and reads the index
+  // range in order, stopping after `limit` rows, instead of fetching the whole group and sorting.
+  const claimStatement = (groups: ReadonlyArray<Group>, limit: number, nowUs: number, workerId: string) => {
+    const k = sql.literal(String(Math.floor(limit)))
+    const arms = groups.map((g, i) =>
+      sql`SELECT * FROM (
+          SELECT j.id, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
+          ORDER BY j.run_at, j.id LIMIT ${k}
+          FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
+    )
+    return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = u.attempts + 1, claimed_at = ${ts(nowUs)},
+          worker_id = ${workerId}
+        FROM (
+          SELECT c.id FROM (${sql.join(" UNION ALL ", false)(arms)}) c
+          ORDER BY c.priority, c.run_at, c.id LIMIT ${k}) AS pick
+        WHERE u.id = pick.id
+        RETURNING ${claimedColumnsU}`
+  }
+  const explain = (statement: Statement.Statement<unknown>) => {
+    const [text, params] = statement.compile()
+    return Effect.map(
+      sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, params),
+      (rows) => rows.map((r) => r["QUERY PLAN"])
+    )
+  }
   return {
     dialect: "pg",
     jobInsertMany: (rows, nowUs, notify) => {
@@ -191,30 +250,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
     },
     jobProbe: (names) =>
       Effect.map(
-        sql<{ name: string; next_us: string }>`WITH RECURSIVE t AS (
-            (SELECT name, run_at FROM ${jobs} WHERE state = 'pending' ORDER BY name, run_at LIMIT 1)
-            UNION ALL
-            SELECT n.name, n.run_at FROM t CROSS JOIN LATERAL (
-              SELECT j.name, j.run_at FROM ${jobs} j
-              WHERE j.state = 'pending' AND j.name > t.name
-              ORDER BY j.name, j.run_at LIMIT 1) n
-          )
-          SELECT name, ${us("run_at")} AS next_us FROM t WHERE name = ANY(${names}::text[])`,
-        (rows) => rows.map((r) => ({ name: r.name, nextUs: num(r.next_us) }))
+        probeStatement(names),
+        (rows) => rows.map((r) => ({ name: r.name, priority: num(r.priority), nextUs: num(r.next_us) }))
       ),
-    jobClaim: (names, limit, nowUs, workerId) =>
-      Effect.map(
-        sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1, claimed_at = ${ts(nowUs)},
-              worker_id = ${workerId}
-            WHERE id IN (
-              SELECT id FROM ${jobs}
-              WHERE state = 'pending' AND name = ANY(${names}::text[]) AND run_at <= ${ts(nowUs)}
-              ORDER BY priority, run_at, id
-              LIMIT ${sql.literal(String(Math.floor(limit)))}
-              FOR UPDATE SKIP LOCKED)
-            RETURNING ${claimedColumns}`,
-        (rows) => rows.map(toClaimed).sort(byClaimOrder)
-      ),
+    jobClaim: (groups, limit, nowUs, workerId) =>
+      Effect.map(claimStatement(groups, limit, nowUs, workerId), (rows) => rows.map(toClaimed).sort(byClaimOrder)),
+    explainProbe: (names) => explain(probeStatement(names)),
+    explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
     jobFinishMany: (finishes) =>
       sql`UPDATE ${jobs} AS j SET
             state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
@@ -316,6 +358,31 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
       })
     )
   }
+  const pendingIndex = sql(`${prefix}jobs_pending`)
+  // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
+  // index for group-by"): one index dive per (name, priority) with pending jobs, of any name; the
+  // caller keeps its own names. A filter on the names in the statement (in WHERE, or in HAVING,
+  // which MariaDB pushes into WHERE) makes MariaDB read every pending job of those names instead.
+  // The index is forced: on fresh statistics MariaDB has been seen to pick another and sort.
+  const probeStatement = () =>
+    sql<{ name: string; priority: number; next_us: number }>`SELECT name, priority, ${
+      sql.literal(usOf("MIN(run_at)"))
+    } AS next_us FROM ${jobs} FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' GROUP BY state, name, priority ORDER BY NULL`
+  // One range of that index per group, read in claim order: no filesort, and only the rows
+  // returned are locked.
+  const claimSelect = (g: Group, limit: number, nowUs: number) =>
+    sql`SELECT ${claimedColumns} FROM ${jobs} FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+      ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
+      FOR UPDATE SKIP LOCKED`
+  const explain = (statement: Statement.Statement<unknown>) => {
+    const [text, params] = statement.compile(true)
+    return Effect.map(
+      sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params).unprepared,
+      (rows) => rows.map((r) => JSON.stringify(r))
+    )
+  }
   const chunksOf = (rows: ReadonlyArray<InsertRow>): Array<ReadonlyArray<InsertRow>> => {
     const chunks: Array<ReadonlyArray<InsertRow>> = []
     let i = 0
@@ -340,36 +407,42 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
     },
     jobProbe: (names) =>
       Effect.map(
-        // With the index (state, name, run_at) this is a loose index scan: one index dive per
-        // name with pending jobs.
-        sql<{ name: string; next_us: number }>`SELECT name, ${
-          sql.literal(usOf("MIN(run_at)"))
-        } AS next_us FROM ${jobs}
-          WHERE state = 'pending' AND name IN ${sql.in(names)} GROUP BY name`.unprepared,
-        (rows) => rows.map((r) => ({ name: r.name, nextUs: num(r.next_us) }))
+        probeStatement().unprepared,
+        (rows) => {
+          const wanted = new Set(names)
+          return rows.filter((r) => wanted.has(r.name)).map((r) => ({
+            name: r.name,
+            priority: num(r.priority),
+            nextUs: num(r.next_us)
+          }))
+        }
       ),
-    jobClaim: (names, limit, nowUs, workerId) =>
-      // At READ COMMITTED, so the locking read takes no gap locks that would block (or deadlock
-      // with) the app's transactions enqueueing jobs; in two round trips (multi-statement).
+    explainProbe: () => explain(probeStatement()),
+    explainClaim: (groups, limit, nowUs) =>
+      Effect.map(
+        Effect.forEach(groups, (g) => explain(claimSelect(g, limit, nowUs))),
+        (plans) => plans.flat()
+      ),
+    jobClaim: (groups, limit, nowUs, workerId) =>
+      // At READ COMMITTED, so the locking reads take no gap locks that would block (or deadlock
+      // with) the app's transactions enqueueing jobs; in two round trips (multi-statement): one
+      // locking read per group (an index range in claim order, no filesort), then one update of
+      // the first `limit` rows in claim order. Rows read but not claimed are unlocked at COMMIT.
       Effect.gen(function*() {
         const conn = yield* sql.reserve
-        const [select, selectParams] = sql`SELECT ${claimedColumns} FROM ${jobs}
-          WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
-          ORDER BY priority, run_at, id
-          LIMIT ${sql.literal(String(Math.floor(limit)))}
-          FOR UPDATE SKIP LOCKED`.compile(true)
+        const selects = groups.map((g) => claimSelect(g, limit, nowUs).compile(true))
         return yield* Effect.gen(function*() {
           const results = yield* conn.executeUnprepared(
-            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${select}`,
-            selectParams,
+            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${selects.map(([q]) => q).join("; ")}`,
+            selects.flatMap(([, params]) => params),
             undefined
           )
-          const rows = (results[results.length - 1] ?? []) as ReadonlyArray<unknown>
-          if (rows.length === 0) {
+          const sets = results.slice(results.length - groups.length) as ReadonlyArray<ReadonlyArray<unknown>>
+          const claimed = sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit))
+          if (claimed.length === 0) {
             yield* conn.executeUnprepared("COMMIT", [], undefined)
             return [] as Array<ClaimedRow>
           }
-          const claimed = rows.map(toClaimed)
           const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
                 claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
               WHERE id IN ${sql.in(claimed.map((r) => r.id))}`.compile(true)

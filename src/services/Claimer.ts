@@ -1,13 +1,14 @@
 /**
  * Finds and claims due jobs.
  *
- * The *probe* finds which of a worker's job names have pending jobs and when each is next due;
- * its cost grows with the number of names that have pending jobs, not with all names or with
- * finished jobs (a loose index scan: a recursive CTE on PostgreSQL, `GROUP BY` over the
- * `(state, name, run_at)` index on MySQL/MariaDB). The *claim* takes up to `limit` due jobs of
- * the due names, ordered by priority, `run_at`, id, with `FOR UPDATE SKIP LOCKED`, marks them
- * running and counts the attempt: one `UPDATE … RETURNING` on PostgreSQL, one locking read and one
- * update on MySQL/MariaDB.
+ * The *probe* finds which (job name, priority) groups of a worker's names have pending jobs and
+ * when each is next due; its cost grows with the number of groups that have pending jobs, not
+ * with all names or with finished jobs (a loose index scan over the pending-jobs index
+ * `(name, priority, run_at, id)`: a recursive CTE on PostgreSQL, `GROUP BY` on MySQL/MariaDB).
+ * The *claim* takes up to `limit` due jobs of the due groups, ordered by priority, `run_at`, id,
+ * with `FOR UPDATE SKIP LOCKED`, marks them running and counts the attempt: one `UPDATE …
+ * RETURNING` on PostgreSQL, one locking read per group and one update on MySQL/MariaDB. Each
+ * group is one index range read in claim order, so no claim sorts the backlog.
  *
  * @since 0.1.0
  */
@@ -16,15 +17,20 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow } from "../internal/statements.js"
+import type { ClaimedRow, Group, ProbeRow } from "../internal/statements.js"
+
+export type { Group } from "../internal/statements.js"
 
 /**
  * @since 0.1.0
  * @category models
  */
 export interface Probe {
-  /** Names with at least one job due at `now`. */
-  readonly due: ReadonlyArray<string>
+  /**
+   * The (name, priority) groups with at least one job due at `now`, best first: by priority,
+   * then by their earliest `run_at` (so the group waiting longest comes first: no starvation).
+   */
+  readonly due: ReadonlyArray<Group>
   /** The earliest `run_at` (µs since the epoch) among pending jobs not yet due, if any. */
   readonly nextUs: number | undefined
 }
@@ -44,9 +50,9 @@ export type ClaimedJob = ClaimedRow
 export interface ClaimerShape {
   /** Which of `names` have due jobs at `nowUs` (µs since the epoch), and when the next one is due. */
   readonly probe: (names: ReadonlyArray<string>, nowUs: number) => Effect.Effect<Probe, SqlError>
-  /** Claims up to `limit` due jobs of `names` for `workerId`, in claim order. */
+  /** Claims up to `limit` due jobs of `groups` for `workerId`, in claim order. */
   readonly claim: (
-    names: ReadonlyArray<string>,
+    groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
     workerId: string
@@ -68,20 +74,21 @@ export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Dat
     names.length === 0
       ? Effect.succeed({ due: [], nextUs: undefined })
       : Effect.map(statements.jobProbe(names), (rows) => {
-        const due: Array<string> = []
+        const due: Array<ProbeRow> = []
         let nextUs: number | undefined
         for (const row of rows) {
-          if (row.nextUs <= nowUs) due.push(row.name)
+          if (row.nextUs <= nowUs) due.push(row)
           else if (nextUs === undefined || row.nextUs < nextUs) nextUs = row.nextUs
         }
+        due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
         return { due, nextUs }
       }),
-  claim: (names, limit, nowUs, workerId) =>
-    names.length === 0 || limit <= 0 ? Effect.succeed([]) : statements.jobClaim(names, limit, nowUs, workerId)
+  claim: (groups, limit, nowUs, workerId) =>
+    groups.length === 0 || limit <= 0
+      ? Effect.succeed([])
+      // Each group read may lock up to `limit` rows: bound the groups so one claim locks at most
+      // about 500 rows. The groups are best first, and those left out are claimed next time.
+      : statements.jobClaim(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
 }))
 
-/**
- * @since 0.1.0
- * @category layers
- */
 export const layer: Layer.Layer<Claimer, never, Database> = Layer.effect(Claimer, make)

@@ -23,6 +23,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
+import type { Group } from "../internal/statements.js"
 import * as PgListener from "../internal/pgListener.js"
 import { QueueConfig } from "./QueueConfig.js"
 
@@ -33,15 +34,37 @@ import { QueueConfig } from "./QueueConfig.js"
  * @category models
  */
 export interface Wakeups {
-  /** Waits for the next wake-up (returns at once if one arrived since the last `clear`). */
-  readonly take: Effect.Effect<void>
-  /** Wakes this subscriber (e.g. a worker that just rescheduled a job of its own). */
+  /**
+   * Waits for the next wake-up (returns at once if some arrived since the last `take`), and
+   * returns what the wake-ups since the last `take` said: the groups with jobs due now, and
+   * whether a probe is needed (delayed jobs, a retry, LISTEN re-established, or too many names).
+   */
+  readonly take: Effect.Effect<Wake>
+  /** Wakes this subscriber for a probe (e.g. a worker that just rescheduled a job of its own). */
   readonly wake: Effect.Effect<void>
-  /** Forgets wake-ups received so far; called just before a probe, which will see their jobs. */
-  readonly clear: Effect.Effect<void>
   /** Completes when every wake-up source is ready (on PostgreSQL: `LISTEN` is active). */
   readonly ready: Effect.Effect<void>
 }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Wake {
+  /** (name, priority) groups of this subscriber's names that got jobs due at once. */
+  readonly groups: ReadonlyArray<Group>
+  /** Whether the subscriber must probe to learn what is due (and when). */
+  readonly probe: boolean
+}
+
+/**
+ * What an enqueue tells the workers: a `[name, priority]` pair for jobs due at once (a worker
+ * can claim them without probing), a name alone for jobs due later.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Enqueued = string | readonly [name: string, priority: number]
 
 /**
  * @since 0.1.0
@@ -52,14 +75,14 @@ export interface NotifierShape {
    * Tells this process's workers that jobs of `names` were written. With `committed: false`
    * (inside a caller's transaction) the hint is sent after `hintDelay`.
    */
-  readonly enqueued: (names: ReadonlyArray<string>, committed: boolean) => Effect.Effect<void>
+  readonly enqueued: (entries: ReadonlyArray<Enqueued>, committed: boolean) => Effect.Effect<void>
   /**
    * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` when it sends
    * none: where the database has no `LISTEN/NOTIFY`, or when this process sent one less than
    * {@link notifyWindowMillis} ago — then one trailing `NOTIFY` for all the names skipped is sent
-   * when the window ends. Job names only, never the job payload.
+   * when the window ends. Job names and priorities only, never the job payload.
    */
-  readonly notifyPayload: (names: ReadonlyArray<string>) => Effect.Effect<string | undefined>
+  readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
   /** Subscribes to wake-ups for `names` for the life of the scope. */
   readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
   /**
@@ -78,9 +101,11 @@ export interface NotifierShape {
 export class Notifier extends Context.Tag("sqlane/Notifier")<Notifier, NotifierShape>() {}
 
 interface Subscriber {
-  readonly names: ReadonlySet<string>
-  readonly wake: () => void
+  readonly deliver: (signal: Signal) => void
 }
+
+/** A wake-up as delivered: the entries of one or more enqueues, or `*` (everyone probes). */
+type Signal = ReadonlyArray<Enqueued> | "*"
 
 /** Workers of this process, by database and table prefix: the in-process hint reaches every queue instance. */
 const localSubscribers = globalValue(
@@ -114,20 +139,31 @@ const wallSleep = (ms: number) =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
-const deliver = (subscribers: Iterable<Subscriber>, names: ReadonlyArray<string> | "*") => {
-  for (const s of subscribers) {
-    if (names === "*" || names.some((n) => s.names.has(n))) s.wake()
-  }
+const deliver = (subscribers: Iterable<Subscriber>, signal: Signal) => {
+  for (const s of subscribers) s.deliver(signal)
 }
 
-/** A NOTIFY payload: a JSON array of distinct names, or `*` when that would not fit. */
-const encodeNames = (names: ReadonlyArray<string>): string => {
-  const json = JSON.stringify(Array.from(new Set(names)))
+const encodeSignal = (entries: ReadonlyArray<Enqueued>): string => {
+  const unique = new Map(entries.map((e) => [typeof e === "string" ? e : `${e[1]}:${e[0]}`, e]))
+  const json = JSON.stringify(Array.from(unique.values()))
   return json.length <= 7000 ? json : "*"
 }
 
-const decodeNames = (payload: string): ReadonlyArray<string> | "*" | undefined => {
+const decodeSignal = (payload: string): Signal | undefined => {
   if (payload === "*") return "*"
+  try {
+    const parsed = JSON.parse(payload)
+    if (!Array.isArray(parsed)) return undefined
+    return parsed.filter((e): e is Enqueued =>
+      typeof e === "string" ||
+      (Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && Number.isSafeInteger(e[1]))
+    )
+  } catch {
+    return undefined
+  }
+}
+
+const decodeIds = (payload: string): ReadonlyArray<string> | undefined => {
   try {
     const parsed = JSON.parse(payload)
     return Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string") : undefined
@@ -158,21 +194,21 @@ const make = (
     const listening = yield* Deferred.make<void>()
     let listenStarted = false
 
-    const hint = (names: ReadonlyArray<string>) => Effect.sync(() => deliver(local, names))
+    const hint = (entries: ReadonlyArray<Enqueued>) => Effect.sync(() => deliver(local, entries))
 
     // The NOTIFY limiter: a leading NOTIFY inside the enqueue, then one trailing NOTIFY (outside any
     // transaction, from this layer's own fiber) for the names enqueued during the window.
     let lastNotifyAt = -Infinity
-    const trailing = new Set<string>()
+    const trailing = new Map<string, Enqueued>()
     const trailingSignal = yield* Queue.sliding<void>(1)
     if (listenOn !== undefined) {
       yield* Queue.take(trailingSignal).pipe(
         Effect.zipRight(Effect.suspend(() => wallSleep(Math.max(0, lastNotifyAt + notifyWindowMillis - Date.now())))),
         Effect.zipRight(Effect.suspend(() => {
-          const names = Array.from(trailing)
+          const entries = Array.from(trailing.values())
           trailing.clear()
           lastNotifyAt = Date.now()
-          return names.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeNames(names)))
+          return entries.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(entries)))
         })),
         Effect.forever,
         Effect.interruptible,
@@ -194,12 +230,12 @@ const make = (
       }
       const onPayload = (payload: string) => {
         if (payload.startsWith(CANCEL)) {
-          const ids = decodeNames(payload.slice(CANCEL.length))
+          const ids = decodeIds(payload.slice(CANCEL.length))
           if (Array.isArray(ids)) deliverCancel(ids)
           return
         }
-        const names = decodeNames(payload)
-        if (names !== undefined) deliver(own, names)
+        const signal = decodeSignal(payload)
+        if (signal !== undefined) deliver(own, signal)
       }
       return listenOn(channel, onReady, onPayload).pipe(
         Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: LISTEN connection lost; reconnecting", cause)),
@@ -212,19 +248,19 @@ const make = (
     })
 
     const service: NotifierShape = {
-      enqueued: (names, committed) =>
+      enqueued: (entries, committed) =>
         committed
-          ? hint(names)
-          : Effect.asVoid(Effect.forkIn(Effect.delay(hint(names), config.hintDelay), scope)),
-      notifyPayload: (names) =>
+          ? hint(entries)
+          : Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
+      notifyPayload: (entries) =>
         Effect.sync(() => {
           if (listenOn === undefined) return undefined
           const now = Date.now()
           if (now - lastNotifyAt >= notifyWindowMillis) {
             lastNotifyAt = now
-            return encodeNames(names)
+            return encodeSignal(entries)
           }
-          for (const name of names) trailing.add(name)
+          for (const e of entries) trailing.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
           Queue.unsafeOffer(trailingSignal, undefined)
           return undefined
         }),
@@ -243,10 +279,27 @@ const make = (
         ),
       subscribe: (names) =>
         Effect.gen(function*() {
+          const handled = new Set(names)
           const signal = yield* Queue.sliding<void>(1)
+          let groups = new Map<string, Group>()
+          let probe = false
           const subscriber: Subscriber = {
-            names: new Set(names),
-            wake: () => void Queue.unsafeOffer(signal, undefined)
+            deliver: (received) => {
+              let woken = false
+              if (received === "*") {
+                probe = woken = true
+              } else {
+                for (const e of received) {
+                  if (typeof e === "string") {
+                    if (handled.has(e)) probe = woken = true
+                  } else if (handled.has(e[0])) {
+                    groups.set(`${e[1]}:${e[0]}`, { name: e[0], priority: e[1] })
+                    woken = true
+                  }
+                }
+              }
+              if (woken) Queue.unsafeOffer(signal, undefined)
+            }
           }
           yield* Effect.acquireRelease(
             Effect.sync(() => {
@@ -261,9 +314,13 @@ const make = (
           )
           yield* startListening
           return {
-            take: Queue.take(signal),
-            wake: Effect.sync(subscriber.wake),
-            clear: Effect.asVoid(Queue.takeAll(signal)),
+            take: Effect.map(Queue.take(signal), (): Wake => {
+              const wake: Wake = { groups: Array.from(groups.values()), probe }
+              groups = new Map()
+              probe = false
+              return wake
+            }),
+            wake: Effect.sync(() => subscriber.deliver("*")),
             ready: listenOn === undefined ? Effect.void : Deferred.await(listening)
           }
         })
@@ -271,12 +328,6 @@ const make = (
     return service
   })
 
-/**
- * In-process hints and polling only: for MySQL and MariaDB, which have no `LISTEN/NOTIFY`.
- *
- * @since 0.1.0
- * @category layers
- */
 export const layerLocal: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
   Notifier,
   make(undefined, () => Effect.void)

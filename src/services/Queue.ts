@@ -22,7 +22,7 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
-import { Notifier } from "./Notifier.js"
+import { type Enqueued, Notifier } from "./Notifier.js"
 
 /**
  * @since 0.1.0
@@ -155,11 +155,19 @@ export const make = Effect.gen(function*() {
       return { now, priority, runAtUs }
     })
 
-  const insert = (job: Job.Any, rows: ReadonlyArray<InsertRow>, nowUs: number) =>
+  const insert = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
     Effect.gen(function*() {
       const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-      const ids = yield* statements.jobInsertMany(rows, nowUs, yield* notifier.notifyPayload([job.name]))
-      yield* notifier.enqueued([job.name], !inTransaction)
+      // Jobs due now are announced with their priority (a worker claims them without probing);
+      // delayed jobs by name (a worker probes to learn when they are due).
+      const entries = new Map<string, Enqueued>()
+      for (const r of rows) {
+        const e: Enqueued = r.runAtUs <= nowUs ? [r.name, r.priority] : r.name
+        entries.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
+      }
+      const signal = Array.from(entries.values())
+      const ids = yield* statements.jobInsertMany(rows, nowUs, yield* notifier.notifyPayload(signal))
+      yield* notifier.enqueued(signal, !inTransaction)
       return ids
     })
 
@@ -168,7 +176,7 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const json = yield* encodePayload(job, payload)
         const { now, priority, runAtUs } = yield* resolve(job, options)
-        const ids = yield* insert(job, [{ name: job.name, payload: json, priority, runAtUs }], now)
+        const ids = yield* insert([{ name: job.name, payload: json, priority, runAtUs }], now)
         return ids[0]
       }).pipe(Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })),
     enqueueMany: (job, payloads, options) =>
@@ -176,7 +184,7 @@ export const make = Effect.gen(function*() {
         const json = yield* Effect.forEach(payloads, (p) => encodePayload(job, p))
         if (json.length === 0) return []
         const { now, priority, runAtUs } = yield* resolve(job, options)
-        return yield* insert(job, json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
+        return yield* insert(json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
       }).pipe(Effect.withSpan("sqlane.enqueueMany", {
         attributes: { "sqlane.job.name": job.name },
         captureStackTrace: false

@@ -24,11 +24,12 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberSet from "effect/FiberSet"
+import { identity } from "effect/Function"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Queue from "effect/Queue"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -39,7 +40,7 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
-import { type ClaimedJob, Claimer } from "./Claimer.js"
+import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
@@ -102,8 +103,16 @@ const toJson = (u: unknown): string | null => {
   }
 }
 
+const defaultTracer = Effect.runSync(Effect.tracer)
+
 const encodeErrors = Schema.encodeSync(ErrorHistory)
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
+
+const wallSleep = (ms: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(timer))
+  })
 
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
@@ -213,7 +222,16 @@ export const make = <R>(
     const startedAtUs = yield* nowMicros
     yield* liveness(workerId)
 
-    const fibers = yield* FiberSet.make()
+    /** Runs job attempts as root fibers of their own, with the worker's context (`R`). */
+    const runFork = Runtime.runFork(yield* Effect.runtime<R>())
+    /** Effect's Clock (TestClock in tests), read outside a fiber in the hot path. */
+    const clock = yield* Effect.clock
+    /**
+     * A span per attempt only when a tracer is installed (e.g. `@effect/opentelemetry`): with
+     * Effect's built-in tracer nobody reads the spans, and one costs as much CPU as the rest of
+     * a job's bookkeeping.
+     */
+    const withJobSpan = (yield* Effect.tracer) !== defaultTracer
     /** Running attempts by job id: their handler fibers, and why they are being interrupted. */
     const inflight = new Map<string, Inflight>()
     /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
@@ -222,6 +240,27 @@ export const make = <R>(
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
     let running = 0
+    let idleWaiters: Array<() => void> = []
+    /** Waits until every claimed job's end is written. */
+    const awaitIdle = Effect.async<void>((resume) => {
+      if (running === 0) return resume(Effect.void)
+      const waiter = () => resume(Effect.void)
+      idleWaiters.push(waiter)
+      return Effect.sync(() => {
+        idleWaiters = idleWaiters.filter((w) => w !== waiter)
+      })
+    })
+
+    /** The payload and success codecs of each job name, compiled once. */
+    const codecs = new Map(
+      Array.from(handlers, ([name, handler]) => {
+        const schemas = schemasOf(handler.job)
+        return [name, {
+          decodePayload: Schema.decodeUnknownEither(schemas.payload),
+          encodeSuccess: Schema.encodeEither(schemas.success)
+        }] as const
+      })
+    )
 
     const failure = (
       row: ClaimedJob,
@@ -271,63 +310,50 @@ export const make = <R>(
         return outcome
       })
 
-    const attempt = (row: ClaimedJob): Effect.Effect<Outcome, never, R> => {
-      const handler = handlers.get(row.name)!
-      const job = handler.job
-      return Effect.gen(function*() {
-        const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
-          Effect.flatMap(Schema.decodeUnknown(schemasOf(job).payload)),
-          Effect.either
-        )
-        if (Either.isLeft(payload)) {
-          const error = payload.left
-          const message = ParseResult.isParseError(error)
-            ? `payload does not match the schema of "${job.name}": ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-            : `payload is not valid JSON: ${describe(error.error)}`
-          return yield* failure(row, handler, "decode", undefined, message)
+    const released = (row: ClaimedJob): Outcome => ({
+      id: row.id,
+      attempt: row.attempts,
+      state: "released",
+      runAtUs: null,
+      finishedAtUs: null,
+      lastError: null,
+      errors: null,
+      result: null
+    })
+
+    const completed = (row: ClaimedJob, nowUs: number, result: unknown): Outcome => ({
+      id: row.id,
+      attempt: row.attempts,
+      state: "completed",
+      runAtUs: null,
+      finishedAtUs: nowUs,
+      lastError: null,
+      errors: null,
+      result: result === undefined ? null : toJson(result)
+    })
+
+    /** Queues an attempt's end; its slot is free once the end is written. */
+    const submit = (row: ClaimedJob, outcome: Outcome) =>
+      completer.unsafeFinish(outcome, () => {
+        claiming.delete(row.id)
+        running--
+        Queue.unsafeOffer(slotFreed, undefined)
+        if (outcome.state === "pending") Effect.runFork(wakeSelf)
+        if (running === 0 && idleWaiters.length > 0) {
+          const waiters = idleWaiters
+          idleWaiters = []
+          for (const w of waiters) w()
         }
-        const context: JobContext = {
-          id: row.id,
-          name: row.name,
-          attempt: row.attempts,
-          createdAt: microsToDate(row.createdAtUs),
-          runAt: microsToDate(row.runAtUs)
-        }
-        const timeoutMillis = job.timeoutMillis
-        const run = Effect.suspend(() => handler.run(payload.right, context)).pipe(
-          (effect) =>
-            timeoutMillis === undefined
-              ? effect
-              : Effect.timeoutFail(effect, {
-                duration: Math.ceil(timeoutMillis),
-                onTimeout: () => new JobTimeout({ millis: timeoutMillis })
-              }),
-          // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
-          Effect.withSpan(`sqlane.job ${job.name}`, {
-            attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts },
-            captureStackTrace: false
-          })
-        )
-        // The handler runs on a fiber of its own, so that a cancellation or a shutdown can
-        // interrupt it while this fiber still records how the attempt ended.
-        const fiber = yield* Effect.fork(run)
-        const entry: Inflight = { fiber, reason: undefined }
-        inflight.set(row.id, entry)
-        const exit = yield* Fiber.await(fiber).pipe(Effect.ensuring(Effect.sync(() => inflight.delete(row.id))))
+      })
+
+    /** How an attempt ended, for the cases that need effects (failures, async schemas). */
+    const settle = (row: ClaimedJob, handler: Handler<R>, entry: Inflight, exit: Exit.Exit<unknown, unknown>) =>
+      Effect.gen(function*() {
+        const job = handler.job
         if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && entry.reason !== undefined) {
           // Cancelled: the row is already `cancelled`, so this guarded write changes nothing unless the
           // cancel rolled back. Shutdown: back to pending, the attempt not counted.
-          const released: Outcome = {
-            id: row.id,
-            attempt: row.attempts,
-            state: "released",
-            runAtUs: null,
-            finishedAtUs: null,
-            lastError: null,
-            errors: null,
-            result: null
-          }
-          return released
+          return released(row)
         }
         if (Exit.isSuccess(exit)) {
           const encoded = yield* Effect.either(Schema.encode(schemasOf(job).success)(exit.value))
@@ -337,18 +363,7 @@ export const make = <R>(
             }`
             return yield* failure(row, handler, "defect", undefined, message)
           }
-          const nowUs = yield* nowMicros
-          const outcome: Outcome = {
-            id: row.id,
-            attempt: row.attempts,
-            state: "completed",
-            runAtUs: null,
-            finishedAtUs: nowUs,
-            lastError: null,
-            errors: null,
-            result: encoded.right === undefined ? null : toJson(encoded.right)
-          }
-          return outcome
+          return completed(row, yield* nowMicros, encoded.right)
         }
         const cause = exit.cause
         const typed = Cause.failureOption(cause)
@@ -360,65 +375,139 @@ export const make = <R>(
         if (Option.isSome(defect)) return yield* failure(row, handler, "defect", cause, describe(defect.value))
         return yield* failure(row, handler, "interrupted", cause, "the attempt was interrupted")
       })
+
+    /**
+     * Runs the handler on a fiber of its own (so a cancellation or a shutdown can interrupt it)
+     * and records how it ended. The common case — a success whose result encodes synchronously —
+     * is settled in the fiber's observer without another fiber.
+     */
+    const launch = (row: ClaimedJob, handler: Handler<R>, payload: unknown) => {
+      const job = handler.job
+      const context: JobContext = {
+        id: row.id,
+        name: row.name,
+        attempt: row.attempts,
+        createdAt: microsToDate(row.createdAtUs),
+        runAt: microsToDate(row.runAtUs)
+      }
+      const timeoutMillis = job.timeoutMillis
+      const run = Effect.suspend(() => handler.run(payload, context)).pipe(
+        (effect) =>
+          timeoutMillis === undefined
+            ? effect
+            : Effect.timeoutFail(effect, {
+              duration: Math.ceil(timeoutMillis),
+              onTimeout: () => new JobTimeout({ millis: timeoutMillis })
+            }),
+        // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
+        withJobSpan === false ? identity : Effect.withSpan(`sqlane.job ${job.name}`, {
+          attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts },
+          captureStackTrace: false,
+          root: true
+        }),
+        Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
+        Effect.interruptible
+      )
+      const fiber = runFork(run)
+      const entry: Inflight = { fiber, reason: undefined }
+      inflight.set(row.id, entry)
+      fiber.addObserver((exit) => {
+        inflight.delete(row.id)
+        if (Exit.isSuccess(exit)) {
+          const encoded = codecs.get(row.name)!.encodeSuccess(exit.value)
+          if (Either.isRight(encoded)) {
+            return submit(row, completed(row, Number(clock.unsafeCurrentTimeNanos() / 1000n), encoded.right))
+          }
+        }
+        runFork(Effect.flatMap(settle(row, handler, entry, exit), (outcome) => Effect.sync(() => submit(row, outcome))))
+      })
     }
 
-    const start = (row: ClaimedJob) =>
-      attempt(row).pipe(
-        Effect.tap(completer.finish),
-        Effect.tap((outcome) => outcome.state === "pending" ? Effect.suspend(() => wakeSelf) : Effect.void),
-        Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
-        Effect.ensuring(Effect.sync(() => {
-          claiming.delete(row.id)
-          running--
-          Queue.unsafeOffer(slotFreed, undefined)
-        })),
-        // Started from the uninterruptible claim: the job itself must stay interruptible
-        // (timeouts, cancellation, shutdown).
-        Effect.interruptible,
-        FiberSet.run(fibers)
-      )
+    /** Decodes the payload of a claimed job and launches its attempt, or dead-letters the job. */
+    const start = (row: ClaimedJob) => {
+      const handler = handlers.get(row.name)!
+      let json: unknown
+      let parsed = true
+      try {
+        json = JSON.parse(row.payload)
+      } catch {
+        parsed = false
+      }
+      const decoded = parsed ? codecs.get(row.name)!.decodePayload(json) : undefined
+      if (decoded !== undefined && Either.isRight(decoded)) return launch(row, handler, decoded.right)
+      // Slow path: a payload that is not JSON, does not match, or needs an asynchronous schema.
+      runFork(Effect.gen(function*() {
+        const job = handler.job
+        const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
+          Effect.flatMap(Schema.decodeUnknown(schemasOf(job).payload)),
+          Effect.either
+        )
+        if (Either.isRight(payload)) return launch(row, handler, payload.right)
+        const error = payload.left
+        const message = ParseResult.isParseError(error)
+          ? `payload does not match the schema of "${job.name}": ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+          : `payload is not valid JSON: ${describe(error.error)}`
+        submit(row, yield* failure(row, handler, "decode", undefined, message))
+      }))
+    }
 
+    const batchMin = Math.ceil(concurrency / 2)
     const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
+
+    /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
+    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
+      // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
+      Effect.uninterruptible(
+        Effect.map(claimer.claim(groups, free, nowUs, workerId), (rows) => {
+          running += rows.length
+          for (const row of rows) {
+            claiming.add(row.id)
+            start(row)
+          }
+          return rows.length
+        })
+      )
 
     const loop = Effect.gen(function*() {
       const wakeups = yield* notifier.subscribe(names)
       wakeSelf = wakeups.wake
-      let lastDue: ReadonlyArray<string> = []
-      let skipProbe = false
+      /** Groups believed to have due jobs, claimed from without a probe. */
+      let due: ReadonlyArray<Group> = []
+      let probeNext = true
+      /** The last claim filled every slot: jobs are waiting, claim in batches. */
+      let backlog = false
       while (true) {
         if (running >= concurrency) {
           yield* Queue.take(slotFreed)
           continue
         }
-        yield* wakeups.clear
+        if (backlog && concurrency - running < batchMin) {
+          // Jobs are waiting: claim when half the slots are free (fewer, larger claims), but
+          // leave no slot idle for more than about 2 ms (wall-clock: this is not job timing).
+          const deadline = Date.now() + 2
+          while (concurrency - running < batchMin && running > 0 && Date.now() < deadline) {
+            yield* Effect.raceFirst(Queue.take(slotFreed), wallSleep(Math.max(1, deadline - Date.now())))
+          }
+        }
         const nowUs = yield* nowMicros
-        let due = lastDue
+        const probed = probeNext
         let nextUs: number | undefined
-        if (!skipProbe) {
+        if (probeNext) {
           const probe = yield* claimer.probe(names, nowUs)
           due = probe.due
           nextUs = probe.nextUs
+          probeNext = false
         }
         const free = concurrency - running
-        // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
-        const claimed = due.length === 0 ? [] : yield* Effect.uninterruptible(
-          Effect.tap(claimer.claim(due, free, nowUs, workerId), (rows) =>
-            Effect.suspend(() => {
-              running += rows.length
-              for (const row of rows) claiming.add(row.id)
-              return Effect.forEach(rows, start, { discard: true })
-            }))
-        )
-        if (claimed.length === free) {
-          // Every slot filled: more jobs are likely due; claim again when slots free.
-          lastDue = due
-          skipProbe = true
-          continue
-        }
-        if (skipProbe || claimed.length > 0) {
-          // A short claim: the due jobs are taken. Probe again before sleeping, to learn when the
-          // next pending job of these names is due (the probe reports only each name's earliest).
-          skipProbe = false
+        const claimed = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
+        // Every slot filled: more jobs are likely due; claim again from the same groups when
+        // slots free, without a probe.
+        backlog = claimed === free
+        if (backlog) continue
+        if (claimed > 0 || !probed) {
+          // A short claim: these groups are drained (or were taken by other workers). Probe before
+          // sleeping, to learn what else is due and when the next pending job is.
+          probeNext = true
           continue
         }
         // Sleep until an absolute time, read against the clock again just before sleeping: the
@@ -428,7 +517,13 @@ export const make = <R>(
         const wakeAtMs = Math.min(nowMs + poll, nextUs === undefined ? Infinity : Math.ceil(nextUs / 1000))
         // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
         const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
-        yield* Effect.timeoutOption(wakeups.take, sleepMs)
+        const wake = yield* Effect.timeoutOption(wakeups.take, sleepMs)
+        if (Option.isSome(wake) && !wake.value.probe && wake.value.groups.length > 0) {
+          // Jobs enqueued due now, with their priorities: claim them at once (no probe first).
+          due = wake.value.groups
+        } else {
+          probeNext = true
+        }
       }
     }).pipe(
       Effect.scoped,
@@ -445,7 +540,7 @@ export const make = <R>(
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         // Finalizers run uninterruptibly: the waits are made interruptible so their timeouts work.
-        const finished = yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(
+        const finished = yield* Effect.interruptible(awaitIdle).pipe(
           Effect.timeoutOption(shutdownTimeout)
         )
         if (Option.isSome(finished)) return
@@ -454,7 +549,7 @@ export const make = <R>(
         yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
         // Writing the releases needs the database; if it is gone, give up after 5 s (the jobs are
         // then rescued by other workers once this worker's lock is free).
-        yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(Effect.timeoutOption("5 seconds"))
+        yield* Effect.interruptible(awaitIdle).pipe(Effect.timeoutOption("5 seconds"))
       }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }))
     )
 

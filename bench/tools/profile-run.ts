@@ -1,0 +1,48 @@
+/**
+ * Drains N due jobs with one sqlane worker (concurrency C) on PostgreSQL 15 or MariaDB and prints
+ * jobs/s and CPU µs per job. Run under `node --cpu-prof` to see where the worker's CPU goes:
+ *
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/tools/profile-run.ts [pg|mysql] [N] [C]
+ */
+import { sqlane } from "../systems/sqlane.js"
+import { payload, type Env } from "../systems/types.js"
+
+const dialect = (process.argv[2] ?? "pg") as "pg" | "mysql"
+const n = Number(process.argv[3] ?? 20000)
+const concurrency = Number(process.argv[4] ?? 50)
+const env: Env = {
+  target: dialect === "pg"
+    ? { db: "postgres-15", dialect, url: process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" } as any
+    : { db: "mariadb-10.11", dialect, url: process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test" } as any,
+  ns: `prof${process.pid}`
+}
+await sqlane.drop(env)
+await sqlane.prepare(env)
+const inst = await sqlane.open(env, { pool: 10, concurrency })
+for (let i = 0; i < n; i += 1000) await inst.enqueueMany(Array.from({ length: Math.min(1000, n - i) }, (_, j) => payload(i + j)))
+// With PROFILE=file.cpuprofile, a CPU profile of the drain alone (not the enqueue) is written.
+const { Session } = await import("node:inspector/promises")
+const session = new Session()
+if (process.env.PROFILE) {
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.start")
+}
+let done = 0
+let resolve!: () => void
+const finished = new Promise<void>((r) => (resolve = r))
+const t0 = performance.now()
+const cpu0 = process.cpuUsage()
+const stop = await inst.work({ concurrency, handle: () => { if (++done === n) resolve() } })
+await finished
+const ms = performance.now() - t0
+if (process.env.PROFILE) {
+  const { profile } = await session.post("Profiler.stop")
+  const fs = await import("node:fs")
+  fs.writeFileSync(process.env.PROFILE, JSON.stringify(profile))
+}
+const cpu = process.cpuUsage(cpu0)
+console.log(`${n} jobs in ${ms.toFixed(0)} ms: ${(n / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/job`)
+await stop()
+await inst.close()
+await sqlane.drop(env)
