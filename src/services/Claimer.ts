@@ -9,6 +9,13 @@
  * running and counts the attempt: one `UPDATE … RETURNING` on PostgreSQL, one locking read and one
  * update on MySQL/MariaDB.
  *
+ * Jobs with a mutex key are left to the *keyed claim*, used only when one of the due names is
+ * keyed (its definition has a `mutexKey`): it claims the due jobs of all the due names, those
+ * without a key and, for every key with no running job, the first due job of that key — in one
+ * order (priority, `run_at`, id), so keyed and unkeyed names share slots by priority. A unique
+ * index over the keys of running jobs makes two running jobs of one key impossible; a claim that
+ * loses a race for a key is retried.
+ *
  * @since 0.1.0
  */
 import type { SqlError } from "@effect/sql/SqlError"
@@ -44,12 +51,16 @@ export type ClaimedJob = ClaimedRow
 export interface ClaimerShape {
   /** Which of `names` have due jobs at `nowUs` (µs since the epoch), and when the next one is due. */
   readonly probe: (names: ReadonlyArray<string>, nowUs: number) => Effect.Effect<Probe, SqlError>
-  /** Claims up to `limit` due jobs of `names` for `workerId`, in claim order. */
+  /**
+   * Claims up to `limit` due jobs of `names` for `workerId`, in claim order. When `keyed` (the
+   * names whose jobs may carry mutex keys) meets `names`, the keyed claim is used.
+   */
   readonly claim: (
     names: ReadonlyArray<string>,
     limit: number,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    keyed?: ReadonlySet<string>
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
 }
 
@@ -76,8 +87,12 @@ export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Dat
         }
         return { due, nextUs }
       }),
-  claim: (names, limit, nowUs, workerId) =>
-    names.length === 0 || limit <= 0 ? Effect.succeed([]) : statements.jobClaim(names, limit, nowUs, workerId)
+  claim: (names, limit, nowUs, workerId, keyed) =>
+    names.length === 0 || limit <= 0
+      ? Effect.succeed([])
+      : keyed !== undefined && keyed.size > 0 && names.some((n) => keyed.has(n))
+      ? statements.jobClaimKeyed(names, limit, nowUs, workerId)
+      : statements.jobClaim(names, limit, nowUs, workerId)
 }))
 
 /**

@@ -204,6 +204,8 @@ export const make = <R>(
       handlers.set(h.job.name, h)
     }
     const names = Array.from(handlers.keys())
+    /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
+    const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const { statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
@@ -402,7 +404,7 @@ export const make = <R>(
         const free = concurrency - running
         // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
         const claimed = due.length === 0 ? [] : yield* Effect.uninterruptible(
-          Effect.tap(claimer.claim(due, free, nowUs, workerId), (rows) =>
+          Effect.tap(claimer.claim(due, free, nowUs, workerId, keyed), (rows) =>
             Effect.suspend(() => {
               running += rows.length
               for (const row of rows) claiming.add(row.id)
