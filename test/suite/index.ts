@@ -5,12 +5,14 @@
 import { inject, it } from "vitest"
 import { conformance } from "./conformance.js"
 import { safety } from "./safety.js"
+import { scheduling } from "./scheduling.js"
 
 export const suitesFor = (id: string) => {
   const target = inject("targets").find((t) => t.id === id)
   if (target) {
     conformance(target)
     safety(target)
+    scheduling(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -1,0 +1,351 @@
+/**
+ * Scheduling semantics, on every database: unique keys, mutex keys, priorities across names,
+ * claims that never deadlock, and periodic (cron) jobs.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { Claimer, Job, Queue, Worker } from "../../src/index.js"
+import { countJobs, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+/** A job whose payload names its mutex key (`null`: none). */
+const Keyed = Job.make("keyed", {
+  payload: Schema.Struct({ key: Schema.NullOr(Schema.String), i: Schema.Number }),
+  mutexKey: (p) => p.key ?? undefined
+})
+const KeyedToo = Job.make("keyed-too", {
+  payload: Schema.Struct({ key: Schema.String, i: Schema.Number }),
+  mutexKey: (p) => p.key
+})
+const Plain = Job.make("plain", { payload: Schema.Struct({ i: Schema.Number }) })
+
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+
+/** A table of handler runs: job id, mutex key, start and end (µs, this process's clock). */
+const runsTable = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${runs} (job_id VARCHAR(32) NOT NULL, mkey VARCHAR(64) NULL,
+      started_us BIGINT NOT NULL, ended_us BIGINT NOT NULL)`
+    return {
+      record: (jobId: string, key: string | null, startedUs: number) =>
+        Effect.orDie(sql`INSERT INTO ${runs} (job_id, mkey, started_us, ended_us)
+          VALUES (${jobId}, ${key}, ${startedUs}, ${nowUs()})`),
+      all: Effect.map(
+        sql<{ job_id: string; mkey: string | null; started_us: string; ended_us: string }>`SELECT * FROM ${runs}`,
+        (rows) =>
+          rows.map((r) => ({ id: r.job_id, key: r.mkey, start: Number(r.started_us), end: Number(r.ended_us) }))
+      )
+    }
+  })
+
+/** A worker on a QueueLive of its own (its own pool) on `prefix`, for the life of the scope. */
+const otherWorker = <R>(target: Target, prefix: string, options: Worker.WorkerOptions<R>) =>
+  Layer.launch(Worker.layer(options).pipe(Layer.provide(testLayer(target, { prefix, migrate: false }).layer))).pipe(
+    Effect.forkScoped
+  )
+
+export const scheduling = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+
+  describe(`scheduling [${target.id}]`, () => {
+    // ---------------------------------------------------------------- unique keys
+
+    it.live(name("unique: a second enqueue of a pending key returns the first job's id and writes nothing"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const first = yield* queue.insert(Plain, { i: 1 }, { unique: "report:2026-11" })
+          assert.isFalse(first.duplicate)
+          const again = yield* queue.insert(Plain, { i: 2 }, { unique: { key: "report:2026-11" } })
+          assert.deepStrictEqual(again, { id: first.id, duplicate: true })
+          assert.strictEqual(yield* queue.enqueue(Plain, { i: 3 }, { unique: "report:2026-11" }), first.id)
+          assert.strictEqual(yield* countJobs(prefix), 1)
+          assert.deepStrictEqual((yield* queue.get(first.id)).payload, { i: 1 })
+          // another key is another job; no key is never a duplicate
+          assert.isFalse((yield* queue.insert(Plain, { i: 4 }, { unique: "report:2026-12" })).duplicate)
+          assert.isFalse((yield* queue.insert(Plain, { i: 5 })).duplicate)
+          assert.strictEqual(yield* countJobs(prefix), 3)
+          // out-of-range keys are refused
+          const long = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "x".repeat(256) }))
+          assert.strictEqual(long._tag, "InvalidPayload")
+          const empty = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "" }))
+          assert.strictEqual(empty._tag, "InvalidPayload")
+          assert.strictEqual(yield* countJobs(prefix), 3)
+        })))
+
+    it.live(name("unique: guarded states — after completion a key is free by default, not with states [completed]"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* Worker.make({ handlers: [Job.handler(Plain, () => Effect.void)] })
+          const a = yield* queue.enqueue(Plain, { i: 1 }, { unique: "free-after" })
+          const b = yield* queue.enqueue(Plain, { i: 1 }, { unique: { key: "once-ever", states: ["completed"] } })
+          yield* waitUntil(Effect.map(Effect.all([queue.get(a), queue.get(b)]), (js) => js.every((j) => j.state === "completed")))
+          const a2 = yield* queue.insert(Plain, { i: 2 }, { unique: "free-after" })
+          assert.isFalse(a2.duplicate)
+          assert.notStrictEqual(a2.id, a)
+          const b2 = yield* queue.insert(Plain, { i: 2 }, { unique: { key: "once-ever", states: ["completed"] } })
+          assert.deepStrictEqual(b2, { id: b, duplicate: true })
+          // The mask is the existing job's: a job guarding only pending/running still blocks while
+          // it is pending, whatever the newcomer asks.
+          yield* waitUntil(Effect.map(queue.get(a2.id), (j) => j.state === "completed"))
+          assert.strictEqual(yield* countJobs(prefix), 3)
+        }), { pollInterval: "100 millis" }))
+
+    it.live(name("unique: a cancelled job whose key was taken again is not retried (retry returns false)"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const old = yield* queue.enqueue(Plain, { i: 1 }, { unique: "k", delay: "1 hour" })
+          assert.isTrue(yield* queue.cancel(old))
+          const fresh = yield* queue.insert(Plain, { i: 2 }, { unique: "k", delay: "1 hour" })
+          assert.isFalse(fresh.duplicate)
+          assert.isFalse(yield* queue.retry(old))
+          assert.strictEqual((yield* queue.get(old)).state, "cancelled")
+          assert.isTrue(yield* queue.cancel(fresh.id))
+          assert.isTrue(yield* queue.retry(old))
+          assert.strictEqual((yield* queue.get(old)).state, "pending")
+        })))
+
+    it.live(name("unique: 8 fibers enqueue one key at once → one job, every caller gets its id"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          for (let round = 0; round < 5; round++) {
+            const results = yield* Effect.all(
+              Array.from({ length: 8 }, (_, i) => queue.insert(Plain, { i }, { unique: `race-${round}` })),
+              { concurrency: "unbounded" }
+            )
+            assert.strictEqual(new Set(results.map((r) => r.id)).size, 1)
+            assert.strictEqual(results.filter((r) => !r.duplicate).length, 1)
+          }
+          assert.strictEqual(yield* countJobs(prefix), 5)
+        }), { maxConnections: 10 }))
+
+    for (const outcome of ["rolls back", "commits"] as const) {
+      it.live(name(`unique: transaction A enqueues k and ${outcome} while B enqueues k → exactly one k`), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const queue = yield* Queue.Queue
+            const enqueued = yield* Deferred.make<string>()
+            const release = yield* Deferred.make<void>()
+            const a = yield* Effect.gen(function*() {
+              const id = yield* queue.enqueue(Plain, { i: 1 }, { unique: "k" })
+              yield* Deferred.succeed(enqueued, id)
+              yield* Deferred.await(release)
+              if (outcome === "rolls back") return yield* Effect.fail("rollback" as const)
+              return id
+            }).pipe(sql.withTransaction, Effect.fork)
+            const aId = yield* Deferred.await(enqueued)
+            const b = yield* Effect.fork(queue.insert(Plain, { i: 2 }, { unique: "k" }))
+            yield* realSleep(500)
+            // B waits for A's transaction: it cannot know yet whether k is taken.
+            assert.isTrue(Option.isNone(yield* Fiber.poll(b)), "B returned before A ended")
+            yield* Deferred.succeed(release, undefined)
+            const aExit = yield* Fiber.await(a)
+            const bResult = yield* Fiber.join(b)
+            assert.strictEqual(yield* countJobs(prefix), 1)
+            if (outcome === "rolls back") {
+              assert.isTrue(Exit.isFailure(aExit))
+              assert.isFalse(bResult.duplicate) // B wrote the only k
+              assert.deepStrictEqual((yield* queue.get(bResult.id)).payload, { i: 2 })
+            } else {
+              assert.isTrue(Exit.isSuccess(aExit))
+              assert.deepStrictEqual(bResult, { id: aId, duplicate: true })
+              assert.deepStrictEqual((yield* queue.get(aId)).payload, { i: 1 })
+            }
+          })))
+    }
+
+    // ---------------------------------------------------------------- mutex keys
+
+    it.live(name("mutex: a claim takes one due job per key, none of a running key; the index forbids two running"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const k1 = yield* queue.enqueueMany(Keyed, [{ key: "k", i: 1 }, { key: "k", i: 2 }, { key: "k", i: 3 }])
+          const free = yield* queue.enqueueMany(Keyed, [{ key: null, i: 4 }, { key: null, i: 5 }])
+          const other = yield* queue.enqueue(KeyedToo, { key: "k2", i: 6 })
+          const keyed = new Set([Keyed.name, KeyedToo.name])
+          const now = Date.now() * 1000 + 1000
+          // The plain claim never takes a keyed job
+          const plain = yield* claimer.claim([Keyed.name, KeyedToo.name], 10, now, "w0")
+          assert.deepStrictEqual(plain.map((r) => r.id), free)
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', attempts = 0 WHERE id IN ${sql.in(free)}`
+          const first = yield* claimer.claim([Keyed.name, KeyedToo.name], 10, now, "w1", keyed)
+          assert.deepStrictEqual(first.map((r) => r.id).sort(), [k1[0], ...free, other].sort())
+          const second = yield* claimer.claim([Keyed.name, KeyedToo.name], 10, now, "w2", keyed)
+          assert.deepStrictEqual(second, []) // k and k2 are running
+          // The database itself refuses a second running job of k.
+          const forced = yield* Effect.exit(sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running' WHERE id = ${k1[1]}`)
+          assert.isTrue(Exit.isFailure(forced))
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id = ${k1[0]}`
+          const third = yield* claimer.claim([Keyed.name], 10, now, "w3", keyed)
+          assert.deepStrictEqual(third.map((r) => r.id), [k1[1]])
+        })))
+
+    it.live(name("mutex: 20 jobs of one key, 3 workers at concurrency 10 — no overlap; other keys run in parallel"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const runs = yield* runsTable(prefix)
+          const handler = Job.handler(Keyed, (p, ctx) =>
+            Effect.gen(function*() {
+              const start = nowUs()
+              yield* Effect.sleep("40 millis")
+              yield* runs.record(ctx.id, p.key, start)
+            }))
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 20 }, (_, i) => ({ key: "serial", i })))
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 40 }, (_, i) => ({ key: `other-${i % 20}`, i })))
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 20 }, (_, i) => ({ key: null, i })))
+          yield* Worker.make({ handlers: [handler], concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers: [handler], concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers: [handler], concurrency: 10 })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 80), 60_000, "80 jobs completed")
+          const all = yield* runs.all
+          assert.strictEqual(all.length, 80)
+          assert.strictEqual(new Set(all.map((r) => r.id)).size, 80)
+          const byKey = new Map<string | null, Array<{ start: number; end: number }>>()
+          for (const r of all) byKey.set(r.key, [...(byKey.get(r.key) ?? []), r])
+          for (const [key, intervals] of byKey) {
+            if (key === null) continue
+            intervals.sort((a, b) => a.start - b.start)
+            for (let i = 1; i < intervals.length; i++) {
+              assert.isAtLeast(intervals[i].start, intervals[i - 1].end, `key ${key}: two runs overlap`)
+            }
+          }
+          // Meanwhile other keys ran in parallel: some run of another key overlaps a run of "serial",
+          // and at some instant more than 3 jobs ran at once.
+          const serial = byKey.get("serial")!
+          assert.strictEqual(serial.length, 20)
+          const others = all.filter((r) => r.key !== "serial")
+          const overlapping = others.filter((o) => serial.some((s) => o.start < s.end && s.start < o.end))
+          assert.isAbove(overlapping.length, 0)
+          const maxAtOnce = Math.max(...all.map((r) => all.filter((o) => o.start <= r.start && r.start < o.end).length))
+          assert.isAbove(maxAtOnce, 3)
+        }), { pollInterval: "200 millis" }), 120_000)
+
+    it.live(name("mutex: a job of key k waiting to retry blocks neither k nor other keys"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Fails = Job.make("fails-once", {
+            payload: Schema.Struct({ key: Schema.String, fail: Schema.Boolean }),
+            mutexKey: (p) => p.key,
+            retry: Schedule.spaced("1 hour")
+          })
+          const ran: Array<string> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Fails, (p, ctx) =>
+              Effect.suspend(() => {
+                ran.push(ctx.id)
+                return p.fail ? Effect.die("boom") : Effect.void
+              }))],
+            concurrency: 1
+          })
+          const queue = yield* Queue.Queue
+          const failing = yield* queue.enqueue(Fails, { key: "k", fail: true })
+          yield* waitUntil(Effect.map(queue.get(failing), (j) => j.state === "pending" && j.attempts === 1))
+          const sameKey = yield* queue.enqueue(Fails, { key: "k", fail: false })
+          const otherKey = yield* queue.enqueue(Fails, { key: "k2", fail: false })
+          yield* waitUntil(
+            Effect.map(Effect.all([queue.get(sameKey), queue.get(otherKey)]), (js) => js.every((j) => j.state === "completed"))
+          )
+          assert.strictEqual((yield* queue.get(failing)).state, "pending")
+          assert.deepStrictEqual(ran.slice().sort(), [failing, sameKey, otherKey].sort())
+        })))
+
+    // ---------------------------------------------------------------- priorities
+
+    it.live(name("priorities across names: 100 low-priority jobs enqueued first, 1 high-priority job runs first"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Plain, Array.from({ length: 100 }, (_, i) => ({ i })), { priority: 10 })
+          yield* queue.enqueue(KeyedToo, { key: "urgent", i: 1000 }, { priority: -5 })
+          yield* queue.enqueue(Keyed, { key: null, i: 2000 }, { priority: 0 })
+          const order: Array<number> = []
+          const record = (i: number) => Effect.sync(() => order.push(i))
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Plain, (p) => record(p.i)),
+              Job.handler(Keyed, (p) => record(p.i)),
+              Job.handler(KeyedToo, (p) => record(p.i))
+            ],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 102))
+          assert.deepStrictEqual(order.slice(0, 3), [1000, 2000, 0])
+        })))
+
+    it.live(name("priorities: within one priority names interleave by run_at, none starves"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const expected: Array<string> = []
+          for (let i = 0; i < 30; i++) {
+            // three names, enqueued in turn: the order of run_at
+            yield* queue.enqueue(Plain, { i })
+            yield* queue.enqueue(Keyed, { key: null, i })
+            yield* queue.enqueue(KeyedToo, { key: `k${i}`, i })
+            expected.push(`plain${i}`, `keyed${i}`, `keyed-too${i}`)
+          }
+          const order: Array<string> = []
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Plain, (p) => Effect.sync(() => order.push(`plain${p.i}`))),
+              Job.handler(Keyed, (p) => Effect.sync(() => order.push(`keyed${p.i}`))),
+              Job.handler(KeyedToo, (p) => Effect.sync(() => order.push(`keyed-too${p.i}`)))
+            ],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 90))
+          assert.deepStrictEqual(order, expected)
+        })))
+
+    // ---------------------------------------------------------------- no deadlocks
+
+    it.live(name("no deadlocks: 3 claimers on 500 jobs with one run_at and priority (keyed and not) run each once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const runs = yield* runsTable(prefix)
+          const handler = Job.handler(Keyed, (p, ctx) => runs.record(ctx.id, p.key, nowUs()))
+          const plainHandler = Job.handler(Plain, (_, ctx) => runs.record(ctx.id, null, nowUs()))
+          const queue = yield* Queue.Queue
+          // enqueueMany gives every job of a call the same run_at and priority
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 250 }, (_, i) => ({ key: i % 2 === 0 ? `k${i % 25}` : null, i })))
+          yield* queue.enqueueMany(Plain, Array.from({ length: 250 }, (_, i) => ({ i })))
+          const handlers = [handler, plainHandler]
+          yield* Worker.make({ handlers, concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers, concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers, concurrency: 10 })
+          // Meanwhile three transactions at once enqueue jobs of a new mutex key, several times.
+          const sql = yield* SqlClient.SqlClient
+          for (let round = 0; round < 5; round++) {
+            yield* Effect.all(
+              Array.from({ length: 3 }, (_, i) =>
+                sql.withTransaction(queue.enqueue(Keyed, { key: `new-${round}`, i: 1000 + round * 3 + i }))),
+              { concurrency: "unbounded" }
+            )
+          }
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 515), 60_000, "515 jobs completed")
+          const all = yield* runs.all
+          assert.strictEqual(all.length, 515)
+          assert.strictEqual(new Set(all.map((r) => r.id)).size, 515)
+          assert.strictEqual(yield* countJobs(prefix), 515)
+        }), { pollInterval: "200 millis" }), 120_000)
+  })
+}
