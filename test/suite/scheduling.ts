@@ -11,8 +11,12 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import * as Cron from "effect/Cron"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { Claimer, Job, Queue, Worker } from "../../src/index.js"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import { Claimer, Job, PeriodicJob, Queue, Scheduler, Worker } from "../../src/index.js"
 import { countJobs, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
@@ -347,5 +351,120 @@ export const scheduling = (target: Target) => {
           assert.strictEqual(new Set(all.map((r) => r.id)).size, 515)
           assert.strictEqual(yield* countJobs(prefix), 515)
         }), { pollInterval: "200 millis" }), 120_000)
+
+    // ---------------------------------------------------------------- periodic jobs
+
+    it.effect(name("cron: an invalid expression, a misspelt time zone or a cron that never fires is refused at declaration"), () =>
+      Effect.gen(function*() {
+        const Tick = Job.make("tick", { payload: Schema.Struct({}) })
+        const zone = PeriodicJob.make("p", { cron: "0 9 * * *", timeZone: "Europe/Berln", job: Tick, payload: {} })
+        assert.isTrue(Either.isLeft(zone))
+        if (Either.isLeft(zone)) {
+          assert.strictEqual(zone.left._tag, "InvalidSchedule")
+          assert.strictEqual(zone.left.schedule, "p")
+          assert.include(zone.left.message, "Europe/Berln")
+        }
+        const expr = PeriodicJob.make("p", { cron: "61 * * * *", job: Tick, payload: {} })
+        assert.isTrue(Either.isLeft(expr) && expr.left.message.includes("61"))
+        assert.isTrue(Either.isLeft(PeriodicJob.make("p", { cron: "0 0 30 2 *", job: Tick, payload: {} })))
+        const Typed = Job.make("typed", { payload: Schema.Struct({ n: Schema.Number }) })
+        assert.isTrue(Either.isLeft(PeriodicJob.make("p", { cron: "* * * * *", job: Typed, payload: { n: "x" } as any })))
+        const error = yield* Effect.flip(PeriodicJob.make("p", { cron: "* * * *", job: Tick, payload: {} }))
+        assert.strictEqual(error._tag, "InvalidSchedule")
+        // time zone aware: 09:00 in New York is 14:00 UTC in January, 13:00 UTC in July
+        const ny = PeriodicJob.unsafeMake("ny", { cron: "0 9 * * *", timeZone: "America/New_York", job: Tick, payload: {} })
+        assert.strictEqual(Cron.next(ny.cron, new Date("2026-01-15T00:00:00Z")).toISOString(), "2026-01-15T14:00:00.000Z")
+        assert.strictEqual(Cron.next(ny.cron, new Date("2026-07-15T00:00:00Z")).toISOString(), "2026-07-15T13:00:00.000Z")
+      }))
+
+    it.effect(name("cron (TestClock): 3 workers with schedulers, a per-minute schedule → exactly one job per minute over 10 minutes"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ at: Schema.Date }) })
+          const everyMinute = PeriodicJob.unsafeMake("every-minute", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ at })
+          })
+          const ran: Array<{ id: string; at: number; runAt: number }> = []
+          const handler = Job.handler(Tick, (p, ctx) =>
+            Effect.sync(() => ran.push({ id: ctx.id, at: p.at.getTime(), runAt: ctx.runAt.getTime() })))
+          for (let w = 0; w < 3; w++) {
+            const live = testLayer(target, { prefix, migrate: false, pollInterval: "1 hour", rescueInterval: "1 hour" })
+            yield* Layer.launch(
+              Layer.mergeAll(Worker.layer({ handlers: [handler] }), Scheduler.layer({ schedules: [everyMinute] })).pipe(
+                Layer.provide(live.layer)
+              )
+            ).pipe(Effect.forkScoped)
+          }
+          yield* realSleep(1000) // every scheduler has read its state and sleeps until 00:01
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}`
+          assert.strictEqual(Number((yield* jobs)[0].n), 0)
+          for (let minute = 1; minute <= 10; minute++) {
+            yield* TestClock.adjust("1 minute")
+            yield* waitUntil(Effect.sync(() => ran.length >= minute), 20_000, `the tick of minute ${minute}`)
+          }
+          yield* realSleep(500) // a duplicate, if any, would show now
+          assert.strictEqual(Number((yield* jobs)[0].n), 10)
+          assert.strictEqual(yield* countJobs(prefix, "completed"), 10)
+          assert.deepStrictEqual(
+            ran.map((r) => r.at).sort((a, b) => a - b),
+            Array.from({ length: 10 }, (_, i) => (i + 1) * 60_000)
+          )
+          assert.isTrue(ran.every((r) => r.runAt === r.at))
+          assert.strictEqual(new Set(ran.map((r) => r.id)).size, 10)
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
+
+    it.effect(name("cron (TestClock): two schedules of one expression both fire; missed ticks skipped, or run once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ from: Schema.String, at: Schema.Number }) })
+          const skipper = PeriodicJob.unsafeMake("skipper", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ from: "skipper", at: at.getTime() / 60_000 })
+          })
+          const catcher = PeriodicJob.unsafeMake("catcher", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ from: "catcher", at: at.getTime() / 60_000 }),
+            missed: "runOnce"
+          })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ticks = Effect.map(
+            sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")} ORDER BY id`,
+            (rows) => {
+              const by: Record<string, Array<number>> = { skipper: [], catcher: [] }
+              for (const r of rows) {
+                const p = JSON.parse(r.payload)
+                by[p.from].push(p.at)
+              }
+              return by
+            }
+          )
+          const count = Effect.map(ticks, (t) => t.skipper.length + t.catcher.length)
+          const start = Effect.gen(function*() {
+            const scope = yield* Scope.make()
+            yield* Scheduler.make({ schedules: [skipper, catcher] }).pipe(Scope.extend(scope))
+            yield* realSleep(500)
+            return scope
+          })
+          const first = yield* start
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(count, (n) => n === 2), 20_000, "both schedules' first tick")
+          yield* Scope.close(first, Exit.void)
+          // every scheduler is down for 10 minutes
+          yield* TestClock.adjust("10 minutes")
+          yield* realSleep(300)
+          assert.strictEqual(yield* count, 2)
+          yield* start
+          yield* waitUntil(Effect.map(count, (n) => n === 3), 20_000, "the missed tick run once")
+          yield* realSleep(300)
+          assert.deepStrictEqual(yield* ticks, { skipper: [1], catcher: [1, 11] })
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(count, (n) => n === 5), 20_000, "the tick of minute 12")
+          assert.deepStrictEqual(yield* ticks, { skipper: [1, 12], catcher: [1, 11, 12] })
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
   })
 }
