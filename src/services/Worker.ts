@@ -206,6 +206,7 @@ export const make = <R>(
     const names = Array.from(handlers.keys())
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
+    const keyedNames = Array.from(keyed)
     const { statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
@@ -368,6 +369,8 @@ export const make = <R>(
       attempt(row).pipe(
         Effect.tap(completer.finish),
         Effect.tap((outcome) => outcome.state === "pending" ? Effect.suspend(() => wakeSelf) : Effect.void),
+        // Its mutex key is free again: wake the workers of jobs that may wait for it.
+        Effect.tap(() => keyed.has(row.name) ? notifier.released(keyedNames) : Effect.void),
         Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
         Effect.ensuring(Effect.sync(() => {
           claiming.delete(row.id)
