@@ -19,6 +19,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
 import { nowMicros } from "../internal/time.js"
+import { InvalidPayload } from "../schema/Errors.js"
 import type { JobState } from "../schema/JobInfo.js"
 import { type PeriodicJob, tickKey } from "../schema/PeriodicJob.js"
 import { Queue } from "./Queue.js"
@@ -66,7 +67,15 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
 
     const fire = (p: PeriodicJob, tick: Date) =>
       Effect.gen(function*() {
-        const result = yield* queue.insert(p.job, p.payload(tick), {
+        const payload = yield* Effect.try({
+          try: () => p.payload(tick),
+          catch: (e) =>
+            new InvalidPayload({
+              job: p.job.name,
+              message: `the payload function threw: ${e instanceof Error ? e.message : String(e)}`
+            })
+        })
+        const result = yield* queue.insert(p.job, payload, {
           runAt: tick,
           priority: p.priority,
           unique: { key: tickKey(p.name, tick), states: allStates }
@@ -76,7 +85,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
           result.duplicate ? "sqlane: tick already enqueued" : "sqlane: tick enqueued"
         ).pipe(Effect.annotateLogs({ "sqlane.job.id": result.id, "sqlane.tick": tick.toISOString() }))
       }).pipe(
-        // A payload that does not encode skips the tick (retrying cannot help).
+        // A payload that does not encode (or whose function throws) skips the tick: retrying cannot help.
         Effect.catchTag("InvalidPayload", (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)),
         Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: enqueueing a tick failed; retrying", cause)),
         Effect.retry(untilDone)
