@@ -141,8 +141,8 @@ export const attempts = (
  *   slower claim statement, so give it only to jobs that need it, and give every process the same
  *   definition: a worker whose definition has no `mutexKey` never claims jobs that carry a key.
  *   Jobs of one key run one at a time in claim order (priority, `run_at`, id) but a failed job that
- *   waits to retry lets the next one run. Source: Oban Pro's "partitioned" global limits, BullMQ's
- *   groups with concurrency 1, graphile-worker's `job_key`-less `queue_name` serial queues.
+ *   waits to retry lets the next one run. Source: graphile-worker's named queues (`queue_name`: its
+ *   jobs run one at a time), Oban Pro's partitioned global limit of 1, BullMQ Pro's groups.
  *   (default: none)
  * @since 0.1.0
  * @category constructors
