@@ -9,6 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Cron from "effect/Cron"
@@ -331,8 +333,13 @@ export const scheduling = (target: Target) => {
 
     // ---------------------------------------------------------------- no deadlocks
 
-    it.live(name("no deadlocks: 3 claimers on 500 jobs with one run_at and priority (keyed and not) run each once"), () =>
-      withQueue(target, (prefix) =>
+    it.live(name("no deadlocks: 3 claimers on 500 jobs with one run_at and priority (keyed and not) run each once"), () => {
+      // Every warning logged meanwhile (a claim that failed even after its retries would log one).
+      const warnings: Array<string> = []
+      const recorder = Logger.make(({ logLevel, message }) => {
+        if (LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) warnings.push(String(message))
+      })
+      return withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const runs = yield* runsTable(prefix)
           const handler = Job.handler(Keyed, (p, ctx) => runs.record(ctx.id, p.key, nowUs()))
@@ -359,7 +366,9 @@ export const scheduling = (target: Target) => {
           assert.strictEqual(all.length, 515)
           assert.strictEqual(new Set(all.map((r) => r.id)).size, 515)
           assert.strictEqual(yield* countJobs(prefix), 515)
-        }), { pollInterval: "200 millis" }), 120_000)
+          assert.deepStrictEqual(warnings, [])
+        }), { pollInterval: "200 millis" }).pipe(Effect.provide(Logger.add(recorder)))
+    }, 120_000)
 
     // ---------------------------------------------------------------- periodic jobs
 
@@ -424,6 +433,30 @@ export const scheduling = (target: Target) => {
           assert.isTrue(ran.every((r) => r.runAt === r.at))
           assert.strictEqual(new Set(ran.map((r) => r.id)).size, 10)
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
+
+    it.effect(name("cron (TestClock): a tick whose payload function throws is skipped; the next tick is enqueued"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ at: Schema.Number }) })
+          const flaky = PeriodicJob.unsafeMake("flaky", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => {
+              if (at.getTime() === 60_000) throw new Error("no payload for minute 1")
+              return { at: at.getTime() }
+            }
+          })
+          yield* Scheduler.make({ schedules: [flaky] })
+          yield* realSleep(500)
+          yield* TestClock.adjust("1 minute")
+          yield* realSleep(500)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(countJobs(prefix), (n) => n === 1), 20_000, "the tick of minute 2")
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const [row] = yield* sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")}`
+          assert.deepStrictEqual(JSON.parse(row.payload), { at: 120_000 })
+        }).pipe(Logger.withMinimumLogLevel(LogLevel.None)), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
 
     it.effect(name("cron (TestClock): two schedules of one expression both fire; missed ticks skipped, or run once"), () =>
       withQueue(target, (prefix) =>
