@@ -314,7 +314,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
               SELECT j.id, j.mutex_key, j.priority, j.run_at FROM ${jobs} j
               WHERE j.state = 'pending' AND j.name = ANY(${names}::text[]) AND j.run_at <= ${ts(nowUs)}
                 AND (j.mutex_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM ${jobs} r WHERE r.state = 'running' AND r.mutex_key = j.mutex_key))
+                  -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
+                  -- partial index jobs_mutex (as a hashed subplan) instead of scanning the table.
+                  SELECT 1 FROM ${jobs} r
+                  WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
               ORDER BY j.priority, j.run_at, j.id
               LIMIT ${sql.literal(keyedWindow(limit))}
               FOR UPDATE OF j SKIP LOCKED
