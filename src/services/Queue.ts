@@ -64,7 +64,8 @@ export interface UniqueOptions {
    * The states in which an existing job with the key blocks a new one. `pending` and `running` are
    * always included (a job can go back to pending from running, so they cannot be left out); add
    * `completed`, `dead` or `cancelled` for "at most once while such a job is kept". Default
-   * `["pending", "running"]`.
+   * `["pending", "running"]`. The states are stored with the job: a later enqueue of the key is
+   * refused while *this* job is in one of *its* states, whatever states the later enqueue gives.
    */
   readonly states?: ReadonlyArray<JobState> | undefined
 }

@@ -192,6 +192,8 @@ export const scheduling = (target: Target) => {
           const k1 = yield* queue.enqueueMany(Keyed, [{ key: "k", i: 1 }, { key: "k", i: 2 }, { key: "k", i: 3 }])
           const free = yield* queue.enqueueMany(Keyed, [{ key: null, i: 4 }, { key: null, i: 5 }])
           const other = yield* queue.enqueue(KeyedToo, { key: "k2", i: 6 })
+          // another job name, the same key as the first three
+          const crossName = yield* queue.enqueue(KeyedToo, { key: "k", i: 7 })
           const keyed = new Set([Keyed.name, KeyedToo.name])
           const now = Date.now() * 1000 + 1000
           // The plain claim never takes a keyed job
@@ -208,6 +210,10 @@ export const scheduling = (target: Target) => {
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id = ${k1[0]}`
           const third = yield* claimer.claim([Keyed.name], 10, now, "w3", keyed)
           assert.deepStrictEqual(third.map((r) => r.id), [k1[1]])
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id IN ${sql.in([k1[1], k1[2]])}`
+          // k is free: the job of the other name that shares it is claimed now, not before
+          const fourth = yield* claimer.claim([Keyed.name, KeyedToo.name], 10, now, "w4", keyed)
+          assert.deepStrictEqual(fourth.map((r) => r.id), [crossName])
         })))
 
     it.live(name("mutex: 20 jobs of one key, 3 workers at concurrency 10 — no overlap; other keys run in parallel"), () =>
