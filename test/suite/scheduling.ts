@@ -318,6 +318,23 @@ export const scheduling = (target: Target) => {
           assert.deepStrictEqual(order.slice(0, 3), [1000, 2000, 0])
         })))
 
+    it.live(name("priorities across names without mutex keys (the plain claim): the high-priority job runs first"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Urgent = Job.make("urgent", { payload: Schema.Struct({ i: Schema.Number }), priority: -1 })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Plain, Array.from({ length: 100 }, (_, i) => ({ i })))
+          yield* queue.enqueue(Urgent, { i: 1000 })
+          const order: Array<number> = []
+          const record = (i: number) => Effect.sync(() => order.push(i))
+          yield* Worker.make({
+            handlers: [Job.handler(Plain, (p) => record(p.i)), Job.handler(Urgent, (p) => record(p.i))],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 101))
+          assert.deepStrictEqual(order, [1000, ...Array.from({ length: 100 }, (_, i) => i)])
+        })))
+
     it.live(name("priorities: within one priority names interleave by run_at, none starves"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
