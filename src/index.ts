@@ -10,11 +10,15 @@ export * as Job from "./schema/Job.js"
 /** @since 0.1.0 */
 export * as JobInfo from "./schema/JobInfo.js"
 /** @since 0.1.0 */
+export * as PeriodicJob from "./schema/PeriodicJob.js"
+/** @since 0.1.0 */
 export * as Errors from "./schema/Errors.js"
 /** @since 0.1.0 */
 export * as Queue from "./services/Queue.js"
 /** @since 0.1.0 */
 export * as Worker from "./services/Worker.js"
+/** @since 0.1.0 */
+export * as Scheduler from "./services/Scheduler.js"
 /** @since 0.1.0 */
 export * as Claimer from "./services/Claimer.js"
 /** @since 0.1.0 */
@@ -30,6 +34,8 @@ export { QueueLive } from "./layers/QueueLive.js"
 /** @since 0.1.0 */
 export type { QueueOptions } from "./services/QueueConfig.js"
 /** @since 0.1.0 */
-export type { EnqueueOptions } from "./services/Queue.js"
+export type { EnqueueManyOptions, EnqueueOptions, InsertResult, UniqueOptions } from "./services/Queue.js"
 /** @since 0.1.0 */
 export type { WorkerOptions } from "./services/Worker.js"
+/** @since 0.1.0 */
+export type { SchedulerOptions } from "./services/Scheduler.js"

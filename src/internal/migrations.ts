@@ -9,6 +9,16 @@ import * as Effect from "effect/Effect"
 
 type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
+/**
+ * Whether a row holds its unique key in its current state: its `unique_states` mask has the bit
+ * of its state (pending 1, running 2, completed 4, dead 8, cancelled 16). The same text (both
+ * dialects) is used by the index and by the statements that read the holder of a key.
+ * `alias` qualifies the columns, e.g. `"o."`.
+ */
+export const uniqueGuard = (alias = "") =>
+  `(${alias}unique_states & CASE ${alias}state WHEN 'pending' THEN 1 WHEN 'running' THEN 2 ` +
+  `WHEN 'completed' THEN 4 WHEN 'dead' THEN 8 WHEN 'cancelled' THEN 16 ELSE 0 END) <> 0`
+
 const pg = (prefix: string): Record<string, Migration> => ({
   "1_create_jobs": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -57,6 +67,29 @@ const pg = (prefix: string): Record<string, Migration> => ({
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_pending`)} ON ${jobs} (name, priority, run_at, id) WHERE state = 'pending'`
     yield* sql`DROP INDEX ${sql(`${prefix}jobs_probe`)}`
     yield* sql`DROP INDEX ${sql(`${prefix}jobs_claim`)}`
+  }),
+  "4_keys": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // unique_states: a bit mask of the states in which this row holds its unique key
+    // (pending 1, running 2, completed 4, dead 8, cancelled 16); pending and running are always set.
+    yield* sql`ALTER TABLE ${jobs} ADD COLUMN unique_key text, ADD COLUMN unique_states smallint,
+      ADD COLUMN mutex_key text`
+    // At most one job per unique key among the rows in one of their guarded states.
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_unique`)} ON ${jobs} (unique_key)
+      WHERE unique_key IS NOT NULL AND ${sql.literal(uniqueGuard())}`
+    // At most one running job per mutex key: two claims of one key cannot both commit.
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_mutex`)} ON ${jobs} (mutex_key)
+      WHERE state = 'running' AND mutex_key IS NOT NULL`
+  }),
+  "5_schedules": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // One row per periodic job: the latest tick enqueued, so a restart knows which ticks it missed.
+    yield* sql`CREATE TABLE ${sql(`${prefix}schedules`)} (
+      name text PRIMARY KEY,
+      last_tick_at timestamptz NOT NULL,
+      updated_at timestamptz NOT NULL
+    )`
   })
 })
 
@@ -103,6 +136,30 @@ const mysql = (prefix: string): Record<string, Migration> => ({
       ADD KEY ${sql(`${prefix}jobs_pending`)} (state, name, priority, run_at, id),
       DROP KEY ${sql(`${prefix}jobs_probe`)},
       DROP KEY ${sql(`${prefix}jobs_claim`)}`
+  }),
+  "4_keys": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // MySQL has no partial indexes: generated columns that are NULL outside the guarded states,
+    // under unique indexes (NULLs never conflict).
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD COLUMN unique_key VARCHAR(255) NULL,
+      ADD COLUMN unique_states SMALLINT NULL,
+      ADD COLUMN mutex_key VARCHAR(255) NULL,
+      ADD COLUMN unique_active VARCHAR(255) GENERATED ALWAYS AS
+        (CASE WHEN ${sql.literal(uniqueGuard())} THEN unique_key END) STORED,
+      ADD COLUMN mutex_running VARCHAR(255) GENERATED ALWAYS AS
+        (CASE WHEN state = 'running' THEN mutex_key END) STORED,
+      ADD UNIQUE KEY ${sql(`${prefix}jobs_unique`)} (unique_active),
+      ADD UNIQUE KEY ${sql(`${prefix}jobs_mutex`)} (mutex_running)`
+  }),
+  "5_schedules": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`CREATE TABLE ${sql(`${prefix}schedules`)} (
+      name VARCHAR(255) NOT NULL,
+      last_tick_at DATETIME(6) NOT NULL,
+      updated_at DATETIME(6) NOT NULL,
+      PRIMARY KEY (name)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })
 

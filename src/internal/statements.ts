@@ -13,11 +13,12 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import { uniqueGuard } from "./migrations.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
 export interface ClaimedRow {
@@ -48,6 +49,21 @@ export interface InsertRow {
   readonly payload: string
   readonly priority: number
   readonly runAtUs: number
+  /** Jobs that share a mutex key never run at the same time (null: no key). */
+  readonly mutexKey: string | null
+}
+
+/** A row inserted unless another job holds its unique key. */
+export interface UniqueInsertRow extends InsertRow {
+  readonly uniqueKey: string
+  /** Bit mask of the states in which a job holds its key: pending 1, running 2, completed 4, dead 8, cancelled 16. */
+  readonly uniqueStates: number
+}
+
+/** What `jobInsertUnique` did: inserted a job, or found the job that holds the key. */
+export interface UniqueInsertResult {
+  readonly id: string
+  readonly inserted: boolean
 }
 
 /**
@@ -88,6 +104,15 @@ export interface Statements {
     notify: string | undefined
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   /**
+   * Inserts one job unless a job holding its unique key exists (then returns that job's id and
+   * writes nothing). An uncommitted insert of the same key makes this wait for its transaction.
+   */
+  readonly jobInsertUnique: (
+    row: UniqueInsertRow,
+    nowUs: number,
+    notify: string | undefined
+  ) => Effect.Effect<UniqueInsertResult, SqlError>
+  /**
    * For each (name, priority) of `names` with pending jobs, its earliest `run_at`. A loose index
    * scan: reads one index entry per (name, priority) with pending jobs, nothing else.
    */
@@ -112,12 +137,27 @@ export interface Statements {
     ReadonlyArray<string>,
     SqlError
   >
+  /**
+   * Like `jobClaim`, for claims that include job names whose jobs may carry mutex keys: claims due
+   * jobs without a key and, for each key with no running job, the first due job of that key. A
+   * unique index over running keys makes overlap impossible; a claim that loses a race for a key
+   * is retried (never surfaced), and gives up (returns nothing) after 5 tries.
+   */
+  readonly jobClaimKeyed: (
+    names: ReadonlyArray<string>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
   /** Cancels a pending or running job; returns whether it was. */
   readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
-  /** Puts a dead or cancelled job back to pending, due now; returns whether it was. */
+  /**
+   * Puts a dead or cancelled job back to pending, due now; returns whether it was (false also when
+   * another job now holds its unique key).
+   */
   readonly jobRetry: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
   /** Which of these running jobs' ids are now cancelled. */
   readonly jobCancelledAmong: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
@@ -139,6 +179,10 @@ export interface Statements {
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
   /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
+  /** The latest tick (µs) enqueued for a periodic job, if any. */
+  readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
+  /** Records that the tick `tickUs` of a periodic job was enqueued (the stored tick only moves forward). */
+  readonly scheduleAdvance: (name: string, tickUs: number, nowUs: number) => Effect.Effect<void, SqlError>
   /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
 }
@@ -171,6 +215,22 @@ const toJobRow = (r: any): JobRow => ({
   lastError: r.last_error ?? null,
   result: r.result ?? null
 })
+
+/** A unique index refused a row: PostgreSQL 23505, MySQL/MariaDB 1062. */
+export const isUniqueViolation = (error: SqlError): boolean => {
+  const cause = error.cause as { code?: unknown; errno?: unknown } | undefined
+  return cause?.code === "23505" || cause?.errno === 1062 || cause?.code === "ER_DUP_ENTRY"
+}
+
+/** Rows a keyed claim locks to find `limit` jobs: some jobs of the window may share a key. */
+const keyedWindow = (limit: number) => String(Math.floor(limit) * 2 + 16)
+
+/** Tries a keyed claim again when it lost a race for a key (a unique violation), up to 5 times. */
+const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+  const go = (tries: number): Effect.Effect<ReadonlyArray<A>, SqlError> =>
+    Effect.catchIf(claim, isUniqueViolation, () => (tries >= 5 ? Effect.succeed([]) : go(tries + 1)))
+  return go(1)
+}
 
 const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
@@ -213,6 +273,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       sql`SELECT * FROM (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
+            AND j.mutex_key IS NULL
           ORDER BY j.run_at, j.id LIMIT ${k}
           FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
     )
@@ -234,11 +295,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
   return {
     dialect: "pg",
     jobInsertMany: (rows, nowUs, notify) => {
-      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at)
-        SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)}
+      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
+        SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)},
+          v.mutex_key
         FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payload)}::text[],
-                    ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.runAtUs)}::bigint[])
-             WITH ORDINALITY AS v(name, payload, priority, run_at, ord)
+                    ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.runAtUs)}::bigint[],
+                    ${rows.map((r) => r.mutexKey)}::text[])
+             WITH ORDINALITY AS v(name, payload, priority, run_at, mutex_key, ord)
         ORDER BY v.ord
         RETURNING id`
       const statement = notify === undefined
@@ -247,6 +310,34 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
             SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
       return Effect.map(statement, (r) =>
         r.map((x) => BigInt(x.id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(String))
+    },
+    jobInsertUnique: (row, nowUs, notify) => {
+      // ON CONFLICT DO NOTHING, then read the holder in a new statement (a new snapshot at READ
+      // COMMITTED: the holder may have committed while the insert waited for it). If the holder
+      // left its guarded states in between, insert again.
+      const insert = sql`INSERT INTO ${jobs}
+          (name, payload, priority, run_at, created_at, mutex_key, unique_key, unique_states)
+        VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
+          ${row.uniqueKey}, ${row.uniqueStates})
+        ON CONFLICT DO NOTHING
+        RETURNING id`
+      const statement = notify === undefined
+        ? sql<{ id: string }>`WITH ins AS (${insert}) SELECT id FROM ins`
+        : sql<{ id: string }>`WITH ins AS (${insert})
+            SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
+      const holder = sql<{ id: string }>`SELECT id FROM ${jobs}
+        WHERE unique_key = ${row.uniqueKey} AND ${sql.literal(uniqueGuard())}`
+      const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+        Effect.flatMap(statement, (inserted) =>
+          inserted.length > 0
+            ? Effect.succeed({ id: String(inserted[0].id), inserted: true })
+            : Effect.flatMap(holder, (held) =>
+              held.length > 0
+                ? Effect.succeed({ id: String(held[0].id), inserted: false })
+                : tries >= 10
+                ? Effect.fail(new SqlError({ message: `sqlane: unique key ${row.uniqueKey} kept changing hands` }))
+                : go(tries + 1)))
+      return go(1)
     },
     jobProbe: (names) =>
       Effect.map(
@@ -257,6 +348,36 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       Effect.map(claimStatement(groups, limit, nowUs, workerId), (rows) => rows.map(toClaimed).sort(byClaimOrder)),
     explainProbe: (names) => explain(probeStatement(names)),
     explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
+    jobClaimKeyed: (names, limit, nowUs, workerId) =>
+      retryKeyed(Effect.map(
+        // Lock a window of due jobs whose key (if any) has no running job, in claim order; keep
+        // the jobs without a key and the first job of each key; claim the first `limit` of those.
+        sql`WITH cand AS (
+              SELECT j.id, j.mutex_key, j.priority, j.run_at FROM ${jobs} j
+              WHERE j.state = 'pending' AND j.name = ANY(${names}::text[]) AND j.run_at <= ${ts(nowUs)}
+                AND (j.mutex_key IS NULL OR NOT EXISTS (
+                  -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
+                  -- partial index jobs_mutex (as a hashed subplan) instead of scanning the table.
+                  SELECT 1 FROM ${jobs} r
+                  WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
+              ORDER BY j.priority, j.run_at, j.id
+              LIMIT ${sql.literal(keyedWindow(limit))}
+              FOR UPDATE OF j SKIP LOCKED
+            ), pick AS (
+              SELECT c.id FROM (
+                SELECT id, mutex_key, priority, run_at,
+                  row_number() OVER (PARTITION BY mutex_key ORDER BY priority, run_at, id) AS rn
+                FROM cand) c
+              WHERE c.mutex_key IS NULL OR c.rn = 1
+              ORDER BY c.priority, c.run_at, c.id
+              LIMIT ${sql.literal(String(Math.floor(limit)))}
+            )
+            UPDATE ${jobs} AS j SET state = 'running', attempts = j.attempts + 1, claimed_at = ${ts(nowUs)},
+              worker_id = ${workerId}
+            FROM pick WHERE j.id = pick.id
+            RETURNING ${claimedColumnsJ}`,
+        (rows) => rows.map(toClaimed).sort(byClaimOrder)
+      )),
     jobFinishMany: (finishes) =>
       sql`UPDATE ${jobs} AS j SET
             state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
@@ -281,10 +402,15 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       ),
     jobRetry: (id, nowUs) =>
       Effect.map(
-        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
-            WHERE id = ${id}::bigint AND state IN ('dead', 'cancelled') RETURNING id`,
+        // Not while another job holds its unique key (the unique index would refuse the update).
+        sql`UPDATE ${jobs} j SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE j.id = ${id}::bigint AND j.state IN ('dead', 'cancelled')
+              AND (j.unique_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM ${jobs} o WHERE o.unique_key = j.unique_key AND o.id <> j.id
+                  AND ${sql.literal(uniqueGuard("o."))}))
+            RETURNING j.id`,
         (rows) => rows.length > 0
-      ),
+      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
     jobCancelledAmong: (ids) =>
       ids.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
@@ -317,6 +443,16 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
     workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, workerLockName(id)]],
+    scheduleGet: (name) =>
+      Effect.map(
+        sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
+        (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
+      ),
+    scheduleAdvance: (name, tickUs, nowUs) =>
+      sql`INSERT INTO ${sql(`${prefix}schedules`)} AS s (name, last_tick_at, updated_at)
+          VALUES (${name}, ${ts(tickUs)}, ${ts(nowUs)})
+          ON CONFLICT (name) DO UPDATE SET last_tick_at = GREATEST(s.last_tick_at, EXCLUDED.last_tick_at),
+            updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid),
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
@@ -348,8 +484,11 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
   // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
   // two up to 256, giving at most 9 texts per table.
   const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
-    const values = rows.map((r) => sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)})`)
-    return sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at) VALUES ${sql.csv(values)}`.raw.pipe(
+    const values = rows.map((r) =>
+      sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey})`
+    )
+    return sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
+      VALUES ${sql.csv(values)}`.raw.pipe(
       Effect.map((result: any) => {
         // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
         // ids (in steps of auto_increment_increment) in every autoinc lock mode.
@@ -374,6 +513,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
   const claimSelect = (g: Group, limit: number, nowUs: number) =>
     sql`SELECT ${claimedColumns} FROM ${jobs} FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+        AND mutex_key IS NULL
       ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
       FOR UPDATE SKIP LOCKED`
   const explain = (statement: Statement.Statement<unknown>) => {
@@ -404,6 +544,30 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         Effect.map((ids) => ids.flat()),
         sql.withTransaction
       )
+    },
+    jobInsertUnique: (row, nowUs) => {
+      // A plain INSERT: a duplicate key fails only this statement (InnoDB keeps the caller's
+      // transaction), and then the holder is read with a locking read, which sees the latest
+      // committed row whatever the isolation level. An uncommitted insert of the key makes the
+      // INSERT wait for its transaction: if that rolls back, this insert goes through.
+      const insert = sql`INSERT INTO ${jobs}
+          (name, payload, priority, run_at, created_at, mutex_key, unique_key, unique_states)
+        VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
+          ${row.uniqueKey}, ${row.uniqueStates})`.raw
+      const holder = sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
+        LOCK IN SHARE MODE`
+      const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+        insert.pipe(
+          Effect.map((result: any): UniqueInsertResult => ({ id: String(result.insertId), inserted: true })),
+          Effect.catchIf(isUniqueViolation, () =>
+            Effect.flatMap(holder, (held) =>
+              held.length > 0
+                ? Effect.succeed({ id: String(held[0].id), inserted: false })
+                : tries >= 10
+                ? Effect.fail(new SqlError({ message: `sqlane: unique key ${row.uniqueKey} kept changing hands` }))
+                : go(tries + 1)))
+        )
+      return go(1)
     },
     jobProbe: (names) =>
       Effect.map(
@@ -450,6 +614,45 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           return claimed.map((r) => ({ ...r, attempts: r.attempts + 1 }))
         }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
       }).pipe(Effect.scoped),
+    jobClaimKeyed: (names, limit, nowUs, workerId) =>
+      // As `jobClaim`; the locking read skips jobs whose key has a running job (the unique index on
+      // `mutex_running` answers that), and one job per key is kept from the window.
+      retryKeyed(Effect.gen(function*() {
+        const conn = yield* sql.reserve
+        const [select, selectParams] = sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j
+          WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
+            AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
+          ORDER BY priority, run_at, id
+          LIMIT ${sql.literal(keyedWindow(limit))}
+          FOR UPDATE SKIP LOCKED`.compile(true)
+        return yield* Effect.gen(function*() {
+          const results = yield* conn.executeUnprepared(
+            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${select}`,
+            selectParams,
+            undefined
+          )
+          const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
+          const keys = new Set<string>()
+          const picked: Array<ClaimedRow> = []
+          for (const row of rows) {
+            if (picked.length >= limit) break
+            if (row.mutex_key !== null && row.mutex_key !== undefined) {
+              if (keys.has(row.mutex_key)) continue
+              keys.add(row.mutex_key)
+            }
+            picked.push(toClaimed(row))
+          }
+          if (picked.length === 0) {
+            yield* conn.executeUnprepared("COMMIT", [], undefined)
+            return [] as Array<ClaimedRow>
+          }
+          const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
+                claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
+              WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
+          yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
+          return picked.map((r) => ({ ...r, attempts: r.attempts + 1 }))
+        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+      }).pipe(Effect.scoped)),
     jobFinishMany: (finishes) => {
       const rows = finishes.map((f, i) =>
         i === 0
@@ -481,7 +684,8 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
             WHERE id = ${id} AND state IN ('dead', 'cancelled')`.raw,
         (r: any) => Number(r.affectedRows) > 0
-      ),
+        // Another job holds its unique key: the index refuses the update (only this statement fails).
+      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
     jobCancelledAmong: (ids) =>
       ids.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`.unprepared,
@@ -512,6 +716,17 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           Effect.asVoid
         ),
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [workerLockName(id)]],
+    scheduleGet: (name) =>
+      Effect.map(
+        sql<{ us: number }>`SELECT ${sql.literal(usOf("last_tick_at"))} AS us FROM ${sql(`${prefix}schedules`)}
+          WHERE name = ${name}`,
+        (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
+      ),
+    scheduleAdvance: (name, tickUs, nowUs) =>
+      sql`INSERT INTO ${sql(`${prefix}schedules`)} (name, last_tick_at, updated_at)
+          VALUES (${name}, ${ts(tickUs)}, ${ts(nowUs)})
+          ON DUPLICATE KEY UPDATE last_tick_at = GREATEST(last_tick_at, VALUES(last_tick_at)),
+            updated_at = VALUES(updated_at)`.pipe(Effect.asVoid),
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,

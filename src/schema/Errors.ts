@@ -83,3 +83,21 @@ export class JobTimeout extends Schema.TaggedError<JobTimeout>("sqlane/JobTimeou
     return `the attempt timed out after ${this.millis} ms`
   }
 }
+
+/**
+ * A periodic job's declaration was refused: its cron expression does not parse or never fires,
+ * its time zone is unknown (IANA names such as `"Europe/Berlin"`, or offsets such as `"+02:00"`),
+ * its name is out of range, or its constant payload does not encode with the job's schema.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSchedule extends Schema.TaggedError<InvalidSchedule>("sqlane/InvalidSchedule")(
+  "InvalidSchedule",
+  {
+    /** The periodic job's name. */
+    schedule: Schema.String,
+    /** What is wrong, e.g. `Invalid time zone in cron expression: Europe/Berln`. */
+    message: Schema.String
+  }
+) {}

@@ -46,6 +46,11 @@ export interface Job<
   readonly isPermanent: (failure: Failure) => boolean
   /** Longest an attempt may run (ms); its handler is then interrupted and the attempt fails. */
   readonly timeoutMillis: number | undefined
+  /**
+   * The mutex key of a job, from its payload: jobs that share a key never run at the same time,
+   * across every worker, process and job name. `undefined` (the function, or its result): no key.
+   */
+  readonly mutexKey: ((payload: Payload) => string | undefined) | undefined
 }
 
 /**
@@ -64,6 +69,7 @@ export declare namespace Job {
     readonly priority: number
     readonly isPermanent: (failure: never) => boolean
     readonly timeoutMillis: number | undefined
+    readonly mutexKey: ((payload: never) => string | undefined) | undefined
   }
   /** The decoded payload type of a job. */
   export type Payload<J extends Any> = Schema.Schema.Type<J["payload"]>
@@ -128,6 +134,16 @@ export const attempts = (
  * @param options.isPermanent failures that dead-letter at once (default: none)
  * @param options.timeout longest an attempt may run; then its handler is interrupted and the attempt
  *   fails with `JobTimeout` (default: none)
+ * @param options.mutexKey the job's mutex key, computed from the (decoded) payload at enqueue, 1–255
+ *   characters, or `undefined` for none: jobs that share a key — of any job names — never run at the
+ *   same time, across all workers and processes (a unique index over running keys guarantees it). A
+ *   job waiting to retry holds no key. Workers claim jobs of a name with a `mutexKey` by a second,
+ *   slower claim statement, so give it only to jobs that need it, and give every process the same
+ *   definition: a worker whose definition has no `mutexKey` never claims jobs that carry a key.
+ *   Jobs of one key run one at a time in claim order (priority, `run_at`, id) but a failed job that
+ *   waits to retry lets the next one run. Source: graphile-worker's named queues (`queue_name`: its
+ *   jobs run one at a time), Oban Pro's partitioned global limit of 1, BullMQ Pro's groups.
+ *   (default: none)
  * @since 0.1.0
  * @category constructors
  */
@@ -149,6 +165,7 @@ export const make = <
     readonly priority?: number | undefined
     readonly isPermanent?: ((failure: E) => boolean) | undefined
     readonly timeout?: Duration.DurationInput | undefined
+    readonly mutexKey?: ((payload: P) => string | undefined) | undefined
   }
 ): Job<Name, P, PI, S, SI, E, EI> => {
   if (name.length === 0 || name.length > 255) {
@@ -167,7 +184,8 @@ export const make = <
     retry: options.retry ?? defaultRetry,
     priority,
     isPermanent: options.isPermanent ?? (() => false),
-    timeoutMillis: options.timeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.timeout))
+    timeoutMillis: options.timeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.timeout)),
+    mutexKey: options.mutexKey
   }
 }
 

@@ -10,6 +10,13 @@
  * RETURNING` on PostgreSQL, one locking read per group and one update on MySQL/MariaDB. Each
  * group is one index range read in claim order, so no claim sorts the backlog.
  *
+ * Jobs with a mutex key are left to the *keyed claim*, used only when one of the due names is
+ * keyed (its definition has a `mutexKey`): it claims the due jobs of all the due names, those
+ * without a key and, for every key with no running job, the first due job of that key — in one
+ * order (priority, `run_at`, id), so keyed and unkeyed names share slots by priority. A unique
+ * index over the keys of running jobs makes two running jobs of one key impossible; a claim that
+ * loses a race for a key is retried.
+ *
  * @since 0.1.0
  */
 import type { SqlError } from "@effect/sql/SqlError"
@@ -50,12 +57,16 @@ export type ClaimedJob = ClaimedRow
 export interface ClaimerShape {
   /** Which of `names` have due jobs at `nowUs` (µs since the epoch), and when the next one is due. */
   readonly probe: (names: ReadonlyArray<string>, nowUs: number) => Effect.Effect<Probe, SqlError>
-  /** Claims up to `limit` due jobs of `groups` for `workerId`, in claim order. */
+  /**
+   * Claims up to `limit` due jobs of `groups` for `workerId`, in claim order. When `keyed` (the
+   * names whose jobs may carry mutex keys) meets the groups' names, the keyed claim is used.
+   */
   readonly claim: (
     groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    keyed?: ReadonlySet<string>
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
 }
 
@@ -83,12 +94,15 @@ export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Dat
         due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
         return { due, nextUs }
       }),
-  claim: (groups, limit, nowUs, workerId) =>
-    groups.length === 0 || limit <= 0
-      ? Effect.succeed([])
-      // Each group read may lock up to `limit` rows: bound the groups so one claim locks at most
-      // about 500 rows. The groups are best first, and those left out are claimed next time.
-      : statements.jobClaim(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
+  claim: (groups, limit, nowUs, workerId, keyed) => {
+    if (groups.length === 0 || limit <= 0) return Effect.succeed([])
+    if (keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))) {
+      return statements.jobClaimKeyed(Array.from(new Set(groups.map((g) => g.name))), limit, nowUs, workerId)
+    }
+    // Each group read may lock up to `limit` rows: bound the groups so one claim locks at most
+    // about 500 rows. The groups are best first, and those left out are claimed next time.
+    return statements.jobClaim(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
+  }
 }))
 
 export const layer: Layer.Layer<Claimer, never, Database> = Layer.effect(Claimer, make)

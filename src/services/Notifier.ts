@@ -83,6 +83,12 @@ export interface NotifierShape {
    * when the window ends. Job names and priorities only, never the job payload.
    */
   readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
+  /**
+   * A job that may hold a mutex key ended, so jobs waiting for its key may now run: wakes the workers
+   * of `names` — this process's at once, other processes' by a `NOTIFY` on PostgreSQL (through the
+   * same limiter as enqueues: within {@link notifyWindowMillis}), by their poll on MySQL/MariaDB.
+   */
+  readonly released: (names: ReadonlyArray<string>) => Effect.Effect<void>
   /** Subscribes to wake-ups for `names` for the life of the scope. */
   readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
   /**
@@ -263,6 +269,13 @@ const make = (
           for (const e of entries) trailing.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
           Queue.unsafeOffer(trailingSignal, undefined)
           return undefined
+        }),
+      released: (names) =>
+        Effect.sync(() => {
+          deliver(local, names)
+          if (listenOn === undefined || names.length === 0) return
+          for (const name of names) trailing.set(name, name)
+          Queue.unsafeOffer(trailingSignal, undefined)
         }),
       cancelled: (ids) =>
         Effect.sync(() => deliverCancel(ids)).pipe(

@@ -35,7 +35,66 @@ export interface EnqueueOptions {
   readonly delay?: Duration.DurationInput | undefined
   /** An integer; lower runs first. Default: the job definition's priority. */
   readonly priority?: number | undefined
+  /**
+   * A unique key (1–255 characters), or the key and the states that guard it. While a job with this
+   * key is in one of the guarded states, enqueueing another writes nothing and returns the existing
+   * job's id (`insert` also says `duplicate: true`). Only `enqueue` and `insert` take it.
+   */
+  readonly unique?: string | UniqueOptions | undefined
 }
+
+/**
+ * A unique key and the states in which a job holds it.
+ *
+ * Backed by a unique index (PostgreSQL: a partial index; MySQL/MariaDB: a generated column that is
+ * NULL outside the guarded states), so it holds under concurrent enqueues from any number of
+ * processes and under rollbacks: an enqueue that meets an uncommitted job with the same key waits
+ * for that transaction, then inserts (it rolled back) or returns that job (it committed).
+ *
+ * Source: River's unique jobs (`UniqueOpts`: `ByArgs`/`ByPeriod`, states as a bit mask under a
+ * unique index), pg-boss's `singletonKey`, Oban's `unique: [states: …]`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UniqueOptions {
+  /** 1–255 characters. Keys are shared by every job name: prefix them with the name if that matters. */
+  readonly key: string
+  /**
+   * The states in which an existing job with the key blocks a new one. `pending` and `running` are
+   * always included (a job can go back to pending from running, so they cannot be left out); add
+   * `completed`, `dead` or `cancelled` for "at most once while such a job is kept". Default
+   * `["pending", "running"]`. The states are stored with the job: a later enqueue of the key is
+   * refused while *this* job is in one of *its* states, whatever states the later enqueue gives.
+   */
+  readonly states?: ReadonlyArray<JobState> | undefined
+}
+
+/**
+ * What {@link QueueShape.insert} did.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InsertResult {
+  /** The id of the job written, or of the existing job that holds the unique key. */
+  readonly id: string
+  /**
+   * `true` when nothing was written because a job with the same unique key was in a guarded state
+   * (River's `UniqueSkippedAsDuplicate`); always `false` without a unique key.
+   */
+  readonly duplicate: boolean
+}
+
+/**
+ * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
+
+const stateBits: Record<JobState, number> = { pending: 1, running: 2, completed: 4, dead: 8, cancelled: 16 }
 
 /**
  * @since 0.1.0
@@ -43,8 +102,10 @@ export interface EnqueueOptions {
  */
 export interface QueueShape {
   /**
-   * Encodes `payload` with the job's schema and inserts one job. Returns the job id.
-   * Fails with `InvalidPayload` (nothing written) when the payload does not encode.
+   * Encodes `payload` with the job's schema and inserts one job. Returns the job id — with a
+   * `unique` key that a job already holds, that job's id (nothing is written; use `insert` to
+   * know which). Fails with `InvalidPayload` (nothing written) when the payload does not encode,
+   * or a priority, date, unique key or mutex key is out of range.
    */
   readonly enqueue: <J extends Job.Any>(
     job: J,
@@ -52,13 +113,23 @@ export interface QueueShape {
     options?: EnqueueOptions
   ) => Effect.Effect<string, InvalidPayload | SqlError>
   /**
+   * As `enqueue`, and says whether a job was written: `{ id, duplicate }`, where `duplicate: true`
+   * means a job with the same unique key was in a guarded state and nothing was written.
+   */
+  readonly insert: <J extends Job.Any>(
+    job: J,
+    payload: Job.Payload<J>,
+    options?: EnqueueOptions
+  ) => Effect.Effect<InsertResult, InvalidPayload | SqlError>
+  /**
    * Inserts many jobs of one job name with multi-row inserts (in one transaction). Returns their
-   * ids in input order. If any payload fails to encode, nothing is written.
+   * ids in input order. If any payload fails to encode, nothing is written. Unique keys are not
+   * taken here (use `enqueue`); mutex keys are.
    */
   readonly enqueueMany: <J extends Job.Any>(
     job: J,
     payloads: Iterable<Job.Payload<J>>,
-    options?: EnqueueOptions
+    options?: EnqueueManyOptions
   ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | SqlError>
   /** A job's state, attempts, timestamps, error history and result. */
   readonly get: (id: string) => Effect.Effect<JobInfo, JobNotFound | SqlError>
@@ -71,7 +142,8 @@ export interface QueueShape {
   readonly cancel: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
   /**
    * Puts a `dead` or `cancelled` job back to `pending`, due now, with a fresh set of attempts (its
-   * error history is kept). Returns `false` when the job was in another state.
+   * error history is kept). Returns `false` when the job was in another state, or when another job
+   * now holds its unique key.
    */
   readonly retry: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
 }
@@ -123,6 +195,27 @@ const parseJson = (text: string | null): unknown => {
 
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
+const checkKey = (job: Job.Any, what: string, key: unknown) =>
+  typeof key === "string" && key.length >= 1 && key.length <= 255
+    ? Effect.succeed(key)
+    : new InvalidPayload({ job: job.name, message: `${what} must be a string of 1 to 255 characters, got ${JSON.stringify(key)}` })
+
+/**
+ * The mutex key of a payload by its job's `mutexKey`, or null.
+ *
+ * @internal
+ */
+export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =>
+  Effect.gen(function*() {
+    const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
+    if (f === undefined) return null
+    const key = yield* Effect.try({
+      try: () => f(payload),
+      catch: (e) => new InvalidPayload({ job: job.name, message: `mutexKey threw: ${e instanceof Error ? e.message : String(e)}` })
+    })
+    return key === undefined ? null : yield* checkKey(job, "the mutex key", key)
+  })
+
 /**
  * @since 0.1.0
  * @category constructors
@@ -171,20 +264,57 @@ export const make = Effect.gen(function*() {
       return ids
     })
 
+  const insertOne = <J extends Job.Any>(job: J, payload: Job.Payload<J>, options: EnqueueOptions | undefined) =>
+    Effect.gen(function*() {
+      const json = yield* encodePayload(job, payload)
+      const mutexKey = yield* mutexKeyOf(job, payload)
+      const { now, priority, runAtUs } = yield* resolve(job, options)
+      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey }
+      const unique = options?.unique
+      if (unique === undefined) {
+        const ids = yield* insert([row], now)
+        return { id: ids[0], duplicate: false } satisfies InsertResult
+      }
+      const uniqueKey = yield* checkKey(job, "the unique key", typeof unique === "string" ? unique : unique.key)
+      let uniqueStates = stateBits.pending | stateBits.running
+      for (const state of (typeof unique === "string" ? undefined : unique.states) ?? []) {
+        if (!Schema.is(JobState)(state)) {
+          return yield* new InvalidPayload({ job: job.name, message: `unknown job state in unique.states: ${state}` })
+        }
+        uniqueStates |= stateBits[state]
+      }
+      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+      const signal: ReadonlyArray<Enqueued> = [runAtUs <= now ? [job.name, priority] : job.name]
+      const result = yield* statements.jobInsertUnique(
+        { ...row, uniqueKey, uniqueStates },
+        now,
+        yield* notifier.notifyPayload(signal)
+      )
+      if (result.inserted) yield* notifier.enqueued(signal, !inTransaction)
+      return { id: result.id, duplicate: !result.inserted } satisfies InsertResult
+    })
+
   const service: QueueShape = {
     enqueue: (job, payload, options) =>
-      Effect.gen(function*() {
-        const json = yield* encodePayload(job, payload)
-        const { now, priority, runAtUs } = yield* resolve(job, options)
-        const ids = yield* insert([{ name: job.name, payload: json, priority, runAtUs }], now)
-        return ids[0]
-      }).pipe(Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })),
+      insertOne(job, payload, options).pipe(
+        Effect.map((r) => r.id),
+        Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+      ),
+    insert: (job, payload, options) =>
+      insertOne(job, payload, options).pipe(
+        Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+      ),
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
-        const json = yield* Effect.forEach(payloads, (p) => encodePayload(job, p))
+        const items = Array.from(payloads)
+        const json = yield* Effect.forEach(items, (p) => encodePayload(job, p))
         if (json.length === 0) return []
+        const mutexKeys = yield* Effect.forEach(items, (p) => mutexKeyOf(job, p))
         const { now, priority, runAtUs } = yield* resolve(job, options)
-        return yield* insert(json.map((payload) => ({ name: job.name, payload, priority, runAtUs })), now)
+        return yield* insert(
+          json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i] })),
+          now
+        )
       }).pipe(Effect.withSpan("sqlane.enqueueMany", {
         attributes: { "sqlane.job.name": job.name },
         captureStackTrace: false

@@ -213,6 +213,9 @@ export const make = <R>(
       handlers.set(h.job.name, h)
     }
     const names = Array.from(handlers.keys())
+    /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
+    const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
+    const keyedNames = Array.from(keyed)
     const { statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
@@ -339,6 +342,8 @@ export const make = <R>(
         running--
         Queue.unsafeOffer(slotFreed, undefined)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
+        // Its mutex key is free again: wake the workers of jobs that may wait for it.
+        if (keyed.has(row.name)) Effect.runFork(notifier.released(keyedNames))
         if (running === 0 && idleWaiters.length > 0) {
           const waiters = idleWaiters
           idleWaiters = []
@@ -458,7 +463,7 @@ export const make = <R>(
     const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
       Effect.uninterruptible(
-        Effect.map(claimer.claim(groups, free, nowUs, workerId), (rows) => {
+        Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
           running += rows.length
           for (const row of rows) {
             claiming.add(row.id)

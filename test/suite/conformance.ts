@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
-import { forDialect } from "../../src/internal/migrations.js"
+import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -59,12 +59,14 @@ export const conformance = (target: Target) => {
         // Exactly one of the four runs applied the migrations; the others found nothing to do.
         const applied = runs.filter((r) => r.length > 0)
         assert.strictEqual(applied.length, 1)
-        const all = Object.keys(forDialect(target.dialect, prefix)).map((key) => Number(key.split("_")[0]))
-        assert.isAtLeast(all.length, 3)
-        assert.deepStrictEqual(applied[0].map(([id]) => id), all)
+        const expected = Object.keys(MigrationsInternal.forDialect(target.dialect, prefix))
+          .map((key) => Number(key.split("_")[0]))
+          .sort((a, b) => a - b)
+        assert.includeMembers(expected, [1, 2, 3, 4, 5])
+        assert.deepStrictEqual(applied[0].map(([id]) => id), expected)
         const sql = (yield* SqlClient.SqlClient).withoutTransforms()
         const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "migrations")}`
-        assert.strictEqual(Number(rows[0].n), all.length)
+        assert.strictEqual(Number(rows[0].n), expected.length)
         yield* dropTables(prefix)
       }).pipe(Effect.provide(clientLayer(target))))
 

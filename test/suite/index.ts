@@ -6,6 +6,7 @@ import { inject, it } from "vitest"
 import { conformance } from "./conformance.js"
 import { plans } from "./plans.js"
 import { safety } from "./safety.js"
+import { scheduling } from "./scheduling.js"
 
 export const suitesFor = (id: string) => {
   const target = inject("targets").find((t) => t.id === id)
@@ -13,6 +14,7 @@ export const suitesFor = (id: string) => {
     conformance(target)
     safety(target)
     plans(target)
+    scheduling(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

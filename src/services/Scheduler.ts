@@ -1,0 +1,135 @@
+/**
+ * Runs periodic jobs: for each `PeriodicJob`, sleeps (Effect's `Clock`) until its next tick and
+ * enqueues that tick's job. Run one in every process that should keep the schedules going — any
+ * number of schedulers may run the same periodic jobs: each tick is enqueued exactly once, by a
+ * unique key (`PeriodicJob.tickKey`) held in every state.
+ *
+ * Ticks are taken one after the other from the previous one, so a scheduler that is late (a slow
+ * database, a paused process) still enqueues every tick that passed while it ran. Ticks that passed
+ * while no scheduler ran are skipped, or the latest of them enqueued once (`missed: "runOnce"`):
+ * the latest tick enqueued is kept in `<prefix>schedules`.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Cron from "effect/Cron"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import { Database } from "../internal/Database.js"
+import { nowMicros } from "../internal/time.js"
+import { InvalidPayload } from "../schema/Errors.js"
+import type { JobState } from "../schema/JobInfo.js"
+import { type PeriodicJob, tickKey } from "../schema/PeriodicJob.js"
+import { Queue } from "./Queue.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SchedulerOptions {
+  /** The periodic jobs to run; their names must differ. */
+  readonly schedules: ReadonlyArray<PeriodicJob>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SchedulerHandle {
+  /** The next tick each periodic job waits for, by name (after the scheduler's first step). */
+  readonly next: (name: string) => Date | undefined
+}
+
+const allStates: ReadonlyArray<JobState> = ["pending", "running", "completed", "dead", "cancelled"]
+
+/** Database writes are retried until they succeed: a tick is late rather than lost. */
+const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
+
+/**
+ * Starts the periodic jobs in the current scope; they stop when it closes. Dies when two periodic
+ * jobs share a name.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, never, Scope.Scope | Queue | Database> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue
+    const { statements } = yield* Database
+    const seen = new Set<string>()
+    for (const p of options.schedules) {
+      if (seen.has(p.name)) return yield* Effect.dieMessage(`sqlane: two periodic jobs named "${p.name}"`)
+      seen.add(p.name)
+    }
+    const nextTicks = new Map<string, Date>()
+
+    const fire = (p: PeriodicJob, tick: Date) =>
+      Effect.gen(function*() {
+        const payload = yield* Effect.try({
+          try: () => p.payload(tick),
+          catch: (e) =>
+            new InvalidPayload({
+              job: p.job.name,
+              message: `the payload function threw: ${e instanceof Error ? e.message : String(e)}`
+            })
+        })
+        const result = yield* queue.insert(p.job, payload, {
+          runAt: tick,
+          priority: p.priority,
+          unique: { key: tickKey(p.name, tick), states: allStates }
+        })
+        yield* statements.scheduleAdvance(p.name, tick.getTime() * 1000, yield* nowMicros)
+        yield* Effect.logDebug(
+          result.duplicate ? "sqlane: tick already enqueued" : "sqlane: tick enqueued"
+        ).pipe(Effect.annotateLogs({ "sqlane.job.id": result.id, "sqlane.tick": tick.toISOString() }))
+      }).pipe(
+        // A payload that does not encode (or whose function throws) skips the tick: retrying cannot help.
+        Effect.catchTag("InvalidPayload", (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)),
+        Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: enqueueing a tick failed; retrying", cause)),
+        Effect.retry(untilDone)
+      )
+
+    const run = (p: PeriodicJob) =>
+      Effect.gen(function*() {
+        const startMs = yield* Clock.currentTimeMillis
+        const lastUs = yield* statements.scheduleGet(p.name).pipe(Effect.retry(untilDone))
+        if (p.missed === "runOnce" && lastUs !== undefined) {
+          // The latest tick at or before now, if no scheduler enqueued it.
+          // (`Cron.prev` is strictly before its start, in whole seconds.)
+          let latest = Cron.prev(p.cron, new Date(startMs + 1000))
+          while (latest.getTime() > startMs) latest = Cron.prev(p.cron, latest)
+          if (latest.getTime() * 1000 > lastUs) yield* fire(p, latest)
+        }
+        let cursor = new Date(startMs)
+        while (true) {
+          const tick = Cron.next(p.cron, cursor)
+          nextTicks.set(p.name, tick)
+          // Whole milliseconds: TestClock cannot represent a fractional instant.
+          const wait = tick.getTime() - (yield* Clock.currentTimeMillis)
+          if (wait > 0) yield* Effect.sleep(Math.ceil(wait))
+          yield* fire(p, tick)
+          cursor = tick
+        }
+      }).pipe(
+        // `Cron` throws when it finds no tick (checked at declaration; defensive here).
+        Effect.catchAllDefect((defect) => Effect.logError("sqlane: periodic job stopped", defect)),
+        Effect.annotateLogs({ package: "sqlane", module: "Scheduler", "sqlane.periodic": p.name }),
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+
+    yield* Effect.forEach(options.schedules, run, { discard: true })
+    return { next: (name) => nextTicks.get(name) } satisfies SchedulerHandle
+  })
+
+/**
+ * The periodic jobs as a layer: they run while the layer is alive. Provide it with `QueueLive`
+ * (it enqueues through `Queue`); workers with handlers for the jobs run them.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: SchedulerOptions): Layer.Layer<never, never, Queue | Database> =>
+  Layer.scopedDiscard(make(options))

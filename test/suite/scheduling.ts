@@ -1,0 +1,544 @@
+/**
+ * Scheduling semantics, on every database: unique keys, mutex keys, priorities across names,
+ * claims that never deadlock, and periodic (cron) jobs.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Cron from "effect/Cron"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import { Claimer, Job, PeriodicJob, Queue, Scheduler, Worker } from "../../src/index.js"
+import { countJobs, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import type { QueueOptions } from "../../src/services/QueueConfig.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+/** A job whose payload names its mutex key (`null`: none). */
+const Keyed = Job.make("keyed", {
+  payload: Schema.Struct({ key: Schema.NullOr(Schema.String), i: Schema.Number }),
+  mutexKey: (p) => p.key ?? undefined
+})
+const KeyedToo = Job.make("keyed-too", {
+  payload: Schema.Struct({ key: Schema.String, i: Schema.Number }),
+  mutexKey: (p) => p.key
+})
+const Plain = Job.make("plain", { payload: Schema.Struct({ i: Schema.Number }) })
+
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+
+/** A table of handler runs: job id, mutex key, start and end (µs, this process's clock). */
+const runsTable = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${runs} (job_id VARCHAR(32) NOT NULL, mkey VARCHAR(64) NULL,
+      started_us BIGINT NOT NULL, ended_us BIGINT NOT NULL)`
+    return {
+      record: (jobId: string, key: string | null, startedUs: number) =>
+        Effect.orDie(sql`INSERT INTO ${runs} (job_id, mkey, started_us, ended_us)
+          VALUES (${jobId}, ${key}, ${startedUs}, ${nowUs()})`),
+      all: Effect.map(
+        sql<{ job_id: string; mkey: string | null; started_us: string; ended_us: string }>`SELECT * FROM ${runs}`,
+        (rows) =>
+          rows.map((r) => ({ id: r.job_id, key: r.mkey, start: Number(r.started_us), end: Number(r.ended_us) }))
+      )
+    }
+  })
+
+/** A worker on a QueueLive of its own (its own pool) on `prefix`, for the life of the scope. */
+const otherWorker = <R>(
+  target: Target,
+  prefix: string,
+  options: Worker.WorkerOptions<R>,
+  queueOptions: QueueOptions = {}
+) =>
+  Layer.launch(
+    Worker.layer(options).pipe(Layer.provide(testLayer(target, { ...queueOptions, prefix, migrate: false }).layer))
+  ).pipe(Effect.forkScoped)
+
+/** The claim's groups for job names of the default priority. */
+const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
+
+export const scheduling = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+
+  describe(`scheduling [${target.id}]`, () => {
+    // ---------------------------------------------------------------- unique keys
+
+    it.live(name("unique: a second enqueue of a pending key returns the first job's id and writes nothing"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const first = yield* queue.insert(Plain, { i: 1 }, { unique: "report:2026-11" })
+          assert.isFalse(first.duplicate)
+          const again = yield* queue.insert(Plain, { i: 2 }, { unique: { key: "report:2026-11" } })
+          assert.deepStrictEqual(again, { id: first.id, duplicate: true })
+          assert.strictEqual(yield* queue.enqueue(Plain, { i: 3 }, { unique: "report:2026-11" }), first.id)
+          assert.strictEqual(yield* countJobs(prefix), 1)
+          assert.deepStrictEqual((yield* queue.get(first.id)).payload, { i: 1 })
+          // another key is another job; no key is never a duplicate
+          assert.isFalse((yield* queue.insert(Plain, { i: 4 }, { unique: "report:2026-12" })).duplicate)
+          assert.isFalse((yield* queue.insert(Plain, { i: 5 })).duplicate)
+          assert.strictEqual(yield* countJobs(prefix), 3)
+          // out-of-range keys are refused
+          const long = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "x".repeat(256) }))
+          assert.strictEqual(long._tag, "InvalidPayload")
+          const empty = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "" }))
+          assert.strictEqual(empty._tag, "InvalidPayload")
+          assert.strictEqual(yield* countJobs(prefix), 3)
+        })))
+
+    it.live(name("unique: guarded states — after completion a key is free by default, not with states [completed]"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* Worker.make({ handlers: [Job.handler(Plain, () => Effect.void)] })
+          const a = yield* queue.enqueue(Plain, { i: 1 }, { unique: "free-after" })
+          const b = yield* queue.enqueue(Plain, { i: 1 }, { unique: { key: "once-ever", states: ["completed"] } })
+          yield* waitUntil(Effect.map(Effect.all([queue.get(a), queue.get(b)]), (js) => js.every((j) => j.state === "completed")))
+          const a2 = yield* queue.insert(Plain, { i: 2 }, { unique: "free-after" })
+          assert.isFalse(a2.duplicate)
+          assert.notStrictEqual(a2.id, a)
+          const b2 = yield* queue.insert(Plain, { i: 2 }, { unique: { key: "once-ever", states: ["completed"] } })
+          assert.deepStrictEqual(b2, { id: b, duplicate: true })
+          // The mask is the existing job's: a job guarding only pending/running still blocks while
+          // it is pending, whatever the newcomer asks.
+          yield* waitUntil(Effect.map(queue.get(a2.id), (j) => j.state === "completed"))
+          assert.strictEqual(yield* countJobs(prefix), 3)
+        }), { pollInterval: "100 millis" }))
+
+    it.live(name("unique: a cancelled job whose key was taken again is not retried (retry returns false)"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const old = yield* queue.enqueue(Plain, { i: 1 }, { unique: "k", delay: "1 hour" })
+          assert.isTrue(yield* queue.cancel(old))
+          const fresh = yield* queue.insert(Plain, { i: 2 }, { unique: "k", delay: "1 hour" })
+          assert.isFalse(fresh.duplicate)
+          assert.isFalse(yield* queue.retry(old))
+          assert.strictEqual((yield* queue.get(old)).state, "cancelled")
+          assert.isTrue(yield* queue.cancel(fresh.id))
+          assert.isTrue(yield* queue.retry(old))
+          assert.strictEqual((yield* queue.get(old)).state, "pending")
+        })))
+
+    it.live(name("unique: 8 fibers enqueue one key at once → one job, every caller gets its id"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          for (let round = 0; round < 5; round++) {
+            const results = yield* Effect.all(
+              Array.from({ length: 8 }, (_, i) => queue.insert(Plain, { i }, { unique: `race-${round}` })),
+              { concurrency: "unbounded" }
+            )
+            assert.strictEqual(new Set(results.map((r) => r.id)).size, 1)
+            assert.strictEqual(results.filter((r) => !r.duplicate).length, 1)
+          }
+          assert.strictEqual(yield* countJobs(prefix), 5)
+        }), { maxConnections: 10 }))
+
+    for (const outcome of ["rolls back", "commits"] as const) {
+      it.live(name(`unique: transaction A enqueues k and ${outcome} while B and C enqueue k → exactly one k`), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const queue = yield* Queue.Queue
+            const enqueued = yield* Deferred.make<string>()
+            const release = yield* Deferred.make<void>()
+            const a = yield* Effect.gen(function*() {
+              const id = yield* queue.enqueue(Plain, { i: 1 }, { unique: "k" })
+              yield* Deferred.succeed(enqueued, id)
+              yield* Deferred.await(release)
+              if (outcome === "rolls back") return yield* Effect.fail("rollback" as const)
+              return id
+            }).pipe(sql.withTransaction, Effect.fork)
+            const aId = yield* Deferred.await(enqueued)
+            // Two waiters: on InnoDB, A's rollback makes one of them deadlock (retried by sqlane).
+            const b = yield* Effect.fork(queue.insert(Plain, { i: 2 }, { unique: "k" }))
+            const c = yield* Effect.fork(queue.insert(Plain, { i: 3 }, { unique: "k" }))
+            yield* realSleep(500)
+            // B and C wait for A's transaction: they cannot know yet whether k is taken.
+            assert.isTrue(Option.isNone(yield* Fiber.poll(b)), "B returned before A ended")
+            assert.isTrue(Option.isNone(yield* Fiber.poll(c)), "C returned before A ended")
+            yield* Deferred.succeed(release, undefined)
+            const aExit = yield* Fiber.await(a)
+            const results = [yield* Fiber.join(b), yield* Fiber.join(c)]
+            assert.strictEqual(yield* countJobs(prefix), 1)
+            assert.strictEqual(new Set(results.map((r) => r.id)).size, 1)
+            if (outcome === "rolls back") {
+              assert.isTrue(Exit.isFailure(aExit))
+              // exactly one of B and C wrote the only k; the other was told it was a duplicate
+              assert.deepStrictEqual(results.map((r) => r.duplicate).sort(), [false, true])
+              const info = yield* queue.get(results[0].id)
+              assert.deepStrictEqual(info.payload, results[0].duplicate ? { i: 3 } : { i: 2 })
+            } else {
+              assert.isTrue(Exit.isSuccess(aExit))
+              assert.deepStrictEqual(results, [{ id: aId, duplicate: true }, { id: aId, duplicate: true }])
+              assert.deepStrictEqual((yield* queue.get(aId)).payload, { i: 1 })
+            }
+          })))
+    }
+
+    // ---------------------------------------------------------------- mutex keys
+
+    it.live(name("mutex: a claim takes one due job per key, none of a running key; the index forbids two running"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const k1 = yield* queue.enqueueMany(Keyed, [{ key: "k", i: 1 }, { key: "k", i: 2 }, { key: "k", i: 3 }])
+          const free = yield* queue.enqueueMany(Keyed, [{ key: null, i: 4 }, { key: null, i: 5 }])
+          const other = yield* queue.enqueue(KeyedToo, { key: "k2", i: 6 })
+          // another job name, the same key as the first three
+          const crossName = yield* queue.enqueue(KeyedToo, { key: "k", i: 7 })
+          const keyed = new Set([Keyed.name, KeyedToo.name])
+          const now = Date.now() * 1000 + 1000
+          // The plain claim never takes a keyed job
+          const plain = yield* claimer.claim(groupsOf(Keyed.name, KeyedToo.name), 10, now, "w0")
+          assert.deepStrictEqual(plain.map((r) => r.id), free)
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', attempts = 0 WHERE id IN ${sql.in(free)}`
+          const first = yield* claimer.claim(groupsOf(Keyed.name, KeyedToo.name), 10, now, "w1", keyed)
+          assert.deepStrictEqual(first.map((r) => r.id).sort(), [k1[0], ...free, other].sort())
+          const second = yield* claimer.claim(groupsOf(Keyed.name, KeyedToo.name), 10, now, "w2", keyed)
+          assert.deepStrictEqual(second, []) // k and k2 are running
+          // The database itself refuses a second running job of k.
+          const forced = yield* Effect.exit(sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running' WHERE id = ${k1[1]}`)
+          assert.isTrue(Exit.isFailure(forced))
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id = ${k1[0]}`
+          const third = yield* claimer.claim(groupsOf(Keyed.name), 10, now, "w3", keyed)
+          assert.deepStrictEqual(third.map((r) => r.id), [k1[1]])
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id IN ${sql.in([k1[1], k1[2]])}`
+          // k is free: the job of the other name that shares it is claimed now, not before
+          const fourth = yield* claimer.claim(groupsOf(Keyed.name, KeyedToo.name), 10, now, "w4", keyed)
+          assert.deepStrictEqual(fourth.map((r) => r.id), [crossName])
+        })))
+
+    it.live(name("mutex: 20 jobs of one key, 3 workers at concurrency 10 — no overlap; other keys run in parallel"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const runs = yield* runsTable(prefix)
+          const handler = Job.handler(Keyed, (p, ctx) =>
+            Effect.gen(function*() {
+              const start = nowUs()
+              yield* Effect.sleep("40 millis")
+              yield* runs.record(ctx.id, p.key, start)
+            }))
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 20 }, (_, i) => ({ key: "serial", i })))
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 40 }, (_, i) => ({ key: `other-${i % 20}`, i })))
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 20 }, (_, i) => ({ key: null, i })))
+          yield* Worker.make({ handlers: [handler], concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers: [handler], concurrency: 10 }, { pollInterval: "1 hour" })
+          yield* otherWorker(target, prefix, { handlers: [handler], concurrency: 10 }, { pollInterval: "1 hour" })
+          const started = Date.now()
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 80), 60_000, "80 jobs completed")
+          // The poll is 1 hour: the next job of the key is claimed when the previous one ends.
+          assert.isBelow(Date.now() - started, 20_000)
+          const all = yield* runs.all
+          assert.strictEqual(all.length, 80)
+          assert.strictEqual(new Set(all.map((r) => r.id)).size, 80)
+          const byKey = new Map<string | null, Array<{ start: number; end: number }>>()
+          for (const r of all) byKey.set(r.key, [...(byKey.get(r.key) ?? []), r])
+          for (const [key, intervals] of byKey) {
+            if (key === null) continue
+            intervals.sort((a, b) => a.start - b.start)
+            for (let i = 1; i < intervals.length; i++) {
+              assert.isAtLeast(intervals[i].start, intervals[i - 1].end, `key ${key}: two runs overlap`)
+            }
+          }
+          // Meanwhile other keys ran in parallel: some run of another key overlaps a run of "serial",
+          // and at some instant more than 3 jobs ran at once.
+          const serial = byKey.get("serial")!
+          assert.strictEqual(serial.length, 20)
+          const others = all.filter((r) => r.key !== "serial")
+          const overlapping = others.filter((o) => serial.some((s) => o.start < s.end && s.start < o.end))
+          assert.isAbove(overlapping.length, 0)
+          const maxAtOnce = Math.max(...all.map((r) => all.filter((o) => o.start <= r.start && r.start < o.end).length))
+          assert.isAbove(maxAtOnce, 3)
+        }), { pollInterval: "1 hour" }), 120_000)
+
+    it.live(name("mutex: a job of key k waiting to retry blocks neither k nor other keys"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Fails = Job.make("fails-once", {
+            payload: Schema.Struct({ key: Schema.String, fail: Schema.Boolean }),
+            mutexKey: (p) => p.key,
+            retry: Schedule.spaced("1 hour")
+          })
+          const ran: Array<string> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Fails, (p, ctx) =>
+              Effect.suspend(() => {
+                ran.push(ctx.id)
+                return p.fail ? Effect.die("boom") : Effect.void
+              }))],
+            concurrency: 1
+          })
+          const queue = yield* Queue.Queue
+          const failing = yield* queue.enqueue(Fails, { key: "k", fail: true })
+          yield* waitUntil(Effect.map(queue.get(failing), (j) => j.state === "pending" && j.attempts === 1))
+          const sameKey = yield* queue.enqueue(Fails, { key: "k", fail: false })
+          const otherKey = yield* queue.enqueue(Fails, { key: "k2", fail: false })
+          yield* waitUntil(
+            Effect.map(Effect.all([queue.get(sameKey), queue.get(otherKey)]), (js) => js.every((j) => j.state === "completed"))
+          )
+          assert.strictEqual((yield* queue.get(failing)).state, "pending")
+          assert.deepStrictEqual(ran.slice().sort(), [failing, sameKey, otherKey].sort())
+        })))
+
+    // ---------------------------------------------------------------- priorities
+
+    it.live(name("priorities across names: 100 low-priority jobs enqueued first, 1 high-priority job runs first"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Plain, Array.from({ length: 100 }, (_, i) => ({ i })), { priority: 10 })
+          yield* queue.enqueue(KeyedToo, { key: "urgent", i: 1000 }, { priority: -5 })
+          yield* queue.enqueue(Keyed, { key: null, i: 2000 }, { priority: 0 })
+          const order: Array<number> = []
+          const record = (i: number) => Effect.sync(() => order.push(i))
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Plain, (p) => record(p.i)),
+              Job.handler(Keyed, (p) => record(p.i)),
+              Job.handler(KeyedToo, (p) => record(p.i))
+            ],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 102))
+          assert.deepStrictEqual(order.slice(0, 3), [1000, 2000, 0])
+        })))
+
+    it.live(name("priorities across names without mutex keys (the plain claim): the high-priority job runs first"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Urgent = Job.make("urgent", { payload: Schema.Struct({ i: Schema.Number }), priority: -1 })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Plain, Array.from({ length: 100 }, (_, i) => ({ i })))
+          yield* queue.enqueue(Urgent, { i: 1000 })
+          const order: Array<number> = []
+          const record = (i: number) => Effect.sync(() => order.push(i))
+          yield* Worker.make({
+            handlers: [Job.handler(Plain, (p) => record(p.i)), Job.handler(Urgent, (p) => record(p.i))],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 101))
+          assert.deepStrictEqual(order, [1000, ...Array.from({ length: 100 }, (_, i) => i)])
+        })))
+
+    it.live(name("priorities: within one priority names interleave by run_at, none starves"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const expected: Array<string> = []
+          for (let i = 0; i < 30; i++) {
+            // three names, enqueued in turn: the order of run_at
+            yield* queue.enqueue(Plain, { i })
+            yield* queue.enqueue(Keyed, { key: null, i })
+            yield* queue.enqueue(KeyedToo, { key: `k${i}`, i })
+            expected.push(`plain${i}`, `keyed${i}`, `keyed-too${i}`)
+          }
+          const order: Array<string> = []
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Plain, (p) => Effect.sync(() => order.push(`plain${p.i}`))),
+              Job.handler(Keyed, (p) => Effect.sync(() => order.push(`keyed${p.i}`))),
+              Job.handler(KeyedToo, (p) => Effect.sync(() => order.push(`keyed-too${p.i}`)))
+            ],
+            concurrency: 1
+          })
+          yield* waitUntil(Effect.sync(() => order.length === 90))
+          assert.deepStrictEqual(order, expected)
+        })))
+
+    // ---------------------------------------------------------------- no deadlocks
+
+    it.live(name("no deadlocks: 3 claimers on 500 jobs with one run_at and priority (keyed and not) run each once"), () => {
+      // Every warning logged meanwhile (a claim that failed even after its retries would log one).
+      const warnings: Array<string> = []
+      const recorder = Logger.make(({ logLevel, message }) => {
+        if (LogLevel.greaterThanEqual(logLevel, LogLevel.Warning)) warnings.push(String(message))
+      })
+      return withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const runs = yield* runsTable(prefix)
+          const handler = Job.handler(Keyed, (p, ctx) => runs.record(ctx.id, p.key, nowUs()))
+          const plainHandler = Job.handler(Plain, (_, ctx) => runs.record(ctx.id, null, nowUs()))
+          const queue = yield* Queue.Queue
+          // enqueueMany gives every job of a call the same run_at and priority
+          yield* queue.enqueueMany(Keyed, Array.from({ length: 250 }, (_, i) => ({ key: i % 2 === 0 ? `k${i % 25}` : null, i })))
+          yield* queue.enqueueMany(Plain, Array.from({ length: 250 }, (_, i) => ({ i })))
+          const handlers = [handler, plainHandler]
+          yield* Worker.make({ handlers, concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers, concurrency: 10 })
+          yield* otherWorker(target, prefix, { handlers, concurrency: 10 })
+          // Meanwhile three transactions at once enqueue jobs of a new mutex key, several times.
+          const sql = yield* SqlClient.SqlClient
+          for (let round = 0; round < 5; round++) {
+            yield* Effect.all(
+              Array.from({ length: 3 }, (_, i) =>
+                sql.withTransaction(queue.enqueue(Keyed, { key: `new-${round}`, i: 1000 + round * 3 + i }))),
+              { concurrency: "unbounded" }
+            )
+          }
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 515), 60_000, "515 jobs completed")
+          const all = yield* runs.all
+          assert.strictEqual(all.length, 515)
+          assert.strictEqual(new Set(all.map((r) => r.id)).size, 515)
+          assert.strictEqual(yield* countJobs(prefix), 515)
+          assert.deepStrictEqual(warnings, [])
+        }), { pollInterval: "200 millis" }).pipe(Effect.provide(Logger.add(recorder)))
+    }, 120_000)
+
+    // ---------------------------------------------------------------- periodic jobs
+
+    it.effect(name("cron: an invalid expression, a misspelt time zone or a cron that never fires is refused at declaration"), () =>
+      Effect.gen(function*() {
+        const Tick = Job.make("tick", { payload: Schema.Struct({}) })
+        const zone = PeriodicJob.make("p", { cron: "0 9 * * *", timeZone: "Europe/Berln", job: Tick, payload: {} })
+        assert.isTrue(Either.isLeft(zone))
+        if (Either.isLeft(zone)) {
+          assert.strictEqual(zone.left._tag, "InvalidSchedule")
+          assert.strictEqual(zone.left.schedule, "p")
+          assert.include(zone.left.message, "Europe/Berln")
+        }
+        const expr = PeriodicJob.make("p", { cron: "61 * * * *", job: Tick, payload: {} })
+        assert.isTrue(Either.isLeft(expr) && expr.left.message.includes("61"))
+        assert.isTrue(Either.isLeft(PeriodicJob.make("p", { cron: "0 0 30 2 *", job: Tick, payload: {} })))
+        const Typed = Job.make("typed", { payload: Schema.Struct({ n: Schema.Number }) })
+        assert.isTrue(Either.isLeft(PeriodicJob.make("p", { cron: "* * * * *", job: Typed, payload: { n: "x" } as any })))
+        const error = yield* Effect.flip(PeriodicJob.make("p", { cron: "* * * *", job: Tick, payload: {} }))
+        assert.strictEqual(error._tag, "InvalidSchedule")
+        // time zone aware: 09:00 in New York is 14:00 UTC in January, 13:00 UTC in July
+        const ny = PeriodicJob.unsafeMake("ny", { cron: "0 9 * * *", timeZone: "America/New_York", job: Tick, payload: {} })
+        assert.strictEqual(Cron.next(ny.cron, new Date("2026-01-15T00:00:00Z")).toISOString(), "2026-01-15T14:00:00.000Z")
+        assert.strictEqual(Cron.next(ny.cron, new Date("2026-07-15T00:00:00Z")).toISOString(), "2026-07-15T13:00:00.000Z")
+      }))
+
+    it.effect(name("cron (TestClock): 3 workers with schedulers, a per-minute schedule → exactly one job per minute over 10 minutes"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ at: Schema.Date }) })
+          const everyMinute = PeriodicJob.unsafeMake("every-minute", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ at })
+          })
+          const ran: Array<{ id: string; at: number; runAt: number }> = []
+          const handler = Job.handler(Tick, (p, ctx) =>
+            Effect.sync(() => ran.push({ id: ctx.id, at: p.at.getTime(), runAt: ctx.runAt.getTime() })))
+          for (let w = 0; w < 3; w++) {
+            const live = testLayer(target, { prefix, migrate: false, pollInterval: "1 hour", rescueInterval: "1 hour" })
+            yield* Layer.launch(
+              Layer.mergeAll(Worker.layer({ handlers: [handler] }), Scheduler.layer({ schedules: [everyMinute] })).pipe(
+                Layer.provide(live.layer)
+              )
+            ).pipe(Effect.forkScoped)
+          }
+          yield* realSleep(1000) // every scheduler has read its state and sleeps until 00:01
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}`
+          assert.strictEqual(Number((yield* jobs)[0].n), 0)
+          for (let minute = 1; minute <= 10; minute++) {
+            yield* TestClock.adjust("1 minute")
+            yield* waitUntil(Effect.sync(() => ran.length >= minute), 20_000, `the tick of minute ${minute}`)
+          }
+          yield* realSleep(500) // a duplicate, if any, would show now
+          assert.strictEqual(Number((yield* jobs)[0].n), 10)
+          assert.strictEqual(yield* countJobs(prefix, "completed"), 10)
+          assert.deepStrictEqual(
+            ran.map((r) => r.at).sort((a, b) => a - b),
+            Array.from({ length: 10 }, (_, i) => (i + 1) * 60_000)
+          )
+          assert.isTrue(ran.every((r) => r.runAt === r.at))
+          assert.strictEqual(new Set(ran.map((r) => r.id)).size, 10)
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
+
+    it.effect(name("cron (TestClock): a tick whose payload function throws is skipped; the next tick is enqueued"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ at: Schema.Number }) })
+          const flaky = PeriodicJob.unsafeMake("flaky", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => {
+              if (at.getTime() === 60_000) throw new Error("no payload for minute 1")
+              return { at: at.getTime() }
+            }
+          })
+          yield* Scheduler.make({ schedules: [flaky] })
+          yield* realSleep(500)
+          yield* TestClock.adjust("1 minute")
+          yield* realSleep(500)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(countJobs(prefix), (n) => n === 1), 20_000, "the tick of minute 2")
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const [row] = yield* sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")}`
+          assert.deepStrictEqual(JSON.parse(row.payload), { at: 120_000 })
+        }).pipe(Logger.withMinimumLogLevel(LogLevel.None)), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
+
+    it.effect(name("cron (TestClock): two schedules of one expression both fire; missed ticks skipped, or run once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ from: Schema.String, at: Schema.Number }) })
+          const skipper = PeriodicJob.unsafeMake("skipper", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ from: "skipper", at: at.getTime() / 60_000 })
+          })
+          const catcher = PeriodicJob.unsafeMake("catcher", {
+            cron: "* * * * *",
+            job: Tick,
+            payload: (at) => ({ from: "catcher", at: at.getTime() / 60_000 }),
+            missed: "runOnce"
+          })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ticks = Effect.map(
+            sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")} ORDER BY id`,
+            (rows) => {
+              const by: Record<string, Array<number>> = { skipper: [], catcher: [] }
+              for (const r of rows) {
+                const p = JSON.parse(r.payload)
+                by[p.from].push(p.at)
+              }
+              return by
+            }
+          )
+          const count = Effect.map(ticks, (t) => t.skipper.length + t.catcher.length)
+          const start = Effect.gen(function*() {
+            const scope = yield* Scope.make()
+            yield* Scheduler.make({ schedules: [skipper, catcher] }).pipe(Scope.extend(scope))
+            yield* realSleep(500)
+            return scope
+          })
+          const first = yield* start
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(count, (n) => n === 2), 20_000, "both schedules' first tick")
+          yield* Scope.close(first, Exit.void)
+          // every scheduler is down for 10 minutes
+          yield* TestClock.adjust("10 minutes")
+          yield* realSleep(300)
+          assert.strictEqual(yield* count, 2)
+          yield* start
+          yield* waitUntil(Effect.map(count, (n) => n === 3), 20_000, "the missed tick run once")
+          yield* realSleep(300)
+          assert.deepStrictEqual(yield* ticks, { skipper: [1], catcher: [1, 11] })
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(count, (n) => n === 5), 20_000, "the tick of minute 12")
+          assert.deepStrictEqual(yield* ticks, { skipper: [1, 12], catcher: [1, 11, 12] })
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
+  })
+}
