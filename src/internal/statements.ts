@@ -295,6 +295,18 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
   return {
     dialect: "pg",
     jobInsertMany: (rows, nowUs, notify) => {
+      if (rows.length === 1) {
+        // One job (the common `enqueue`): a plain VALUES insert, cheaper to plan than the unnest.
+        const r = rows[0]
+        const one = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
+          VALUES (${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey})
+          RETURNING id`
+        const statement = notify === undefined
+          ? one
+          : sql<{ id: string }>`WITH ins AS (${one})
+              SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
+        return Effect.map(statement, (rows: ReadonlyArray<any>) => [String(rows[0].id)])
+      }
       const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
         SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)},
           v.mutex_key

@@ -22,6 +22,7 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
+import { withSpanIfTraced } from "../internal/tracing.js"
 import { type Enqueued, Notifier } from "./Notifier.js"
 
 /**
@@ -298,11 +299,11 @@ export const make = Effect.gen(function*() {
     enqueue: (job, payload, options) =>
       insertOne(job, payload, options).pipe(
         Effect.map((r) => r.id),
-        Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+        withSpanIfTraced("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
       ),
     insert: (job, payload, options) =>
       insertOne(job, payload, options).pipe(
-        Effect.withSpan("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+        withSpanIfTraced("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
       ),
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
@@ -315,7 +316,7 @@ export const make = Effect.gen(function*() {
           json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i] })),
           now
         )
-      }).pipe(Effect.withSpan("sqlane.enqueueMany", {
+      }).pipe(withSpanIfTraced("sqlane.enqueueMany", {
         attributes: { "sqlane.job.name": job.name },
         captureStackTrace: false
       })),

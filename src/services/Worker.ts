@@ -37,6 +37,7 @@ import * as os from "node:os"
 import { Database } from "../internal/Database.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
+import { builtInTracer } from "../internal/tracing.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
@@ -102,8 +103,6 @@ const toJson = (u: unknown): string | null => {
     return null
   }
 }
-
-const defaultTracer = Effect.runSync(Effect.tracer)
 
 const encodeErrors = Schema.encodeSync(ErrorHistory)
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
@@ -234,7 +233,7 @@ export const make = <R>(
      * Effect's built-in tracer nobody reads the spans, and one costs as much CPU as the rest of
      * a job's bookkeeping.
      */
-    const withJobSpan = (yield* Effect.tracer) !== defaultTracer
+    const withJobSpan = (yield* Effect.tracer) !== builtInTracer
     /** Running attempts by job id: their handler fibers, and why they are being interrupted. */
     const inflight = new Map<string, Inflight>()
     /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
