@@ -30,6 +30,8 @@ export * as QueueConfig from "./services/QueueConfig.js"
 /** @since 0.1.0 */
 export * as Migrations from "./services/Migrations.js"
 /** @since 0.1.0 */
+export * as Metrics from "./services/Metrics.js"
+/** @since 0.1.0 */
 export { QueueLive } from "./layers/QueueLive.js"
 /** @since 0.1.0 */
 export type { QueueOptions } from "./services/QueueConfig.js"

@@ -90,6 +90,11 @@ const pg = (prefix: string): Record<string, Migration> => ({
       last_tick_at timestamptz NOT NULL,
       updated_at timestamptz NOT NULL
     )`
+  }),
+  "7_trace_context": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // The span that enqueued the job (`<trace id>:<span id>:<sampled>`): the job's span links to it.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN trace_context text`
   })
 })
 
@@ -160,6 +165,10 @@ const mysql = (prefix: string): Record<string, Migration> => ({
       updated_at DATETIME(6) NOT NULL,
       PRIMARY KEY (name)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }),
+  "7_trace_context": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN trace_context VARCHAR(128) NULL`
   })
 })
 

@@ -32,6 +32,8 @@ export interface ClaimedRow {
   readonly runAtUs: number
   readonly createdAtUs: number
   readonly errors: string | null
+  /** The span that enqueued the job, `<trace id>:<span id>:<sampled 1|0>`, if a tracer was installed. */
+  readonly traceContext: string | null
 }
 
 /** A job row as read by `jobGet`. */
@@ -51,6 +53,8 @@ export interface InsertRow {
   readonly runAtUs: number
   /** Jobs that share a mutex key never run at the same time (null: no key). */
   readonly mutexKey: string | null
+  /** The enqueueing span, `<trace id>:<span id>:<sampled 1|0>` (null: none). */
+  readonly traceContext: string | null
 }
 
 /** A row inserted unless another job holds its unique key. */
@@ -149,6 +153,12 @@ export interface Statements {
     nowUs: number,
     workerId: string
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /** Due pending jobs of each of `names`, each counted up to `cap` (for the `sqlane_jobs_due` gauge). */
+  readonly jobCountDue: (
+    names: ReadonlyArray<string>,
+    nowUs: number,
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly due: number }>, SqlError>
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
@@ -204,7 +214,8 @@ const toClaimed = (r: any): ClaimedRow => ({
   priority: num(r.priority),
   runAtUs: num(r.run_at_us),
   createdAtUs: num(r.created_at_us),
-  errors: r.errors ?? null
+  errors: r.errors ?? null,
+  traceContext: r.trace_context ?? null
 })
 
 const toJobRow = (r: any): JobRow => ({
@@ -243,13 +254,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
   const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
   const claimedColumns = sql.literal(
     `id, name, payload, attempts, attempt_base, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
-      `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors`
+      `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors, trace_context`
   )
   const claimedColumnsOf = (t: string) =>
     sql.literal(
       `${t}.id, ${t}.name, ${t}.payload, ${t}.attempts, ${t}.attempt_base, ${t}.priority, ` +
         `(EXTRACT(EPOCH FROM ${t}.run_at) * 1000000)::bigint AS run_at_us, ` +
-        `(EXTRACT(EPOCH FROM ${t}.created_at) * 1000000)::bigint AS created_at_us, ${t}.errors`
+        `(EXTRACT(EPOCH FROM ${t}.created_at) * 1000000)::bigint AS created_at_us, ${t}.errors, ${t}.trace_context`
     )
   const claimedColumnsJ = claimedColumnsOf("j")
   const claimedColumnsU = claimedColumnsOf("u")
@@ -298,8 +309,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       if (rows.length === 1) {
         // One job (the common `enqueue`): a plain VALUES insert, cheaper to plan than the unnest.
         const r = rows[0]
-        const one = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
-          VALUES (${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey})
+        const one = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+          VALUES (${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey}, ${r.traceContext})
           RETURNING id`
         const statement = notify === undefined
           ? one
@@ -307,13 +318,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
               SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
         return Effect.map(statement, (rows: ReadonlyArray<any>) => [String(rows[0].id)])
       }
-      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
+      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
         SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)},
-          v.mutex_key
+          v.mutex_key, v.trace_context
         FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payload)}::text[],
                     ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.runAtUs)}::bigint[],
-                    ${rows.map((r) => r.mutexKey)}::text[])
-             WITH ORDINALITY AS v(name, payload, priority, run_at, mutex_key, ord)
+                    ${rows.map((r) => r.mutexKey)}::text[], ${rows.map((r) => r.traceContext)}::text[])
+             WITH ORDINALITY AS v(name, payload, priority, run_at, mutex_key, trace_context, ord)
         ORDER BY v.ord
         RETURNING id`
       const statement = notify === undefined
@@ -328,8 +339,9 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
       // COMMITTED: the holder may have committed while the insert waited for it). If the holder
       // left its guarded states in between, insert again.
       const insert = sql`INSERT INTO ${jobs}
-          (name, payload, priority, run_at, created_at, mutex_key, unique_key, unique_states)
+          (name, payload, priority, run_at, created_at, mutex_key, trace_context, unique_key, unique_states)
         VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
+          ${row.traceContext},
           ${row.uniqueKey}, ${row.uniqueStates})
         ON CONFLICT DO NOTHING
         RETURNING id`
@@ -390,6 +402,14 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
             RETURNING ${claimedColumnsJ}`,
         (rows) => rows.map(toClaimed).sort(byClaimOrder)
       )),
+    jobCountDue: (names, nowUs, cap) =>
+      Effect.map(
+        sql<{ name: string; due: string }>`SELECT n.name, (SELECT count(*) FROM (
+              SELECT 1 FROM ${jobs} j WHERE j.state = 'pending' AND j.name = n.name AND j.run_at <= ${ts(nowUs)}
+              LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS due
+            FROM unnest(${names}::text[]) AS n(name)`,
+        (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
+      ),
     jobFinishMany: (finishes) =>
       sql`UPDATE ${jobs} AS j SET
             state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
@@ -486,20 +506,20 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
   const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
   const claimedColumns = sql.literal(
     `id, name, payload, attempts, attempt_base, priority, ${usOf("run_at")} AS run_at_us, ` +
-      `${usOf("created_at")} AS created_at_us, errors`
+      `${usOf("created_at")} AS created_at_us, errors, trace_context`
   )
   const claimedColumnsJ = sql.literal(
     `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ${usOf("j.run_at")} AS run_at_us, ` +
-      `${usOf("j.created_at")} AS created_at_us, j.errors`
+      `${usOf("j.created_at")} AS created_at_us, j.errors, j.trace_context`
   )
   // Inserts go through prepared statements (`.raw` gives the insert id), so the number of
   // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
   // two up to 256, giving at most 9 texts per table.
   const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
     const values = rows.map((r) =>
-      sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey})`
+      sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey}, ${r.traceContext})`
     )
-    return sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key)
+    return sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
       VALUES ${sql.csv(values)}`.raw.pipe(
       Effect.map((result: any) => {
         // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
@@ -563,8 +583,9 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
       // committed row whatever the isolation level. An uncommitted insert of the key makes the
       // INSERT wait for its transaction: if that rolls back, this insert goes through.
       const insert = sql`INSERT INTO ${jobs}
-          (name, payload, priority, run_at, created_at, mutex_key, unique_key, unique_states)
+          (name, payload, priority, run_at, created_at, mutex_key, trace_context, unique_key, unique_states)
         VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
+          ${row.traceContext},
           ${row.uniqueKey}, ${row.uniqueStates})`.raw
       const holder = sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
         LOCK IN SHARE MODE`
@@ -665,6 +686,18 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           return picked.map((r) => ({ ...r, attempts: r.attempts + 1 }))
         }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
       }).pipe(Effect.scoped)),
+    jobCountDue: (names, nowUs, cap) =>
+      names.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql<{ name: string; due: number }>`${
+          sql.join(" UNION ALL ", false)(names.map((name) =>
+            sql`SELECT ${name} AS name, (SELECT COUNT(*) FROM (
+                SELECT 1 FROM ${jobs} FORCE INDEX (${pendingIndex})
+                WHERE state = 'pending' AND name = ${name} AND run_at <= ${ts(nowUs)}
+                LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS due`
+          ))
+        }`.unprepared,
+        (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
+      ),
     jobFinishMany: (finishes) => {
       const rows = finishes.map((f, i) =>
         i === 0

@@ -22,7 +22,8 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
-import { withSpanIfTraced } from "../internal/tracing.js"
+import { builtInTracer, withSpanIfTraced } from "../internal/tracing.js"
+import { ofJobName } from "./Metrics.js"
 import { type Enqueued, Notifier } from "./Notifier.js"
 
 /**
@@ -246,7 +247,16 @@ export const make = Effect.gen(function*() {
       if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
         return yield* new InvalidPayload({ job: job.name, message: "runAt (or now + delay) is not a date in years 1000–9999" })
       }
-      return { now, priority, runAtUs }
+      // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
+      // is installed: with the built-in one there is no span to link to).
+      let traceContext: string | null = null
+      if ((yield* Effect.tracer) !== builtInTracer) {
+        const span = yield* Effect.option(Effect.currentSpan)
+        if (Option.isSome(span)) {
+          traceContext = `${span.value.traceId}:${span.value.spanId}:${span.value.sampled ? 1 : 0}`.slice(0, 128)
+        }
+      }
+      return { now, priority, runAtUs, traceContext }
     })
 
   const insert = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
@@ -262,6 +272,9 @@ export const make = Effect.gen(function*() {
       const signal = Array.from(entries.values())
       const ids = yield* statements.jobInsertMany(rows, nowUs, yield* notifier.notifyPayload(signal))
       yield* notifier.enqueued(signal, !inTransaction)
+      yield* Effect.sync(() => {
+        for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
+      })
       return ids
     })
 
@@ -269,8 +282,8 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const json = yield* encodePayload(job, payload)
       const mutexKey = yield* mutexKeyOf(job, payload)
-      const { now, priority, runAtUs } = yield* resolve(job, options)
-      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey }
+      const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
+      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey, traceContext }
       const unique = options?.unique
       if (unique === undefined) {
         const ids = yield* insert([row], now)
@@ -291,7 +304,10 @@ export const make = Effect.gen(function*() {
         now,
         yield* notifier.notifyPayload(signal)
       )
-      if (result.inserted) yield* notifier.enqueued(signal, !inTransaction)
+      if (result.inserted) {
+        yield* notifier.enqueued(signal, !inTransaction)
+        yield* Effect.sync(() => ofJobName(job.name).enqueued.unsafeUpdate(1, []))
+      }
       return { id: result.id, duplicate: !result.inserted } satisfies InsertResult
     })
 
@@ -311,9 +327,9 @@ export const make = Effect.gen(function*() {
         const json = yield* Effect.forEach(items, (p) => encodePayload(job, p))
         if (json.length === 0) return []
         const mutexKeys = yield* Effect.forEach(items, (p) => mutexKeyOf(job, p))
-        const { now, priority, runAtUs } = yield* resolve(job, options)
+        const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
         return yield* insert(
-          json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i] })),
+          json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),
           now
         )
       }).pipe(withSpanIfTraced("sqlane.enqueueMany", {

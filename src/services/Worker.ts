@@ -33,11 +33,13 @@ import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database } from "../internal/Database.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { builtInTracer } from "../internal/tracing.js"
+import { ofJobName } from "./Metrics.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
@@ -107,6 +109,17 @@ const toJson = (u: unknown): string | null => {
 const encodeErrors = Schema.encodeSync(ErrorHistory)
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
+/** The link to the enqueueing span stored with a job (`<trace id>:<span id>:<sampled>`), if any. */
+const enqueuedBy = (traceContext: string | null): ReadonlyArray<Tracer.SpanLink> => {
+  const [traceId, spanId, sampled] = traceContext?.split(":") ?? []
+  if (!traceId || !spanId) return []
+  return [{
+    _tag: "SpanLink",
+    span: Tracer.externalSpan({ traceId, spanId, sampled: sampled !== "0" }),
+    attributes: { "sqlane.link": "enqueued_by" }
+  }]
+}
+
 const wallSleep = (ms: number) =>
   Effect.async<void>((resume) => {
     const timer = setTimeout(() => resume(Effect.void), ms)
@@ -128,7 +141,7 @@ interface Inflight {
  * lock stays held until the server drops the connection (TCP keepalive), but the heartbeat stops:
  * its jobs are rescued after `leaseTimeout`.
  */
-const liveness = (workerId: string) =>
+const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* QueueConfig
@@ -159,6 +172,7 @@ const liveness = (workerId: string) =>
           yield* Effect.sleep(config.heartbeatInterval)
           yield* conn.executeRaw("SELECT 1", [])
           yield* statements.workerHeartbeat(workerId, yield* nowMicros)
+          yield* onHeartbeat
         }
       }).pipe(Effect.scoped)
     const nowUs = yield* nowMicros
@@ -222,7 +236,13 @@ export const make = <R>(
     // Liveness: a session lock held on a dedicated connection for the worker's life, plus a
     // heartbeat row. Taken before the first claim; released (and the row deleted) last.
     const startedAtUs = yield* nowMicros
-    yield* liveness(workerId)
+    // Every heartbeat also sets the `sqlane_jobs_due` gauge of the names this worker handles.
+    const gaugeDue = Effect.gen(function*() {
+      if (names.length === 0) return
+      const counts = yield* statements.jobCountDue(names, yield* nowMicros, 10_000)
+      for (const { due, name } of counts) ofJobName(name).due.unsafeUpdate(due, [])
+    }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
+    yield* liveness(workerId, gaugeDue)
 
     /** Runs job attempts as root fibers of their own, with the worker's context (`R`). */
     const runFork = Runtime.runFork(yield* Effect.runtime<R>())
@@ -334,9 +354,25 @@ export const make = <R>(
       result: result === undefined ? null : toJson(result)
     })
 
+    /** Counts a written attempt's end in the job name's metrics. */
+    const count = (name: string, outcome: Outcome) => {
+      const metrics = ofJobName(name)
+      switch (outcome.state) {
+        case "completed":
+          return metrics.completed.unsafeUpdate(1, [])
+        case "pending":
+          metrics.failed.unsafeUpdate(1, [])
+          return metrics.retried.unsafeUpdate(1, [])
+        case "dead":
+          metrics.failed.unsafeUpdate(1, [])
+          return metrics.dead.unsafeUpdate(1, [])
+      }
+    }
+
     /** Queues an attempt's end; its slot is free once the end is written. */
     const submit = (row: ClaimedJob, outcome: Outcome) =>
       completer.unsafeFinish(outcome, () => {
+        count(row.name, outcome)
         claiming.delete(row.id)
         running--
         Queue.unsafeOffer(slotFreed, undefined)
@@ -405,18 +441,22 @@ export const make = <R>(
             }),
         // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
         withJobSpan === false ? identity : Effect.withSpan(`sqlane.job ${job.name}`, {
-          attributes: { "sqlane.job.id": row.id, "sqlane.job.attempt": row.attempts },
+          attributes: { "sqlane.job.id": row.id, "sqlane.job.name": row.name, "sqlane.job.attempt": row.attempts },
+          // Each attempt is a trace of its own, linked to the span that enqueued the job.
+          links: enqueuedBy(row.traceContext),
           captureStackTrace: false,
           root: true
         }),
         Effect.annotateLogs({ "sqlane.job.id": row.id, "sqlane.job.name": row.name }),
         Effect.interruptible
       )
+      const startedMs = clock.unsafeCurrentTimeMillis()
       const fiber = runFork(run)
       const entry: Inflight = { fiber, reason: undefined }
       inflight.set(row.id, entry)
       fiber.addObserver((exit) => {
         inflight.delete(row.id)
+        ofJobName(row.name).runDuration.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedMs, [])
         if (Exit.isSuccess(exit)) {
           const encoded = codecs.get(row.name)!.encodeSuccess(exit.value)
           if (Either.isRight(encoded)) {
@@ -464,8 +504,12 @@ export const make = <R>(
       Effect.uninterruptible(
         Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
           running += rows.length
+          const nowMs = clock.unsafeCurrentTimeMillis()
           for (const row of rows) {
             claiming.add(row.id)
+            const metrics = ofJobName(row.name)
+            metrics.claimed.unsafeUpdate(1, [])
+            metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
             start(row)
           }
           return rows.length
@@ -589,6 +633,7 @@ export const make = <R>(
         ) continue
         const outcome = yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         yield* completer.finish(outcome)
+        count(row.name, outcome)
         rescued++
       }
       if (rescued > 0) {

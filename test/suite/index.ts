@@ -4,6 +4,7 @@
  */
 import { inject, it } from "vitest"
 import { conformance } from "./conformance.js"
+import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
@@ -14,6 +15,7 @@ export const suitesFor = (id: string) => {
     conformance(target)
     safety(target)
     plans(target)
+    observability(target)
     scheduling(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"

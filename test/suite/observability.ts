@@ -1,0 +1,132 @@
+/**
+ * Metrics and tracing: counters and histograms read back with `Metric.snapshot` after a known
+ * workload, and the span of a job linked to the span that enqueued it (an in-memory tracer).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricState from "effect/MetricState"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
+import { Job, Metrics, Queue, Worker } from "../../src/index.js"
+import { waitUntil } from "../support/helpers.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+/** The value of a metric for one job name, from Effect's metric registry. */
+const metricOf = (metricName: string, jobName: string) =>
+  Effect.map(Metric.snapshot, (pairs) => {
+    const pair = pairs.find((p) =>
+      p.metricKey.name === metricName &&
+      p.metricKey.tags.some((t) => t.key === Metrics.jobNameTag && t.value === jobName)
+    )
+    if (pair === undefined) return undefined
+    const state = pair.metricState
+    if (MetricState.isCounterState(state)) return Number(state.count)
+    if (MetricState.isGaugeState(state)) return Number(state.value)
+    if (MetricState.isHistogramState(state)) return state.count
+    return undefined
+  })
+
+/** A tracer that keeps every span it makes (Effect's own spans, recorded). */
+const recordingTracer = () => {
+  const native = Effect.runSync(Effect.tracer)
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const span = native.span(name, parent, context, links, startTime, kind, options)
+      spans.push(span)
+      return span
+    },
+    context: (f, fiber) => native.context(f, fiber)
+  })
+  return { tracer, spans }
+}
+
+export const observability = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+
+  describe(`observability [${target.id}]`, () => {
+    it.live(name("metrics: counters and histograms per job name after a known workload"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Ok = Job.make(`${prefix}ok`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const Bad = Job.make(`${prefix}bad`, {
+            payload: Schema.Struct({ i: Schema.Number }),
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Ok, () => Effect.void),
+              Job.handler(Bad, () => Effect.die("no"))
+            ]
+          })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Ok, [1, 2, 3, 4, 5].map((i) => ({ i })))
+          const bad = yield* Effect.forEach([1, 2], (i) => queue.enqueue(Bad, { i }))
+          yield* waitUntil(Effect.map(Effect.forEach(bad, queue.get), (js) => js.every((j) => j.state === "dead")))
+          yield* waitUntil(Effect.map(metricOf("sqlane_jobs_completed", Ok.name), (n) => n === 5))
+          const read = (metric: string, job: string) => Effect.map(metricOf(metric, job), (n) => n ?? 0)
+          assert.strictEqual(yield* read("sqlane_jobs_enqueued", Ok.name), 5)
+          assert.strictEqual(yield* read("sqlane_jobs_enqueued", Bad.name), 2)
+          assert.strictEqual(yield* read("sqlane_jobs_claimed", Ok.name), 5)
+          assert.strictEqual(yield* read("sqlane_jobs_claimed", Bad.name), 4)
+          assert.strictEqual(yield* read("sqlane_jobs_completed", Bad.name), 0)
+          assert.strictEqual(yield* read("sqlane_jobs_failed", Bad.name), 4)
+          assert.strictEqual(yield* read("sqlane_jobs_retried", Bad.name), 2)
+          assert.strictEqual(yield* read("sqlane_jobs_dead", Bad.name), 2)
+          assert.strictEqual(yield* read("sqlane_jobs_failed", Ok.name), 0)
+          assert.strictEqual(yield* read("sqlane_job_run_duration_ms", Ok.name), 5)
+          assert.strictEqual(yield* read("sqlane_job_run_duration_ms", Bad.name), 4)
+          assert.strictEqual(yield* read("sqlane_job_pickup_latency_ms", Bad.name), 4)
+        }), { pollInterval: "1 hour" }))
+
+    it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Held = Job.make(`${prefix}held`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Held, [1, 2, 3].map((i) => ({ i })))
+          yield* queue.enqueue(Held, { i: 4 }, { delay: "1 hour" })
+          // A worker with no free slot never claims, but still counts what is due.
+          const gate = yield* Effect.makeLatch(false)
+          yield* Worker.make({ concurrency: 1, handlers: [Job.handler(Held, () => gate.await)] })
+          yield* waitUntil(Effect.map(metricOf("sqlane_jobs_due", Held.name), (n) => n === 2), 10_000, "gauge = 2")
+          yield* gate.open
+        }), { pollInterval: "1 hour", heartbeatInterval: "100 millis" }))
+
+    it.live(name("tracing: a job's span is linked to the span that enqueued it"), () =>
+      Effect.gen(function*() {
+        const { spans, tracer } = recordingTracer()
+        yield* withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const Traced = Job.make(`${prefix}traced`, { payload: Schema.Struct({ i: Schema.Number }) })
+            yield* Worker.make({ handlers: [Job.handler(Traced, () => Effect.withSpan(Effect.void, "handler.work"))] })
+            const queue = yield* Queue.Queue
+            const id = yield* queue.enqueue(Traced, { i: 1 }).pipe(Effect.withSpan("app.request"))
+            yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+            const request = spans.find((s) => s.name === "app.request")
+            const enqueue = spans.find((s) => s.name === "sqlane.enqueue")
+            const job = spans.find((s) => s.name === `sqlane.job ${Traced.name}`)
+            const work = spans.find((s) => s.name === "handler.work")
+            assert.isDefined(request)
+            assert.isDefined(enqueue)
+            assert.isDefined(job)
+            assert.isDefined(work)
+            // enqueue is a child of the app's span
+            assert.strictEqual(Option.getOrThrow(enqueue!.parent).spanId, request!.spanId)
+            // the job's span starts a trace of its own, linked to the enqueue span
+            assert.isTrue(Option.isNone(job!.parent))
+            assert.strictEqual(job!.links.length, 1)
+            assert.strictEqual(job!.links[0].span.spanId, enqueue!.spanId)
+            assert.strictEqual(job!.links[0].span.traceId, enqueue!.traceId)
+            assert.strictEqual(job!.attributes.get("sqlane.job.id"), id)
+            assert.strictEqual(job!.attributes.get("sqlane.job.attempt"), 1)
+            // the handler's own spans are children of the job's span
+            assert.strictEqual(Option.getOrThrow(work!.parent).spanId, job!.spanId)
+          }), { pollInterval: "1 hour" }).pipe(Effect.withTracer(tracer))
+      }))
+  })
+}
