@@ -42,7 +42,7 @@ if (process.env.PROFILE) {
   fs.writeFileSync(process.env.PROFILE, JSON.stringify(profile))
 }
 const cpu = process.cpuUsage(cpu0)
-console.log(`${n} jobs in ${ms.toFixed(0)} ms: ${(n / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/job`)
+console.log(`${n} jobs in ${ms.toFixed(0)} ms: ${(n / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/job (user ${(cpu.user / n).toFixed(1)}, system ${(cpu.system / n).toFixed(1)})`)
 await stop()
 await inst.close()
 await sqlane.drop(env)

@@ -288,11 +288,12 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
           ORDER BY j.run_at, j.id LIMIT ${k}
           FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
     )
+    // One group (the common case): its arm alone, already in claim order.
+    const pick = arms.length === 1 ? arms[0] : sql`SELECT c.id FROM (${sql.join(" UNION ALL ", false)(arms)}) c
+          ORDER BY c.priority, c.run_at, c.id LIMIT ${k}`
     return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = u.attempts + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}
-        FROM (
-          SELECT c.id FROM (${sql.join(" UNION ALL ", false)(arms)}) c
-          ORDER BY c.priority, c.run_at, c.id LIMIT ${k}) AS pick
+        FROM (${pick}) AS pick
         WHERE u.id = pick.id
         RETURNING ${claimedColumnsU}`
   }
@@ -318,7 +319,22 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
               SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
         return Effect.map(statement, (rows: ReadonlyArray<any>) => [String(rows[0].id)])
       }
-      const insert = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+      const first = rows[0]
+      const uniform = rows.every((r) =>
+        r.name === first.name && r.priority === first.priority && r.runAtUs === first.runAtUs &&
+        r.traceContext === first.traceContext
+      )
+      // One job name, priority, run_at and trace (every `enqueueMany`): those as scalars, and only
+      // the payloads and mutex keys as arrays.
+      const insert = uniform
+        ? sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+          SELECT ${first.name}, v.payload, ${first.priority}, ${ts(first.runAtUs)}, ${ts(nowUs)}, v.mutex_key,
+            ${first.traceContext}
+          FROM unnest(${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.mutexKey)}::text[])
+               WITH ORDINALITY AS v(payload, mutex_key, ord)
+          ORDER BY v.ord
+          RETURNING id`
+        : sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
         SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)},
           v.mutex_key, v.trace_context
         FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payload)}::text[],

@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -161,30 +162,37 @@ export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
  *
  * @internal
  */
-export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =>
-  Schema.encode(schemasOf(job).payload)(payload).pipe(
+export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Effect.Effect<string, InvalidPayload> => {
+  // Synchronous schemas (nearly all) are encoded without an effect per payload.
+  const encoded = Schema.encodeEither(schemasOf(job).payload)(payload)
+  if (Either.isRight(encoded)) return toJson(job, encoded.right)
+  return Schema.encode(schemasOf(job).payload)(payload).pipe(
     Effect.mapError((e) => new InvalidPayload({ job: job.name, message: ParseResult.TreeFormatter.formatErrorSync(e) })),
-    Effect.flatMap((encoded) =>
-      Effect.try({
-        try: () => {
-          const json = JSON.stringify(encoded, (_key, value) => {
-            // JSON would store these as null, and the payload would no longer decode at claim.
-            if (typeof value === "number" && !Number.isFinite(value)) {
-              throw new Error(`${value} is not a JSON number`)
-            }
-            return value
-          })
-          if (json === undefined) throw new Error("the encoded payload is not JSON (undefined or a function)")
-          return json
-        },
-        catch: (e) =>
-          new InvalidPayload({
-            job: job.name,
-            message: `the encoded payload is not JSON-serializable: ${e instanceof Error ? e.message : String(e)}`
-          })
+    Effect.flatMap((encoded) => toJson(job, encoded))
+  )
+}
+
+/** The encoded payload as JSON text; NaN, ±Infinity and non-JSON values are refused. */
+const toJson = (job: Job.Any, encoded: unknown): Either.Either<string, InvalidPayload> => {
+  try {
+    const json = JSON.stringify(encoded, (_key, value) => {
+      // JSON would store these as null, and the payload would no longer decode at claim.
+      if (typeof value === "number" && !Number.isFinite(value)) {
+        throw new Error(`${value} is not a JSON number`)
+      }
+      return value
+    })
+    if (json === undefined) throw new Error("the encoded payload is not JSON (undefined or a function)")
+    return Either.right(json)
+  } catch (e) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        message: `the encoded payload is not JSON-serializable: ${e instanceof Error ? e.message : String(e)}`
       })
     )
-  )
+  }
+}
 
 const parseJson = (text: string | null): unknown => {
   if (text === null) return null
@@ -324,9 +332,17 @@ export const make = Effect.gen(function*() {
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
         const items = Array.from(payloads)
-        const json = yield* Effect.forEach(items, (p) => encodePayload(job, p))
+        const json: Array<string> = []
+        for (const p of items) {
+          const encoded = encodePayload(job, p)
+          json.push(
+            Either.isEither(encoded) && Either.isRight(encoded) ? encoded.right as string : yield* encoded
+          )
+        }
         if (json.length === 0) return []
-        const mutexKeys = yield* Effect.forEach(items, (p) => mutexKeyOf(job, p))
+        const mutexKeys = job.mutexKey === undefined
+          ? items.map(() => null)
+          : yield* Effect.forEach(items, (p) => mutexKeyOf(job, p))
         const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
         return yield* insert(
           json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),

@@ -546,10 +546,12 @@ export const make = <R>(
           nextUs = probe.nextUs
           probeNext = false
         }
-        const free = concurrency - running
-        const claimed = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
-        // Every slot filled: more jobs are likely due; claim again from the same groups when
-        // slots free, without a probe.
+        // With a backlog, claim at most half the slots at a time: two halves in flight, one being
+        // claimed or run while the other's ends are written, so round trips overlap.
+        const free: number = backlog ? Math.min(concurrency - running, batchMin) : concurrency - running
+        const claimed: number = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
+        // Every slot asked for filled: more jobs are likely due; claim again from the same groups
+        // when slots free, without a probe.
         backlog = claimed === free
         if (backlog) continue
         if (claimed > 0 || !probed) {

@@ -67,7 +67,9 @@ export const observability = (target: Target) => {
           yield* queue.enqueueMany(Ok, [1, 2, 3, 4, 5].map((i) => ({ i })))
           const bad = yield* Effect.forEach([1, 2], (i) => queue.enqueue(Bad, { i }))
           yield* waitUntil(Effect.map(Effect.forEach(bad, queue.get), (js) => js.every((j) => j.state === "dead")))
+          // Counted once each end is written, just after the row changes: wait for the last counts.
           yield* waitUntil(Effect.map(metricOf("sqlane_jobs_completed", Ok.name), (n) => n === 5))
+          yield* waitUntil(Effect.map(metricOf("sqlane_jobs_dead", Bad.name), (n) => n === 2))
           const read = (metric: string, job: string) => Effect.map(metricOf(metric, job), (n) => n ?? 0)
           assert.strictEqual(yield* read("sqlane_jobs_enqueued", Ok.name), 5)
           assert.strictEqual(yield* read("sqlane_jobs_enqueued", Bad.name), 2)

@@ -1,0 +1,51 @@
+/**
+ * CPU per job of sqlane's enqueue paths on PostgreSQL 15 (or MariaDB), 8 producers as in the
+ * bench: `enqueue` (a transaction each) and `enqueueMany` of 100. With PROFILE=FILE, writes a CPU
+ * profile of the chosen mode.
+ *
+ *   node --import tsx bench/tools/profile-enqueue.ts [pg|mysql] [one|many] [N]
+ */
+import { sqlane as sqlaneSystem } from "../systems/sqlane.js"
+import { skipLocked1 } from "../systems/skip-locked.js"
+const sqlane = process.env.SYSTEM === "skip-locked" ? skipLocked1 : sqlaneSystem
+import { type Env, payload } from "../systems/types.js"
+
+const dialect = (process.argv[2] ?? "pg") as "pg" | "mysql"
+const mode = process.argv[3] ?? "many"
+const n = Number(process.argv[4] ?? (mode === "many" ? 400 : 2000))
+const env: Env = {
+  target: dialect === "pg"
+    ? { db: "postgres-15", dialect, url: process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" } as any
+    : { db: "mariadb-10.11", dialect, url: process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test" } as any,
+  ns: `profenq${process.pid}`
+}
+await sqlane.drop(env)
+await sqlane.prepare(env)
+const inst = await sqlane.open(env, { pool: 10 })
+const { Session } = await import("node:inspector/promises")
+const session = new Session()
+if (process.env.PROFILE) {
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.start")
+}
+const t0 = performance.now()
+const cpu0 = process.cpuUsage()
+let k = 0
+await Promise.all(Array.from({ length: 8 }, async () => {
+  while (k < n) {
+    const i = k++
+    if (mode === "many") await inst.enqueueMany(Array.from({ length: 100 }, (_, j) => payload(i * 100 + j)))
+    else await inst.enqueue(payload(i))
+  }
+}))
+const ms = performance.now() - t0
+const cpu = process.cpuUsage(cpu0)
+const jobs = n * (mode === "many" ? 100 : 1)
+if (process.env.PROFILE) {
+  const { profile } = await session.post("Profiler.stop")
+  ;(await import("node:fs")).writeFileSync(process.env.PROFILE, JSON.stringify(profile))
+}
+console.log(`${mode}: ${jobs} jobs in ${ms.toFixed(0)} ms: ${(jobs / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs/job`)
+await inst.close()
+await sqlane.drop(env)
