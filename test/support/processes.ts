@@ -27,3 +27,31 @@ export const spawnWorker = (args: ReadonlyArray<string>, env: Record<string, str
   )
 
 export const awaitExit = (child: Child) => Effect.promise(() => child.exit)
+
+export interface ScriptResult {
+  readonly exit: number | NodeJS.Signals
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs a TypeScript program (e.g. an example) in a child Node process, collecting its output; killed when the scope closes. */
+export const runScript = (script: string, env: Record<string, string | undefined> = {}) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() =>
+      spawn(process.execPath, ["--import", "tsx", script], {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+    ),
+    (child) =>
+      Effect.promise(() =>
+        new Promise<ScriptResult>((resolve) => {
+          let stdout = ""
+          let stderr = ""
+          child.stdout!.on("data", (chunk) => (stdout += chunk))
+          child.stderr!.on("data", (chunk) => (stderr += chunk))
+          child.on("close", (code, signal) => resolve({ exit: signal ?? code ?? -1, stdout, stderr }))
+        })
+      ),
+    (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+  )
