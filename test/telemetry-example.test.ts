@@ -65,8 +65,9 @@ const parseSpans = (stdout: string) => {
 const parseMetrics = (stdout: string) =>
   new Map(
     stdout.slice(stdout.indexOf("\nMetrics:\n")).split("\n").flatMap((line) => {
-      const m = /^(sqlane_\w+)\{job_name="send-receipt"\} (\w+) (.+)$/.exec(line)
-      return m ? [[m[1], { kind: m[2], value: m[3] }] as const] : []
+      const m = /^(sqlane_\w+)\{([^}]*)\} (\w+) (.+)$/.exec(line)
+      if (m === null || !m[2].split(",").includes(`job_name="send-receipt"`)) return []
+      return [[m[1], { kind: m[3], value: m[4], tags: m[2] }] as const]
     })
   )
 
@@ -132,6 +133,7 @@ const checkOutput = (stdout: string) => {
   for (const name of ["sqlane_job_pickup_latency_ms", "sqlane_job_run_duration_ms"]) {
     assert.strictEqual(metrics.get(name)?.kind, "histogram", name)
     assert.match(metrics.get(name)!.value, /^count=4 sum=\d+(\.\d)?$/)
+    assert.include(metrics.get(name)!.tags, `unit="ms"`)
   }
 }
 

@@ -15,3 +15,18 @@ export const builtInTracer: Tracer.Tracer = Effect.runSync(Effect.tracer)
 export const withSpanIfTraced = (name: string, options: Tracer.SpanOptions) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.tracer, (tracer) => tracer === builtInTracer ? self : Effect.withSpan(self, name, options))
+
+/**
+ * A span's ids as stored with a job, `<trace id>:<span id>:<sampled 1|0>`, or null when they are
+ * not W3C ids (e.g. the no-op span of `Effect.withTracerEnabled(false)`).
+ */
+export const encodeTraceContext = (span: { readonly traceId: string; readonly spanId: string; readonly sampled: boolean }) =>
+  /^[0-9a-f]{32}$/.test(span.traceId) && /^[0-9a-f]{16}$/.test(span.spanId)
+    ? `${span.traceId}:${span.spanId}:${span.sampled ? 1 : 0}`
+    : null
+
+/** The ids of a stored trace context, if it is well formed. */
+export const decodeTraceContext = (text: string | null) => {
+  const match = text === null ? null : /^([0-9a-f]{32}):([0-9a-f]{16}):([01])$/.exec(text)
+  return match === null ? undefined : { traceId: match[1], spanId: match[2], sampled: match[3] === "1" }
+}

@@ -11,12 +11,13 @@
  * | `sqlane_jobs_failed` | counter | an attempt's failure is written (typed failure, defect, bad payload, timeout, lost worker) |
  * | `sqlane_jobs_retried` | counter | a failed attempt is rescheduled |
  * | `sqlane_jobs_dead` | counter | a job is dead-lettered |
- * | `sqlane_job_pickup_latency_ms` | histogram | an attempt starts: start − the job's `run_at` (or its creation, if later) |
+ * | `sqlane_job_pickup_latency_ms` | histogram | a job is claimed: claim time − the job's `run_at` (or its creation, if later) |
  * | `sqlane_job_run_duration_ms` | histogram | an attempt's handler ends: its run time |
  * | `sqlane_jobs_due` | gauge | every `heartbeatInterval`, per job name a worker handles: its due jobs (counted up to 10,000) |
  *
- * The names follow OpenTelemetry's conventions for a library's own instruments (the `sqlane_`
- * namespace, units in the name); River and Oban report the same events through telemetry hooks.
+ * The names are Prometheus-style (the `sqlane_` namespace, the unit in the name); the histograms also
+ * carry a `unit` tag (`ms`), which `@effect/opentelemetry` exports as the instrument's unit. River and
+ * Oban report the same events through telemetry hooks.
  *
  * @since 0.1.0
  */
@@ -94,8 +95,8 @@ const millis = MetricBoundaries.exponential({ start: 0.5, factor: 2, count: 24 }
 export const pickupLatency = Metric.histogram(
   "sqlane_job_pickup_latency_ms",
   millis,
-  "From a job's run_at (or its creation, if later) to the start of its attempt, in ms"
-)
+  "From a job's run_at (or its creation, if later) to its claim, in ms"
+).pipe(Metric.tagged("unit", "ms"))
 
 /**
  * @since 0.1.0
@@ -105,7 +106,7 @@ export const runDuration = Metric.histogram(
   "sqlane_job_run_duration_ms",
   millis,
   "Run time of an attempt's handler, in ms"
-)
+).pipe(Metric.tagged("unit", "ms"))
 
 /**
  * @since 0.1.0

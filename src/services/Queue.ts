@@ -23,7 +23,7 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
-import { builtInTracer, withSpanIfTraced } from "../internal/tracing.js"
+import { builtInTracer, encodeTraceContext, withSpanIfTraced } from "../internal/tracing.js"
 import { ofJobName } from "./Metrics.js"
 import { type Enqueued, Notifier } from "./Notifier.js"
 
@@ -260,9 +260,7 @@ export const make = Effect.gen(function*() {
       let traceContext: string | null = null
       if ((yield* Effect.tracer) !== builtInTracer) {
         const span = yield* Effect.option(Effect.currentSpan)
-        if (Option.isSome(span)) {
-          traceContext = `${span.value.traceId}:${span.value.spanId}:${span.value.sampled ? 1 : 0}`.slice(0, 128)
-        }
+        if (Option.isSome(span)) traceContext = encodeTraceContext(span.value)
       }
       return { now, priority, runAtUs, traceContext }
     })
@@ -323,11 +321,11 @@ export const make = Effect.gen(function*() {
     enqueue: (job, payload, options) =>
       insertOne(job, payload, options).pipe(
         Effect.map((r) => r.id),
-        withSpanIfTraced("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+        withSpanIfTraced("sqlane.enqueue", { kind: "producer", attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
       ),
     insert: (job, payload, options) =>
       insertOne(job, payload, options).pipe(
-        withSpanIfTraced("sqlane.enqueue", { attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+        withSpanIfTraced("sqlane.enqueue", { kind: "producer", attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
       ),
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
@@ -349,6 +347,7 @@ export const make = Effect.gen(function*() {
           now
         )
       }).pipe(withSpanIfTraced("sqlane.enqueueMany", {
+        kind: "producer",
         attributes: { "sqlane.job.name": job.name },
         captureStackTrace: false
       })),

@@ -38,7 +38,7 @@ import * as os from "node:os"
 import { Database } from "../internal/Database.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { builtInTracer } from "../internal/tracing.js"
+import { builtInTracer, decodeTraceContext } from "../internal/tracing.js"
 import { ofJobName } from "./Metrics.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
@@ -111,11 +111,11 @@ const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
 /** The link to the enqueueing span stored with a job (`<trace id>:<span id>:<sampled>`), if any. */
 const enqueuedBy = (traceContext: string | null): ReadonlyArray<Tracer.SpanLink> => {
-  const [traceId, spanId, sampled] = traceContext?.split(":") ?? []
-  if (!traceId || !spanId) return []
+  const ids = decodeTraceContext(traceContext)
+  if (ids === undefined) return []
   return [{
     _tag: "SpanLink",
-    span: Tracer.externalSpan({ traceId, spanId, sampled: sampled !== "0" }),
+    span: Tracer.externalSpan(ids),
     attributes: { "sqlane.link": "enqueued_by" }
   }]
 }
@@ -444,6 +444,7 @@ export const make = <R>(
           attributes: { "sqlane.job.id": row.id, "sqlane.job.name": row.name, "sqlane.job.attempt": row.attempts },
           // Each attempt is a trace of its own, linked to the span that enqueued the job.
           links: enqueuedBy(row.traceContext),
+          kind: "consumer",
           captureStackTrace: false,
           root: true
         }),
