@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import * as Statements from "../internal/statements.js"
 import type { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
+import * as Admin from "../services/Admin.js"
 import * as Claimer from "../services/Claimer.js"
 import * as Completer from "../services/Completer.js"
 import * as Migrations from "../services/Migrations.js"
@@ -32,6 +33,7 @@ import * as QueueConfig from "../services/QueueConfig.js"
  */
 export type Services =
   | Queue.Queue
+  | Admin.Admin
   | Claimer.Claimer
   | Completer.Completer
   | Notifier.Notifier
@@ -41,6 +43,7 @@ export type Services =
 const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
   Layer.mergeAll(Queue.layer, Claimer.layer, Completer.layer).pipe(
     Layer.provideMerge(notifier),
+    (base) => Layer.provideMerge(Admin.layer, base)
   )
 
 /**

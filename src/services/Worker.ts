@@ -34,6 +34,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as os from "node:os"
 import { Database } from "../internal/Database.js"
+import * as Pauses from "../internal/pauses.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
@@ -42,6 +43,7 @@ import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
+import * as Pruner from "./Pruner.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -222,6 +224,10 @@ export const make = <R>(
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
     let running = 0
+    // Paused job names are left out of every probe and claim; a resume wakes the loop.
+    const paused = yield* Pauses.watch(names, Effect.suspend(() => wakeSelf))
+    // Retention: prunes finished jobs in the background (one pruner at a time across processes).
+    if (config.prune) yield* Effect.forkScoped(Effect.interruptible(Pruner.background))
 
     const failure = (
       row: ClaimedJob,
@@ -392,10 +398,10 @@ export const make = <R>(
         }
         yield* wakeups.clear
         const nowUs = yield* nowMicros
-        let due = lastDue
+        let due = paused.claimable(lastDue)
         let nextUs: number | undefined
         if (!skipProbe) {
-          const probe = yield* claimer.probe(names, nowUs)
+          const probe = yield* claimer.probe(paused.claimable(names), nowUs)
           due = probe.due
           nextUs = probe.nextUs
         }
