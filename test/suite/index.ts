@@ -4,6 +4,7 @@
  */
 import { inject, it } from "vitest"
 import { conformance } from "./conformance.js"
+import { operations } from "./operations.js"
 import { safety } from "./safety.js"
 
 export const suitesFor = (id: string) => {
@@ -11,6 +12,7 @@ export const suitesFor = (id: string) => {
   if (target) {
     conformance(target)
     safety(target)
+    operations(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})
