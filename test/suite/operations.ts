@@ -4,11 +4,14 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Queue_ from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { Admin, Job, Migrations, Pruner, Queue, Worker } from "../../src/index.js"
+import { Admin, Events, Job, Migrations, Pruner, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
@@ -364,5 +367,43 @@ export const operations = (target: Target) => {
           yield* queue.progress({ id, attempt: 1 }, 99)
           assert.strictEqual(Option.getOrThrow((yield* admin.show(id)).progress).value, 40)
         })), 60_000)
+
+    it.live(name("the event stream reports claimed, completed, failed and dead, with names and attempts"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const events = yield* Events.Events
+          const seen = yield* events.subscribe
+          const Twice = Job.make("twice", {
+            payload: Schema.Struct({}),
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          const worker = yield* Worker.make({
+            concurrency: 1,
+            handlers: [
+              Job.handler(Noop, () => Effect.void),
+              Job.handler(Twice, () => Effect.fail(undefined as never).pipe(Effect.orDieWith(() => "always")))
+            ]
+          })
+          const ok = yield* queue.enqueue(Noop, { i: 1 })
+          yield* waitUntil(Effect.map(queue.get(ok), (j) => j.state === "completed"))
+          const bad = yield* queue.enqueue(Twice, {})
+          yield* waitUntil(Effect.map(queue.get(bad), (j) => j.state === "dead"))
+          const all = Chunk.toReadonlyArray(yield* Queue_.takeAll(seen))
+          assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.name, e.attempt]), [
+            ["Claimed", ok, "noop", 1],
+            ["Completed", ok, "noop", 1],
+            ["Claimed", bad, "twice", 1],
+            ["Failed", bad, "twice", 1],
+            ["Claimed", bad, "twice", 2],
+            ["Dead", bad, "twice", 2]
+          ])
+          const claimed = all[0]
+          assert.strictEqual(claimed._tag === "Claimed" ? claimed.workerId : "", worker.id)
+          const dead = all[5]
+          assert.strictEqual(dead._tag === "Dead" ? dead.error : "", "always")
+          const failed = all[3]
+          assert.isTrue(failed._tag === "Failed" && failed.retryAt.getTime() >= failed.at.getTime())
+        })))
   })
 }
