@@ -309,6 +309,9 @@ const jobsList = Command.make(
         if (c.limit < 1 || c.limit > 10_000) {
           return yield* new CliError({ message: `--limit must be between 1 and 10000, got ${c.limit}` })
         }
+        if (Option.isSome(c.before) && !/^\d{1,19}$/.test(c.before.value)) {
+          return yield* new CliError({ message: `--before must be a job id, got ${JSON.stringify(c.before.value)}` })
+        }
         const admin = yield* Admin.Admin
         const jobs = yield* admin.list({
           name: Option.getOrUndefined(c.name),
