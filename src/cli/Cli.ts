@@ -23,8 +23,6 @@ import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
-import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
@@ -90,15 +88,22 @@ const parseUrl = (text: string): Effect.Effect<Target, CliError> =>
     }
   })
 
+/** The client of the URL's dialect; only that driver is loaded. */
 const clientLayer = (target: Target): Layer.Layer<SqlClient.SqlClient, CliError> => {
-  const layer = target.dialect === "pg"
-    ? PgClient.layer({
-      url: Redacted.make(target.url.toString()),
-      maxConnections: 3,
-      connectTimeout: "10 seconds",
-      applicationName: "sqlane-cli"
-    })
-    : MysqlClient.layer({ url: Redacted.make(target.url.toString()), maxConnections: 3 })
+  const layer = Layer.unwrapEffect(
+    target.dialect === "pg"
+      ? Effect.promise(() => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
+        PgClient.layer({
+          url: Redacted.make(target.url.toString()),
+          maxConnections: 3,
+          connectTimeout: "10 seconds",
+          applicationName: "sqlane-cli"
+        })
+      ))
+      : Effect.promise(() => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
+        MysqlClient.layer({ url: Redacted.make(target.url.toString()), maxConnections: 3 })
+      ))
+  )
   return Layer.mapError(layer, (error) => {
     const cause = (error as { cause?: unknown }).cause
     const detail = cause instanceof Error ? cause.message || (cause as any).code : String(cause ?? error)

@@ -153,7 +153,16 @@ export const operations = (target: Target) => {
             yield* waitUntil(Effect.map(countByState(prefix, "fail"), (c) => c.dead === 2), 20_000, "2 dead jobs")
           }))
 
-          const status = jsonOf(yield* cli("status", "--json"))
+          // The read-only commands, side by side.
+          const [statusRun, table, listedRun, limitedRun, shownRun, unknownRun] = yield* Effect.all([
+            cli("status", "--json"),
+            cli("status"),
+            cli("jobs", "list", "--state", "dead", "--json"),
+            cli("jobs", "list", "--name", "noop", "--limit", "2", "--json"),
+            cli("jobs", "show", deadIds[0], "--json"),
+            cli("jobs", "show", "999999999", "--json")
+          ], { concurrency: 3 })
+          const status = jsonOf(statusRun)
           const byName = Object.fromEntries(status.names.map((n: any) => [n.name, n]))
           assert.deepStrictEqual(
             [byName.noop.pending, byName.noop.due, byName.noop.dead, byName.noop.paused],
@@ -163,27 +172,26 @@ export const operations = (target: Target) => {
           assert.isAtLeast(byName.noop.oldestDueMs, 0)
           assert.isNull(byName.fail.oldestDueMs)
 
-          const table = yield* cli("status")
           assert.strictEqual(table.code, 0)
           assert.match(table.stdout, /^NAME\s+PENDING\s+DUE\s+RUNNING/)
           assert.match(table.stdout, /\nnoop\s+3\s+3\s+0/)
 
-          const listed = jsonOf(yield* cli("jobs", "list", "--state", "dead", "--json"))
+          const listed = jsonOf(listedRun)
           assert.deepStrictEqual(listed.map((j: any) => j.id).sort(), [...deadIds].sort())
           assert.deepStrictEqual(listed.map((j: any) => [j.name, j.state, j.lastError]), [
             ["fail", "dead", "Error: nope"],
             ["fail", "dead", "Error: nope"]
           ])
-          const limited = jsonOf(yield* cli("jobs", "list", "--name", "noop", "--limit", "2", "--json"))
+          const limited = jsonOf(limitedRun)
           assert.deepStrictEqual(limited.map((j: any) => j.id), [pendingIds[2], pendingIds[1]])
 
-          const shown = jsonOf(yield* cli("jobs", "show", deadIds[0], "--json"))
+          const shown = jsonOf(shownRun)
           assert.deepStrictEqual(
             [shown.id, shown.state, shown.attempts, shown.payload, shown.progress],
             [deadIds[0], "dead", 1, { n: 1 }, null]
           )
           assert.deepStrictEqual(shown.errors.map((e: any) => [e.attempt, e.kind, e.message]), [[1, "defect", "Error: nope"]])
-          assertError(yield* cli("jobs", "show", "999999999", "--json"), /No job with id 999999999/)
+          assertError(unknownRun, /No job with id 999999999/)
 
           // retry by id, then every remaining dead job of the name.
           const retried = jsonOf(yield* cli("retry", deadIds[0], pendingIds[0], "--json"))
