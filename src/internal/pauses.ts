@@ -1,7 +1,7 @@
 /**
  * A worker's view of the paused job names (`<prefix>paused`): read when the worker starts, again
  * whenever the Notifier says they changed (at once in this process, by `NOTIFY` on PostgreSQL),
- * and every `rescueInterval` as the backstop (the only way on MySQL/MariaDB).
+ * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
  *
  * The worker leaves paused names out of what it probes and claims; jobs it already runs finish.
  *
@@ -13,6 +13,7 @@ import type * as Scope from "effect/Scope"
 import { Notifier } from "../services/Notifier.js"
 import { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
+import { wallSleep } from "./wallClock.js"
 
 export interface PausedView {
   /** `names` without the paused ones. */
@@ -48,8 +49,8 @@ export const watch = (
     yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)))
     const changed = yield* Queue.sliding<void>(1)
     yield* notifier.onPausesChanged(() => void Queue.unsafeOffer(changed, undefined))
-    yield* Queue.take(changed).pipe(
-      Effect.timeoutOption(config.rescueInterval),
+    // The backstop re-read every rescueInterval runs on the wall clock (not replayed by TestClock).
+    yield* Effect.race(Queue.take(changed), wallSleep(config.rescueInterval)).pipe(
       Effect.zipRight(refresh),
       Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)),
       Effect.forever,

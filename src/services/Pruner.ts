@@ -21,6 +21,7 @@ import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
 import { stepper } from "../internal/schedule.js"
 import { nowMicros } from "../internal/time.js"
+import { wallSleep } from "../internal/wallClock.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -84,8 +85,8 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
 ).pipe(Effect.scoped)
 
 /**
- * Runs {@link run} every `pruneInterval` (jittered ±20 %), forever; failures are logged and the
- * next pass runs on schedule. Started by every worker unless `prune: false`.
+ * Runs {@link run} every `pruneInterval` (jittered ±20 %) of wall-clock time, forever; failures are
+ * logged and the next pass runs on schedule. Started by every worker unless `prune: false`.
  *
  * @since 0.1.0
  * @category pruning
@@ -96,8 +97,9 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
     const delay = stepper(Schedule.spaced(config.pruneInterval).pipe(Schedule.jittered))
     while (true) {
       const ms = Option.getOrElse(yield* delay(Date.now()), () => Duration.toMillis(config.pruneInterval))
-      // Whole milliseconds: TestClock cannot represent a fractional instant.
-      yield* Effect.sleep(Math.max(1, Math.round(ms)))
+      // Wall-clock time: under TestClock, `adjust` does not replay pruning passes (the cutoffs
+      // still follow Effect's Clock).
+      yield* wallSleep(Math.max(1, Math.round(ms)))
       const result = yield* run.pipe(
         Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("sqlane: pruning failed", cause), undefined))
       )

@@ -121,7 +121,7 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   },
   prune: options.prune ?? true,
   pruneInterval: Duration.decode(options.pruneInterval ?? "1 minute"),
-  pruneBatchSize: Math.max(1, Math.floor(options.pruneBatchSize ?? 1000))
+  pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.max(1, Math.floor(options.pruneBatchSize!)) : 1000
 })
 
 /**
