@@ -247,33 +247,6 @@ const toJobRow = (r: any): JobRow => ({
   result: r.result ?? null
 })
 
-const toSummary = (r: any): JobSummaryRow => ({
-  id: String(r.id),
-  name: r.name,
-  state: r.state,
-  attempts: num(r.attempts),
-  priority: num(r.priority),
-  runAtUs: num(r.run_at_us),
-  createdAtUs: num(r.created_at_us),
-  claimedAtUs: numOrNull(r.claimed_at_us),
-  finishedAtUs: numOrNull(r.finished_at_us),
-  workerId: r.worker_id ?? null,
-  lastError: r.last_error ?? null,
-  progress: r.progress ?? null
-})
-
-const toStats = (r: any): StatsRow => ({
-  name: r.name,
-  state: r.state,
-  count: num(r.n),
-  due: num(r.due ?? 0),
-  oldestDueUs: numOrNull(r.oldest_due_us),
-  recent: num(r.recent ?? 0)
-})
-
-/** The pruner's lock name for a table prefix (at most 53 characters: MySQL allows 64). */
-export const prunerLockName = (prefix: string) => `sqlane:prune:${prefix}`
-
 const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
 
@@ -281,7 +254,6 @@ const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
 export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
   const jobs = sql(`${prefix}jobs`)
   const workers = sql(`${prefix}workers`)
-  const paused = sql(`${prefix}paused`)
   const ts = (us: number | Statement.Fragment) => sql`(TIMESTAMPTZ 'epoch' + ${us}::bigint * INTERVAL '1 microsecond')`
   const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
   const claimedColumns = sql.literal(
@@ -407,17 +379,17 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
     // --- Operations (issue 6) ---------------------------------------------------------------
     pausedList: () =>
       Effect.map(
-        sql`SELECT name, ${us("paused_at")} AS paused_at_us FROM ${paused} ORDER BY name`,
+        sql`SELECT name, ${us("paused_at")} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
         (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: r.name, pausedAtUs: num(r.paused_at_us) }))
       ),
     pausedInsert: (name, nowUs) =>
       Effect.map(
-        sql`INSERT INTO ${paused} (name, paused_at) VALUES (${name}, ${ts(nowUs)})
+        sql`INSERT INTO ${sql(`${prefix}paused`)} (name, paused_at) VALUES (${name}, ${ts(nowUs)})
             ON CONFLICT (name) DO NOTHING RETURNING name`,
         (rows) => rows.length > 0
       ),
     pausedDelete: (name) =>
-      Effect.map(sql`DELETE FROM ${paused} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
+      Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
     jobList: (filter) =>
       Effect.map(
         sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
@@ -499,7 +471,6 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
 export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: number): Statements => {
   const jobs = sql(`${prefix}jobs`)
   const workers = sql(`${prefix}workers`)
-  const paused = sql(`${prefix}paused`)
   const ts = (us: number) => sql`TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
   const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
   const claimedColumns = sql.literal(
@@ -658,16 +629,16 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
     // --- Operations (issue 6) ---------------------------------------------------------------
     pausedList: () =>
       Effect.map(
-        sql`SELECT name, ${sql.literal(usOf("paused_at"))} AS paused_at_us FROM ${paused} ORDER BY name`,
+        sql`SELECT name, ${sql.literal(usOf("paused_at"))} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
         (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: r.name, pausedAtUs: num(r.paused_at_us) }))
       ),
     pausedInsert: (name, nowUs) =>
       Effect.map(
-        sql`INSERT IGNORE INTO ${paused} (name, paused_at) VALUES (${name}, ${ts(nowUs)})`.raw,
+        sql`INSERT IGNORE INTO ${sql(`${prefix}paused`)} (name, paused_at) VALUES (${name}, ${ts(nowUs)})`.raw,
         (r: any) => Number(r.affectedRows) > 0
       ),
     pausedDelete: (name) =>
-      Effect.map(sql`DELETE FROM ${paused} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
+      Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
     jobList: (filter) =>
       Effect.map(
         sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
@@ -771,3 +742,32 @@ export const withTransientRetry = (statements: Statements): Statements => {
   }
   return wrapped as unknown as Statements
 }
+
+// --- Operations (issue 6) -------------------------------------------------------------------
+
+const toSummary = (r: any): JobSummaryRow => ({
+  id: String(r.id),
+  name: r.name,
+  state: r.state,
+  attempts: num(r.attempts),
+  priority: num(r.priority),
+  runAtUs: num(r.run_at_us),
+  createdAtUs: num(r.created_at_us),
+  claimedAtUs: numOrNull(r.claimed_at_us),
+  finishedAtUs: numOrNull(r.finished_at_us),
+  workerId: r.worker_id ?? null,
+  lastError: r.last_error ?? null,
+  progress: r.progress ?? null
+})
+
+const toStats = (r: any): StatsRow => ({
+  name: r.name,
+  state: r.state,
+  count: num(r.n),
+  due: num(r.due ?? 0),
+  oldestDueUs: numOrNull(r.oldest_due_us),
+  recent: num(r.recent ?? 0)
+})
+
+/** The pruner's lock name for a table prefix (at most 53 characters: MySQL allows 64). */
+export const prunerLockName = (prefix: string) => `sqlane:prune:${prefix}`
