@@ -6,7 +6,8 @@
  * `(state, finished_at)` index, so a pass stays cheap however many finished rows the table holds
  * and never holds locks for long. At most one pruner runs at a time per table prefix across every
  * process: a pass holds a session lock (`pg_try_advisory_lock` / `GET_LOCK`) on a reserved
- * connection, and a pass that finds it taken does nothing.
+ * connection, and a pass that finds it taken does nothing. A pass runs its statements on that one
+ * connection (each in its own autocommit transaction).
  *
  * Workers run {@link background} (unless `prune: false`); `sqlane prune` runs {@link run} once.
  *
@@ -80,7 +81,12 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
         }
       }
       return { ran: true, deleted, batches, largestBatch }
-    }).pipe(Effect.ensuring(Effect.ignore(conn.executeRaw(unlock[0], unlock[1]))))
+    }).pipe(
+      // Every statement of the pass runs on the lock's connection (autocommit, one statement or two
+      // per batch): a pass uses one connection of the pool, never waits for a second one.
+      Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const),
+      Effect.ensuring(Effect.ignore(conn.executeRaw(unlock[0], unlock[1])))
+    )
   }
 ).pipe(Effect.scoped)
 

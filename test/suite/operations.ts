@@ -7,11 +7,12 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { Admin, Events, Job, Migrations, Pruner, Queue, Worker } from "../../src/index.js"
+import { Admin, Events, Job, Migrations, Pruner, Queue, QueueLive, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
@@ -327,6 +328,18 @@ export const operations = (target: Target) => {
           const again = yield* Pruner.run
           assert.deepStrictEqual([again.deleted, again.batches], [{ completed: 0, dead: 0, cancelled: 0 }, 3])
         }), { pruneBatchSize: 5000, prune: false }), 240_000)
+
+    it.live(name("a pruning pass needs one connection: it runs on a pool of 1"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          yield* insertFinished(prefix, "bulk", "dead", 30, 8 * 86_400)
+          const single = QueueLive({ prefix, migrate: false, pruneBatchSize: 7 }).pipe(
+            Layer.provideMerge(clientLayer(target, { maxConnections: 1 }))
+          )
+          const result = yield* Pruner.run.pipe(Effect.provide(single), Effect.timeout("15 seconds"))
+          assert.deepStrictEqual([result.ran, result.deleted.dead, result.batches], [true, 30, 7])
+          assert.strictEqual(yield* countJobs(prefix, "dead"), 0)
+        })))
 
     it.live(name("workers prune in the background, keeping jobs within retention"), () =>
       withQueue(target, (prefix) =>
