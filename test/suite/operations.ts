@@ -409,8 +409,17 @@ export const operations = (target: Target) => {
           const ok = yield* queue.enqueue(Noop, { i: 1 })
           yield* waitUntil(Effect.map(queue.get(ok), (j) => j.state === "completed"))
           const bad = yield* queue.enqueue(Twice, {})
-          yield* waitUntil(Effect.map(queue.get(bad), (j) => j.state === "dead"))
-          const all = Chunk.toReadonlyArray(yield* Queue_.takeAll(seen))
+          // An event is published just after its write commits: wait for the event, not the row.
+          const all: Array<Events.WorkerEvent> = []
+          yield* waitUntil(
+            Effect.map(Queue_.takeAll(seen), (chunk) => {
+              all.push(...Chunk.toReadonlyArray(chunk))
+              return all.some((e) => e._tag === "Dead")
+            }),
+            20_000,
+            "the Dead event"
+          )
+          assert.strictEqual((yield* queue.get(bad)).state, "dead")
           assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.name, e.attempt]), [
             ["Claimed", ok, "noop", 1],
             ["Completed", ok, "noop", 1],
