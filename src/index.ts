@@ -32,6 +32,12 @@ export * as Migrations from "./services/Migrations.js"
 /** @since 0.1.0 */
 export * as Metrics from "./services/Metrics.js"
 /** @since 0.1.0 */
+export * as Admin from "./services/Admin.js"
+/** @since 0.1.0 */
+export * as Pruner from "./services/Pruner.js"
+/** @since 0.1.0 */
+export * as Events from "./services/Events.js"
+/** @since 0.1.0 */
 export { QueueLive } from "./layers/QueueLive.js"
 /** @since 0.1.0 */
 export type { QueueOptions } from "./services/QueueConfig.js"

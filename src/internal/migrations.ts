@@ -91,6 +91,21 @@ const pg = (prefix: string): Record<string, Migration> => ({
       updated_at timestamptz NOT NULL
     )`
   }),
+  // Operations (issue 6): paused job names, progress, and the index pruning reads.
+  "6_operations": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // A paused job name is not claimed by any worker; the row's existence is the pause.
+    yield* sql`CREATE TABLE ${sql(`${prefix}paused`)} (
+      name text PRIMARY KEY,
+      paused_at timestamptz NOT NULL
+    )`
+    // The last progress a handler reported: JSON {"value","message","attempt","at"}.
+    yield* sql`ALTER TABLE ${jobs} ADD COLUMN progress text`
+    // Pruning walks finished jobs of one state, oldest first.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_finished`)} ON ${jobs} (state, finished_at)
+      WHERE state IN ('completed', 'dead', 'cancelled')`
+  }),
   "7_trace_context": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // The span that enqueued the job (`<trace id>:<span id>:<sampled>`): the job's span links to it.
@@ -165,6 +180,16 @@ const mysql = (prefix: string): Record<string, Migration> => ({
       updated_at DATETIME(6) NOT NULL,
       PRIMARY KEY (name)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }),
+  "6_operations": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`CREATE TABLE ${sql(`${prefix}paused`)} (
+      name VARCHAR(255) NOT NULL,
+      paused_at DATETIME(6) NOT NULL,
+      PRIMARY KEY (name)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN progress LONGTEXT NULL,
+      ADD KEY ${sql(`${prefix}jobs_finished`)} (state, finished_at)`
   }),
   "7_trace_context": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()

@@ -195,6 +195,99 @@ export interface Statements {
   readonly scheduleAdvance: (name: string, tickUs: number, nowUs: number) => Effect.Effect<void, SqlError>
   /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
+
+  // --- Operations (issue 6): CLI, pause/resume, retention, progress -------------------------
+  /** The job names paused in `<prefix>paused`. */
+  readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
+  /** Pauses a job name; returns `false` when it was already paused. */
+  readonly pausedInsert: (name: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /** Resumes a job name; returns `false` when it was not paused. */
+  readonly pausedDelete: (name: string) => Effect.Effect<boolean, SqlError>
+  /**
+   * Jobs, newest first (by id), optionally of one name and/or state, with ids below `beforeId`
+   * (for paging); at most `limit`.
+   */
+  readonly jobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<JobSummaryRow>, SqlError>
+  /**
+   * Counts per job name and state; `due` and `oldestDueUs` over pending jobs with `run_at <= nowUs`;
+   * `recent` counts jobs finished at or after `sinceUs` (completed within the retention window).
+   */
+  readonly jobStats: (nowUs: number, sinceUs: number) => Effect.Effect<ReadonlyArray<StatsRow>, SqlError>
+  /**
+   * Puts up to `limit` jobs of `name` in `state` (dead or cancelled) back to pending, due now, with a
+   * fresh set of attempts. Returns how many it changed.
+   */
+  readonly jobRetryByName: (
+    name: string,
+    state: "dead" | "cancelled",
+    nowUs: number,
+    limit: number
+  ) => Effect.Effect<number, SqlError>
+  /** Records a running attempt's progress (JSON text); returns `false` when the attempt is no longer running. */
+  readonly jobProgressSet: (id: string, attempt: number, progress: string) => Effect.Effect<boolean, SqlError>
+  /** A job's progress JSON, if it reported any. */
+  readonly jobProgressGet: (id: string) => Effect.Effect<string | null, SqlError>
+  /**
+   * Deletes at most `limit` jobs in `state` finished before `cutoffUs`, oldest first. Returns how many
+   * it deleted.
+   */
+  readonly jobPruneFinished: (
+    state: "completed" | "dead" | "cancelled",
+    cutoffUs: number,
+    limit: number
+  ) => Effect.Effect<number, SqlError>
+  /**
+   * The statements (not functions: no transient retry) that take (without waiting) and release the
+   * pruner's session lock for this prefix, run on a reserved connection. The take returns one row, one column: true/1 when taken.
+   */
+  readonly prunerLock: {
+    readonly lock: readonly [sql: string, params: ReadonlyArray<unknown>]
+    readonly unlock: readonly [sql: string, params: ReadonlyArray<unknown>]
+  }
+  /** The ids of the migrations applied to this prefix, or `undefined` when its migrations table is missing. */
+  readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
+  /** Sends a `NOTIFY` on `channel` (PostgreSQL); does nothing on MySQL/MariaDB. */
+  readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
+}
+
+/** A paused job name. */
+export interface PausedRow {
+  readonly name: string
+  readonly pausedAtUs: number
+}
+
+/** Filters of `jobList`. */
+export interface JobListFilter {
+  readonly name?: string | undefined
+  readonly state?: string | undefined
+  readonly beforeId?: string | undefined
+  readonly limit: number
+}
+
+/** A job without its payload, errors and result, as `jobList` reads it. Times are µs. */
+export interface JobSummaryRow {
+  readonly id: string
+  readonly name: string
+  readonly state: string
+  readonly attempts: number
+  readonly priority: number
+  readonly runAtUs: number
+  readonly createdAtUs: number
+  readonly claimedAtUs: number | null
+  readonly finishedAtUs: number | null
+  readonly workerId: string | null
+  readonly lastError: string | null
+  readonly progress: string | null
+}
+
+/** One job name and state of `jobStats`. */
+export interface StatsRow {
+  readonly name: string
+  readonly state: string
+  readonly count: number
+  readonly due: number
+  readonly oldestDueUs: number | null
+  readonly recent: number
 }
 
 /** The session lock of a worker is `sqlane:w:<worker id>` (MySQL) or an advisory lock on its hash (PostgreSQL). */
@@ -507,7 +600,93 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
               ${us("finished_at")} AS finished_at_us, last_error, result
             FROM ${jobs} WHERE id = ${id}::bigint`,
         (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
-      )
+      ),
+
+    // --- Operations (issue 6) ---------------------------------------------------------------
+    pausedList: () =>
+      Effect.map(
+        sql`SELECT name, ${us("paused_at")} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: r.name, pausedAtUs: num(r.paused_at_us) }))
+      ),
+    pausedInsert: (name, nowUs) =>
+      Effect.map(
+        sql`INSERT INTO ${sql(`${prefix}paused`)} (name, paused_at) VALUES (${name}, ${ts(nowUs)})
+            ON CONFLICT (name) DO NOTHING RETURNING name`,
+        (rows) => rows.length > 0
+      ),
+    pausedDelete: (name) =>
+      Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
+    jobList: (filter) =>
+      Effect.map(
+        sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
+              ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
+              ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
+            FROM ${jobs}
+            WHERE ${sql.and([
+          ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
+          ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`])
+        ])}
+            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
+        (rows) => rows.map(toSummary)
+      ),
+    jobStats: (nowUs, sinceUs) =>
+      Effect.map(
+        sql`SELECT name, state, COUNT(*) AS n,
+              COUNT(*) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)}) AS due,
+              (EXTRACT(EPOCH FROM MIN(run_at) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)})) * 1000000)::bigint
+                AS oldest_due_us,
+              COUNT(*) FILTER (WHERE finished_at >= ${ts(sinceUs)}) AS recent
+            FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
+        (rows) => rows.map(toStats)
+      ),
+    jobRetryByName: (name, state, nowUs, limit) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE id IN (
+              SELECT id FROM ${jobs} WHERE state = ${state} AND name = ${name}
+              ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))} FOR UPDATE SKIP LOCKED)
+              AND state = ${state}
+            RETURNING id`,
+        (rows) => rows.length
+      ),
+    jobProgressSet: (id, attempt, progress) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET progress = ${progress}
+            WHERE id = ${id}::bigint AND attempts = ${attempt} AND state = 'running' RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobProgressGet: (id) =>
+      Effect.map(
+        sql<{ progress: string | null }>`SELECT progress FROM ${jobs} WHERE id = ${id}::bigint`,
+        (rows) => rows[0]?.progress ?? null
+      ),
+    jobPruneFinished: (state, cutoffUs, limit) =>
+      // The outer conditions are checked again on rows changed meanwhile (a retried dead job stays).
+      Effect.map(
+        sql<{ n: string }>`WITH d AS (
+              DELETE FROM ${jobs} WHERE id IN (
+                SELECT id FROM ${jobs} WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
+                ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))})
+              AND state = ${state} AND finished_at < ${ts(cutoffUs)}
+              RETURNING 1)
+            SELECT COUNT(*) AS n FROM d`,
+        (rows) => num(rows[0]?.n ?? 0)
+      ),
+    prunerLock: ({
+      lock: ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]],
+      unlock: ["SELECT pg_advisory_unlock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]]
+    }),
+    migrationList: () =>
+      Effect.gen(function*() {
+        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
+          WHERE table_schema = current_schema() AND table_name = ${`${prefix}migrations`}`
+        if (num(exists?.n ?? 0) === 0) return undefined
+        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
+          ORDER BY migration_id`
+        return rows.map((r) => num(r.id))
+      }),
+    channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
   }
 }
 
@@ -794,7 +973,92 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
               ${sql.literal(usOf("finished_at"))} AS finished_at_us, last_error, result
             FROM ${jobs} WHERE id = ${id}`,
         (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
-      )
+      ),
+
+    // --- Operations (issue 6) ---------------------------------------------------------------
+    pausedList: () =>
+      Effect.map(
+        sql`SELECT name, ${sql.literal(usOf("paused_at"))} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: r.name, pausedAtUs: num(r.paused_at_us) }))
+      ),
+    pausedInsert: (name, nowUs) =>
+      Effect.map(
+        sql`INSERT IGNORE INTO ${sql(`${prefix}paused`)} (name, paused_at) VALUES (${name}, ${ts(nowUs)})`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
+    pausedDelete: (name) =>
+      Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
+    jobList: (filter) =>
+      Effect.map(
+        sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
+              ${sql.literal(usOf("created_at"))} AS created_at_us, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
+              ${sql.literal(usOf("finished_at"))} AS finished_at_us, worker_id, last_error, progress
+            FROM ${jobs}
+            WHERE ${sql.and([
+          ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
+          ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`])
+        ])}
+            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`.unprepared,
+        (rows) => rows.map(toSummary)
+      ),
+    jobStats: (nowUs, sinceUs) =>
+      Effect.map(
+        sql`SELECT name, state, COUNT(*) AS n,
+              SUM(CASE WHEN state = 'pending' AND run_at <= ${ts(nowUs)} THEN 1 ELSE 0 END) AS due,
+              TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',
+                MIN(CASE WHEN state = 'pending' AND run_at <= ${ts(nowUs)} THEN run_at END)) AS oldest_due_us,
+              SUM(CASE WHEN finished_at >= ${ts(sinceUs)} THEN 1 ELSE 0 END) AS recent
+            FROM ${jobs} GROUP BY name, state ORDER BY name, state`.unprepared,
+        (rows) => rows.map(toStats)
+      ),
+    jobRetryByName: (name, state, nowUs, limit) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE state = ${state} AND name = ${name}
+            ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))}`.raw,
+        (r: any) => Number(r.affectedRows)
+      ),
+    jobProgressSet: (id, attempt, progress) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET progress = ${progress}
+            WHERE id = ${id} AND attempts = ${attempt} AND state = 'running'`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
+    jobProgressGet: (id) =>
+      Effect.map(
+        sql<{ progress: string | null }>`SELECT progress FROM ${jobs} WHERE id = ${id}`,
+        (rows) => rows[0]?.progress ?? null
+      ),
+    jobPruneFinished: (state, cutoffUs, limit) =>
+      // Two steps, so the delete takes record locks on primary keys only: a locking range scan of
+      // the (state, finished_at) index would take gap locks that block jobs finishing meanwhile.
+      Effect.gen(function*() {
+        const rows = yield* sql<{ id: string }>`SELECT id FROM ${jobs}
+          WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
+          ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))}`
+        if (rows.length === 0) return 0
+        // The id list is padded to `limit` entries (repeating the last id), so the prepared
+        // statement's text is the same for every batch.
+        const ids = Array.from({ length: Math.floor(limit) }, (_, i) => String(rows[Math.min(i, rows.length - 1)].id))
+        const result: any = yield* sql`DELETE FROM ${jobs}
+          WHERE id IN ${sql.in(ids)} AND state = ${state} AND finished_at < ${ts(cutoffUs)}`.raw
+        return Number(result.affectedRows)
+      }),
+    prunerLock: ({
+      lock: ["SELECT GET_LOCK(?, 0)", [prunerLockName(prefix)]],
+      unlock: ["SELECT RELEASE_LOCK(?)", [prunerLockName(prefix)]]
+    }),
+    migrationList: () =>
+      Effect.gen(function*() {
+        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
+          WHERE table_schema = DATABASE() AND table_name = ${`${prefix}migrations`}`
+        if (num(exists?.n ?? 0) === 0) return undefined
+        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
+          ORDER BY migration_id`
+        return rows.map((r) => num(r.id))
+      }),
+    channelNotify: () => Effect.void
   }
 }
 
@@ -827,3 +1091,32 @@ export const withTransientRetry = (statements: Statements): Statements => {
   }
   return wrapped as unknown as Statements
 }
+
+// --- Operations (issue 6) -------------------------------------------------------------------
+
+const toSummary = (r: any): JobSummaryRow => ({
+  id: String(r.id),
+  name: r.name,
+  state: r.state,
+  attempts: num(r.attempts),
+  priority: num(r.priority),
+  runAtUs: num(r.run_at_us),
+  createdAtUs: num(r.created_at_us),
+  claimedAtUs: numOrNull(r.claimed_at_us),
+  finishedAtUs: numOrNull(r.finished_at_us),
+  workerId: r.worker_id ?? null,
+  lastError: r.last_error ?? null,
+  progress: r.progress ?? null
+})
+
+const toStats = (r: any): StatsRow => ({
+  name: r.name,
+  state: r.state,
+  count: num(r.n),
+  due: num(r.due ?? 0),
+  oldestDueUs: numOrNull(r.oldest_due_us),
+  recent: num(r.recent ?? 0)
+})
+
+/** The pruner's lock name for a table prefix (at most 53 characters: MySQL allows 64). */
+export const prunerLockName = (prefix: string) => `sqlane:prune:${prefix}`

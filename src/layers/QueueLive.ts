@@ -3,7 +3,7 @@
  * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (unless `migrate: false`)
  * and builds the services for that dialect:
  *
- * - PostgreSQL: `Queue`, `Claimer`, `Completer`, and a `Notifier` with `LISTEN/NOTIFY`;
+ * - PostgreSQL: `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, and a `Notifier` with `LISTEN/NOTIFY`;
  * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and polling.
  *
  * @since 0.1.0
@@ -17,8 +17,10 @@ import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import * as Statements from "../internal/statements.js"
 import type { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
+import * as Admin from "../services/Admin.js"
 import * as Claimer from "../services/Claimer.js"
 import * as Completer from "../services/Completer.js"
+import * as Events from "../services/Events.js"
 import * as Migrations from "../services/Migrations.js"
 import * as Notifier from "../services/Notifier.js"
 import * as Queue from "../services/Queue.js"
@@ -32,6 +34,8 @@ import * as QueueConfig from "../services/QueueConfig.js"
  */
 export type Services =
   | Queue.Queue
+  | Admin.Admin
+  | Events.Events
   | Claimer.Claimer
   | Completer.Completer
   | Notifier.Notifier
@@ -39,8 +43,10 @@ export type Services =
   | Database
 
 const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
-  Layer.mergeAll(Queue.layer, Claimer.layer, Completer.layer).pipe(
+  Layer.mergeAll(Queue.layer, Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))).pipe(
+    Layer.provideMerge(Events.layer),
     Layer.provideMerge(notifier),
+    (base) => Layer.provideMerge(Admin.layer, base)
   )
 
 /**

@@ -101,3 +101,28 @@ export class InvalidSchedule extends Schema.TaggedError<InvalidSchedule>("sqlane
     message: Schema.String
   }
 ) {}
+
+/**
+ * sqlane's tables under this prefix are missing or behind this version of sqlane: some migrations
+ * are not applied. Run `sqlane migrate` (or start a `QueueLive` with `migrate: true`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SchemaNotMigrated extends Schema.TaggedError<SchemaNotMigrated>("sqlane/SchemaNotMigrated")(
+  "SchemaNotMigrated",
+  {
+    /** The table prefix, e.g. `"sqlane_"`. */
+    prefix: Schema.String,
+    /** Migrations applied (0 when the migrations table does not exist). */
+    applied: Schema.Number,
+    /** Migrations this version of sqlane has. */
+    known: Schema.Number
+  }
+) {
+  get message() {
+    return this.applied === 0
+      ? `sqlane's tables with prefix "${this.prefix}" do not exist: run \`sqlane migrate\``
+      : `sqlane's tables with prefix "${this.prefix}" are not migrated (${this.applied} of ${this.known} migrations applied): run \`sqlane migrate\``
+  }
+}

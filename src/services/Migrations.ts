@@ -11,12 +11,16 @@
  *
  * @since 0.1.0
  */
+import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
 import * as MigrationsInternal from "../internal/migrations.js"
+import * as Statements from "../internal/statements.js"
 import { versionAtLeast } from "../internal/version.js"
 import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
 import { isValidPrefix } from "./QueueConfig.js"
@@ -163,4 +167,104 @@ export const run = (
       Effect.catchAllDefect((defect) => new SetupError({ message: `migration failed: ${String(defect)}`, cause: defect })),
       (migrate) => withMigrationLock(prefix, migrate)
     )
+  })
+
+/**
+ * Where a table prefix's schema stands: the migrations applied, and those this version of sqlane
+ * would apply (`[id, name]`, in order). `applied` is `undefined` when the migrations table does not
+ * exist (nothing was ever migrated).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MigrationStatus {
+  readonly dialect: "pg" | "mysql"
+  readonly applied: ReadonlyArray<number> | undefined
+  readonly pending: ReadonlyArray<readonly [id: number, name: string]>
+}
+
+const known = (dialect: "pg" | "mysql", prefix: string) =>
+  Object.entries(MigrationsInternal.forDialect(dialect, prefix))
+    .map(([key, migration]) => {
+      const [, id, name] = key.match(/^(\d+)_(.*)$/)!
+      return { id: Number(id), name, migration }
+    })
+    .sort((a, b) => a.id - b.id)
+
+/**
+ * Reads which migrations are applied to `prefix` and which are pending. Changes nothing.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
+export const status = (
+  prefix: string
+): Effect.Effect<MigrationStatus, SetupError | UnsupportedDatabase | SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    if (!isValidPrefix(prefix)) {
+      return yield* new SetupError({
+        message: `invalid table prefix ${JSON.stringify(prefix)}: use letters, digits and _ (at most 40)`
+      })
+    }
+    const info = yield* checkServer
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const statements = info.dialect === "pg" ? Statements.pg(sql, prefix) : Statements.mysql(sql, prefix, 1)
+    const applied = yield* statements.migrationList()
+    const done = new Set(applied ?? [])
+    return {
+      dialect: info.dialect,
+      applied,
+      pending: known(info.dialect, prefix).filter((m) => !done.has(m.id)).map((m) => [m.id, m.name] as const)
+    }
+  })
+
+/**
+ * The SQL that {@link run} would execute for `prefix`, per pending migration, without executing it:
+ * each pending migration runs against a recording client of the server's dialect. Statements with
+ * parameters list them after the SQL as a comment. The migrations table itself is created by
+ * `run` and is not listed.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
+export const dryRun = (
+  prefix: string
+): Effect.Effect<
+  ReadonlyArray<{ readonly id: number; readonly name: string; readonly sql: ReadonlyArray<string> }>,
+  SetupError | UnsupportedDatabase | SqlError,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    const current = yield* status(prefix)
+    const pendingIds = new Set(current.pending.map(([id]) => id))
+    const compiler = current.dialect === "pg"
+      ? (yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))).makeCompiler()
+      : (yield* Effect.promise(() => import("@effect/sql-mysql2/MysqlClient"))).makeCompiler()
+    const out: Array<{ id: number; name: string; sql: ReadonlyArray<string> }> = []
+    for (const m of known(current.dialect, prefix)) {
+      if (!pendingIds.has(m.id)) continue
+      const recorded: Array<string> = []
+      const record = (text: string, params: ReadonlyArray<unknown>) =>
+        Effect.sync(() => {
+          const sqlText = text.trim().replace(/\n\s+/g, "\n  ")
+          recorded.push(params.length === 0 ? `${sqlText};` : `${sqlText}; -- params: ${JSON.stringify(params)}`)
+          return [] as Array<any>
+        })
+      const connection: SqlConnection.Connection = {
+        execute: record,
+        executeRaw: record,
+        executeValues: record,
+        executeUnprepared: record,
+        executeStream: (text, params) => Stream.fromEffect(record(text, params)).pipe(Stream.drain)
+      }
+      const recorder = yield* SqlClient.make({ acquirer: Effect.succeed(connection), compiler, spanAttributes: [] }).pipe(
+        Effect.provide(Reactivity.layer)
+      )
+      yield* m.migration.pipe(
+        Effect.provideService(SqlClient.SqlClient, recorder),
+        Effect.mapError((e) => new SetupError({ message: `dry run of migration ${m.id}_${m.name} failed: ${String(e)}` }))
+      )
+      out.push({ id: m.id, name: m.name, sql: recorded })
+    }
+    return out
   })

@@ -98,6 +98,18 @@ export interface NotifierShape {
   readonly cancelled: (ids: ReadonlyArray<string>) => Effect.Effect<void>
   /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
   readonly onCancel: (onCancel: (ids: ReadonlyArray<string>) => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Wakes the workers of `names` in every process: this process at once, others by `NOTIFY` on
+   * PostgreSQL (by their poll on MySQL/MariaDB). For jobs made due outside an enqueue (e.g. retries).
+   */
+  readonly announce: (names: ReadonlyArray<string>) => Effect.Effect<void>
+  /**
+   * Tells every worker that the paused job names changed: this process at once, others by `NOTIFY`
+   * on PostgreSQL (on MySQL/MariaDB they re-read the paused names every `rescueInterval`).
+   */
+  readonly pausesChanged: Effect.Effect<void>
+  /** Calls `onChange` whenever the paused job names may have changed, for the life of the scope. */
+  readonly onPausesChanged: (onChange: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**
@@ -124,6 +136,12 @@ const localCancelListeners = globalValue(
   () => new Map<string, Set<(ids: ReadonlyArray<string>) => void>>()
 )
 const CANCEL = "cancel:"
+/** Listeners for changes of the paused job names in this process, by database and table prefix. */
+const localPauseListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localPauseListeners"),
+  () => new Map<string, Set<() => void>>()
+)
+const PAUSES = "pauses"
 
 /**
  * At most one `NOTIFY` per window per process and table prefix rides inside an enqueue. On
@@ -195,6 +213,11 @@ const make = (
     const deliverCancel = (ids: ReadonlyArray<string>) => {
       for (const listener of cancelListeners) listener(ids)
     }
+    const pauseListeners = localPauseListeners.get(key) ?? new Set<() => void>()
+    localPauseListeners.set(key, pauseListeners)
+    const deliverPauses = () => {
+      for (const listener of pauseListeners) listener()
+    }
     /** This instance's own subscribers: a NOTIFY reaches them once per listening instance. */
     const own = new Set<Subscriber>()
     const listening = yield* Deferred.make<void>()
@@ -235,6 +258,10 @@ const make = (
         deliver(own, "*")
       }
       const onPayload = (payload: string) => {
+        if (payload === PAUSES) {
+          deliverPauses()
+          return
+        }
         if (payload.startsWith(CANCEL)) {
           const ids = decodeIds(payload.slice(CANCEL.length))
           if (Array.isArray(ids)) deliverCancel(ids)
@@ -284,6 +311,20 @@ const make = (
               ? Effect.void
               : Effect.ignore(notify(channel, CANCEL + JSON.stringify(ids)))
           )
+        ),
+      announce: (names) =>
+        hint(names).pipe(
+          Effect.zipRight(
+            listenOn === undefined || names.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(names)))
+          )
+        ),
+      pausesChanged: Effect.sync(deliverPauses).pipe(
+        Effect.zipRight(listenOn === undefined ? Effect.void : Effect.ignore(notify(channel, PAUSES)))
+      ),
+      onPausesChanged: (onChange) =>
+        Effect.acquireRelease(
+          Effect.sync(() => void pauseListeners.add(onChange)),
+          () => Effect.sync(() => void pauseListeners.delete(onChange))
         ),
       onCancel: (onCancel) =>
         Effect.acquireRelease(

@@ -149,6 +149,18 @@ export interface QueueShape {
    * now holds its unique key.
    */
   readonly retry: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
+  /**
+   * Records the progress of a running attempt, shown by `sqlane jobs show` and `sqlane status`:
+   * `value` is any finite number (e.g. a percentage, or items done) and `message` a short text.
+   * Call it from a handler with its context: `queue.progress(ctx, 40, "resizing images")`. Each call
+   * replaces the previous one. Best effort: it never fails the attempt (a failed write is logged),
+   * and does nothing once the attempt is no longer running.
+   */
+  readonly progress: (
+    attempt: { readonly id: string; readonly attempt: number },
+    value: number,
+    message?: string
+  ) => Effect.Effect<void>
 }
 
 /**
@@ -368,6 +380,23 @@ export const make = Effect.gen(function*() {
         }
         return retried
       }),
+    progress: (attempt, value, message) =>
+      Effect.gen(function*() {
+        if (!Number.isFinite(value)) {
+          return yield* Effect.logWarning(`sqlane: progress must be a finite number, got ${value}; ignored`)
+        }
+        const nowUs = yield* nowMicros
+        const json = JSON.stringify({
+          value,
+          ...(message === undefined ? {} : { message: message.replaceAll("\u0000", "\uFFFD") }),
+          attempt: attempt.attempt,
+          at: microsToDate(nowUs).toISOString()
+        })
+        yield* statements.jobProgressSet(attempt.id, attempt.attempt, json)
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot record progress", cause)),
+        Effect.annotateLogs({ package: "sqlane", "sqlane.job.id": attempt.id })
+      ),
     get: (id) =>
       Effect.gen(function*() {
         if (!/^\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return yield* new JobNotFound({ id })

@@ -32,6 +32,26 @@ export interface QueueConfigShape {
   readonly leaseTimeout: Duration.Duration
   /** How often a worker looks for jobs of lost workers (and, on MySQL/MariaDB, for cancellations). */
   readonly rescueInterval: Duration.Duration
+  /** How long finished jobs are kept, per state, before the pruner deletes them (by `finished_at`). */
+  readonly retention: Retention
+  /** Whether workers prune finished jobs in the background. */
+  readonly prune: boolean
+  /** How often a worker's pruner runs (jittered ±20 %). */
+  readonly pruneInterval: Duration.Duration
+  /** The most jobs one pruning statement deletes. */
+  readonly pruneBatchSize: number
+}
+
+/**
+ * How long finished jobs are kept, per state.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Retention {
+  readonly completed: Duration.Duration
+  readonly dead: Duration.Duration
+  readonly cancelled: Duration.Duration
 }
 
 /**
@@ -62,6 +82,21 @@ export interface QueueOptions {
   readonly leaseTimeout?: Duration.DurationInput | undefined
   /** Default 500 ms. */
   readonly rescueInterval?: Duration.DurationInput | undefined
+  /**
+   * How long finished jobs are kept after `finished_at`. Defaults: completed 1 day, dead 7 days,
+   * cancelled 7 days.
+   */
+  readonly retention?: {
+    readonly completed?: Duration.DurationInput | undefined
+    readonly dead?: Duration.DurationInput | undefined
+    readonly cancelled?: Duration.DurationInput | undefined
+  } | undefined
+  /** Whether workers prune finished jobs in the background. Default `true`. */
+  readonly prune?: boolean | undefined
+  /** Default 1 minute (jittered ±20 %). */
+  readonly pruneInterval?: Duration.DurationInput | undefined
+  /** A positive integer. Default 1000. */
+  readonly pruneBatchSize?: number | undefined
 }
 
 /**
@@ -78,7 +113,15 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   migrate: options.migrate ?? true,
   heartbeatInterval: Duration.decode(options.heartbeatInterval ?? "5 seconds"),
   leaseTimeout: Duration.decode(options.leaseTimeout ?? "30 seconds"),
-  rescueInterval: Duration.decode(options.rescueInterval ?? "500 millis")
+  rescueInterval: Duration.decode(options.rescueInterval ?? "500 millis"),
+  retention: {
+    completed: Duration.decode(options.retention?.completed ?? "1 day"),
+    dead: Duration.decode(options.retention?.dead ?? "7 days"),
+    cancelled: Duration.decode(options.retention?.cancelled ?? "7 days")
+  },
+  prune: options.prune ?? true,
+  pruneInterval: Duration.decode(options.pruneInterval ?? "1 minute"),
+  pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.max(1, Math.floor(options.pruneBatchSize!)) : 1000
 })
 
 /**

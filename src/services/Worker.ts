@@ -36,6 +36,7 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database } from "../internal/Database.js"
+import * as Pauses from "../internal/pauses.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { builtInTracer, decodeTraceContext } from "../internal/tracing.js"
@@ -46,6 +47,7 @@ import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
+import * as Pruner from "./Pruner.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -283,6 +285,11 @@ export const make = <R>(
         }] as const
       })
     )
+
+    // Paused job names are left out of every probe and claim; a resume wakes the loop.
+    const paused = yield* Pauses.watch(names, Effect.suspend(() => wakeSelf))
+    // Retention: prunes finished jobs in the background (one pruner at a time across processes).
+    if (config.prune) yield* Effect.forkScoped(Effect.interruptible(Pruner.background))
 
     const failure = (
       row: ClaimedJob,
@@ -542,7 +549,7 @@ export const make = <R>(
         const probed = probeNext
         let nextUs: number | undefined
         if (probeNext) {
-          const probe = yield* claimer.probe(names, nowUs)
+          const probe = yield* claimer.probe(paused.claimable(names), nowUs)
           due = probe.due
           nextUs = probe.nextUs
           probeNext = false
@@ -550,6 +557,8 @@ export const make = <R>(
         // With a backlog, claim at most half the slots at a time: two halves in flight, one being
         // claimed or run while the other's ends are written, so round trips overlap.
         const free: number = backlog ? Math.min(concurrency - running, batchMin) : concurrency - running
+        // Names paused since they were found due (or hinted) are left out.
+        due = paused.claimableGroups(due)
         const claimed: number = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
         // Every slot asked for filled: more jobs are likely due; claim again from the same groups
         // when slots free, without a probe.

@@ -11,8 +11,8 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
+import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -59,14 +59,14 @@ export const conformance = (target: Target) => {
         // Exactly one of the four runs applied the migrations; the others found nothing to do.
         const applied = runs.filter((r) => r.length > 0)
         assert.strictEqual(applied.length, 1)
-        const expected = Object.keys(MigrationsInternal.forDialect(target.dialect, prefix))
-          .map((key) => Number(key.split("_")[0]))
-          .sort((a, b) => a - b)
-        assert.includeMembers(expected, [1, 2, 3, 4, 5])
-        assert.deepStrictEqual(applied[0].map(([id]) => id), expected)
+        // Every migration of this dialect, in order (1_create_jobs, 2_workers, …).
+        const known = Object.keys(MigrationsInternal.forDialect(target.dialect, prefix))
+          .map((key) => Number(key.split("_")[0])).sort((a, b) => a - b)
+        assert.deepStrictEqual(applied[0].map(([id]) => id), known)
+        assert.deepStrictEqual(known.slice(0, 2), [1, 2])
         const sql = (yield* SqlClient.SqlClient).withoutTransforms()
         const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "migrations")}`
-        assert.strictEqual(Number(rows[0].n), expected.length)
+        assert.strictEqual(Number(rows[0].n), known.length)
         yield* dropTables(prefix)
       }).pipe(Effect.provide(clientLayer(target))))
 

@@ -6,6 +6,7 @@ import { inject, it } from "vitest"
 import { conformance } from "./conformance.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
+import { operations } from "./operations.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 
@@ -17,6 +18,7 @@ export const suitesFor = (id: string) => {
     plans(target)
     observability(target)
     scheduling(target)
+    operations(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

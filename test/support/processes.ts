@@ -28,8 +28,16 @@ export const spawnWorker = (args: ReadonlyArray<string>, env: Record<string, str
 
 export const awaitExit = (child: Child) => Effect.promise(() => child.exit)
 
+const cliScript = path.join(import.meta.dirname, "..", "..", "bin", "sqlane.js")
+
 export interface ScriptResult {
   readonly exit: number | NodeJS.Signals
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export interface CliRun {
+  readonly code: number | NodeJS.Signals
   readonly stdout: string
   readonly stderr: string
 }
@@ -55,3 +63,22 @@ export const runScript = (script: string, env: Record<string, string | undefined
       ),
     (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
   )
+
+/** Runs `bin/sqlane.js <args>` in a child process (as `npx sqlane` would) and collects its output. */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+  Effect.async<CliRun>((resume) => {
+    const childEnv: Record<string, string> = {}
+    for (const [k, v] of Object.entries({ ...process.env, DATABASE_URL: undefined, SQLANE_PREFIX: undefined, ...env })) {
+      if (v !== undefined) childEnv[k] = v
+    }
+    const child = spawn(process.execPath, [cliScript, ...args], {
+      env: childEnv,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => (stdout += d))
+    child.stderr!.on("data", (d) => (stderr += d))
+    child.on("close", (code, signal) => resume(Effect.succeed({ code: signal ?? code ?? -1, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })

@@ -1,0 +1,65 @@
+/**
+ * A worker's view of the paused job names (`<prefix>paused`): read when the worker starts, again
+ * whenever the Notifier says they changed (at once in this process, by `NOTIFY` on PostgreSQL),
+ * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
+ *
+ * The worker leaves paused names out of what it probes and claims; jobs it already runs finish.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import { Notifier } from "../services/Notifier.js"
+import { QueueConfig } from "../services/QueueConfig.js"
+import { Database } from "./Database.js"
+import { wallSleep } from "./wallClock.js"
+
+export interface PausedView {
+  /** `names` without the paused ones. */
+  readonly claimable: (names: ReadonlyArray<string>) => ReadonlyArray<string>
+  /** The groups of `groups` whose job name is not paused. */
+  readonly claimableGroups: <G extends { readonly name: string }>(groups: ReadonlyArray<G>) => ReadonlyArray<G>
+}
+
+/**
+ * Watches the paused names among `names` for the life of the scope; runs `onResume` when one of
+ * them is resumed (so an idle worker probes again at once).
+ */
+export const watch = (
+  names: ReadonlyArray<string>,
+  onResume: Effect.Effect<void>
+): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
+  Effect.gen(function*() {
+    const { statements } = yield* Database
+    const notifier = yield* Notifier
+    const config = yield* QueueConfig
+    const mine = new Set(names)
+    let paused: ReadonlySet<string> = new Set()
+    const refresh = Effect.gen(function*() {
+      const rows = yield* statements.pausedList()
+      const next = new Set(rows.map((r) => r.name).filter((n) => mine.has(n)))
+      const resumed = Array.from(paused).some((n) => !next.has(n))
+      paused = next
+      if (resumed) yield* onResume
+    })
+    const view: PausedView = {
+      claimable: (list) => (paused.size === 0 ? list : list.filter((n) => !paused.has(n))),
+      claimableGroups: (groups) => (paused.size === 0 ? groups : groups.filter((g) => !paused.has(g.name)))
+    }
+    if (names.length === 0) return view
+    // The first read comes before the worker's first claim.
+    yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)))
+    const changed = yield* Queue.sliding<void>(1)
+    yield* notifier.onPausesChanged(() => void Queue.unsafeOffer(changed, undefined))
+    // The backstop re-read every rescueInterval runs on the wall clock (not replayed by TestClock).
+    yield* Effect.race(Queue.take(changed), wallSleep(config.rescueInterval)).pipe(
+      Effect.zipRight(refresh),
+      Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)),
+      Effect.forever,
+      Effect.annotateLogs({ package: "sqlane", module: "Worker" }),
+      Effect.interruptible,
+      Effect.forkScoped
+    )
+    return view
+  })

@@ -1,0 +1,332 @@
+/**
+ * Operating a queue: per-name status, listing and inspecting jobs, bulk retry and cancel,
+ * pausing and resuming job names, pruning. What the `sqlane` CLI runs; usable from an app too.
+ *
+ * **Pause**: a paused job name is not claimed by any worker of any process; attempts already
+ * running finish. Workers learn of a pause at once in this process, by `NOTIFY` on PostgreSQL, and
+ * within their `rescueInterval` (500 ms) on MySQL/MariaDB. Jobs of a paused name can still be
+ * enqueued; they wait, pending, until it is resumed.
+ *
+ * @since 0.1.0
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { Database } from "../internal/Database.js"
+import type { JobSummaryRow } from "../internal/statements.js"
+import { microsToDate, nowMicros } from "../internal/time.js"
+import { JobNotFound } from "../schema/Errors.js"
+import type { JobInfo } from "../schema/JobInfo.js"
+import { Notifier } from "./Notifier.js"
+import * as Pruner from "./Pruner.js"
+import { Queue } from "./Queue.js"
+import { QueueConfig } from "./QueueConfig.js"
+
+/**
+ * The last progress a handler reported with `Queue.progress`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Progress extends Schema.Class<Progress>("sqlane/Progress")({
+  /** The number the handler reported (its unit is the handler's: a percentage, items done…). */
+  value: Schema.Number,
+  message: Schema.optional(Schema.String),
+  /** The attempt that reported it. */
+  attempt: Schema.Number,
+  /** When it was reported (ISO 8601, UTC). */
+  at: Schema.String
+}) {}
+
+const decodeProgress = Schema.decodeUnknownOption(Schema.parseJson(Progress))
+
+/** @internal */
+export const progressOf = (json: string | null): Option.Option<Progress> =>
+  json === null ? Option.none() : decodeProgress(json)
+
+/**
+ * A job as listed: no payload, error history or result (see {@link AdminShape.show} for those).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JobSummary {
+  readonly id: string
+  readonly name: string
+  readonly state: string
+  readonly attempts: number
+  readonly priority: number
+  readonly runAt: Date
+  readonly createdAt: Date
+  readonly claimedAt: Date | undefined
+  readonly finishedAt: Date | undefined
+  /** The worker running it (running jobs only). */
+  readonly workerId: string | undefined
+  readonly lastError: string | undefined
+  readonly progress: Progress | undefined
+}
+
+/**
+ * One job name's counts, as {@link AdminShape.status} reports them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NameStatus {
+  readonly name: string
+  /** Pending jobs, due or not. */
+  readonly pending: number
+  /** Pending jobs whose `run_at` has passed. */
+  readonly due: number
+  readonly running: number
+  /** Completed jobs finished within the completed retention window. */
+  readonly completed: number
+  readonly dead: number
+  readonly cancelled: number
+  /** How long the oldest due job has been due (ms), if any is. */
+  readonly oldestDueMs: number | undefined
+  readonly paused: boolean
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Status {
+  /** Every job name that has jobs or is paused, sorted by name. */
+  readonly names: ReadonlyArray<NameStatus>
+  /** Running jobs (newest first, at most 50), with their progress. */
+  readonly running: ReadonlyArray<JobSummary>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ListOptions {
+  readonly name?: string | undefined
+  readonly state?: "pending" | "running" | "completed" | "dead" | "cancelled" | undefined
+  /** Only jobs with a smaller id (for paging: pass the last id of the previous page). */
+  readonly beforeId?: string | undefined
+  /** Default 50, at most 10,000. */
+  readonly limit?: number | undefined
+}
+
+/**
+ * What a bulk action did to one job.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ActionResult {
+  readonly id: string
+  /** Whether the job changed (retried / cancelled). */
+  readonly changed: boolean
+  /** The job's state before the action. */
+  readonly state: string
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface AdminShape {
+  /** Per job name: pending, due, running, completed (within retention), dead, cancelled, oldest due age, paused. */
+  readonly status: Effect.Effect<Status, SqlError>
+  /** Jobs, newest first. */
+  readonly list: (options?: ListOptions) => Effect.Effect<ReadonlyArray<JobSummary>, SqlError>
+  /** One job: `Queue.get`'s `JobInfo` (payload, attempts, each error, result) plus its progress. */
+  readonly show: (
+    id: string
+  ) => Effect.Effect<{ readonly job: JobInfo; readonly progress: Option.Option<Progress> }, JobNotFound | SqlError>
+  /**
+   * `Queue.retry` for each id. Fails with `JobNotFound` (changing nothing) when any id is unknown;
+   * jobs not dead or cancelled are left as they are (`changed: false`).
+   */
+  readonly retry: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ActionResult>, JobNotFound | SqlError>
+  /**
+   * Retries every job of `name` in `state` (dead or cancelled), in batches of 1,000. Returns how many
+   * it put back to pending.
+   */
+  readonly retryAll: (name: string, state: "dead" | "cancelled") => Effect.Effect<number, SqlError>
+  /**
+   * `Queue.cancel` for each id. Fails with `JobNotFound` (changing nothing) when any id is unknown;
+   * jobs already finished are left as they are (`changed: false`).
+   */
+  readonly cancel: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ActionResult>, JobNotFound | SqlError>
+  /** Pauses a job name in every process. Returns `false` when it was already paused. */
+  readonly pause: (name: string) => Effect.Effect<boolean, SqlError>
+  /** Resumes a paused job name. Returns `false` when it was not paused. */
+  readonly resume: (name: string) => Effect.Effect<boolean, SqlError>
+  /** The paused job names and since when. */
+  readonly paused: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly pausedAt: Date }>, SqlError>
+  /** One pruning pass now (see `Pruner.run`). */
+  readonly prune: Effect.Effect<Pruner.PruneResult, SqlError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Admin extends Context.Tag("sqlane/Admin")<Admin, AdminShape>() {}
+
+const toSummary = (r: JobSummaryRow): JobSummary => ({
+  id: r.id,
+  name: r.name,
+  state: r.state,
+  attempts: r.attempts,
+  priority: r.priority,
+  runAt: microsToDate(r.runAtUs),
+  createdAt: microsToDate(r.createdAtUs),
+  claimedAt: r.claimedAtUs === null ? undefined : microsToDate(r.claimedAtUs),
+  finishedAt: r.finishedAtUs === null ? undefined : microsToDate(r.finishedAtUs),
+  workerId: r.workerId ?? undefined,
+  lastError: r.lastError ?? undefined,
+  progress: Option.getOrUndefined(progressOf(r.progress))
+})
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue | QueueConfig | SqlClient.SqlClient> =
+  Effect.gen(function*() {
+    const database = yield* Database
+    const { statements } = database
+    const notifier = yield* Notifier
+    const queue = yield* Queue
+    const config = yield* QueueConfig
+    const context = yield* Effect.context<Database | QueueConfig | SqlClient.SqlClient>()
+
+    const getAll = (ids: ReadonlyArray<string>) => Effect.forEach(ids, (id) => queue.get(id))
+
+    const service: AdminShape = {
+      status: Effect.gen(function*() {
+        const nowUs = yield* nowMicros
+        const sinceUs = nowUs - Math.round(Duration.toMillis(config.retention.completed) * 1000)
+        const rows = yield* statements.jobStats(nowUs, Number.isFinite(sinceUs) ? sinceUs : -62135596800000000)
+        const paused = new Set((yield* statements.pausedList()).map((p) => p.name))
+        const byName = new Map<string, { -readonly [K in keyof NameStatus]: NameStatus[K] }>()
+        const entry = (name: string) => {
+          let e = byName.get(name)
+          if (e === undefined) {
+            e = {
+              name,
+              pending: 0,
+              due: 0,
+              running: 0,
+              completed: 0,
+              dead: 0,
+              cancelled: 0,
+              oldestDueMs: undefined,
+              paused: paused.has(name)
+            }
+            byName.set(name, e)
+          }
+          return e
+        }
+        for (const row of rows) {
+          const e = entry(row.name)
+          switch (row.state) {
+            case "pending":
+              e.pending += row.count
+              e.due += row.due
+              if (row.oldestDueUs !== null) e.oldestDueMs = Math.max(0, Math.floor((nowUs - row.oldestDueUs) / 1000))
+              break
+            case "running":
+              e.running += row.count
+              break
+            case "completed":
+              e.completed += row.recent
+              break
+            case "dead":
+              e.dead += row.count
+              break
+            case "cancelled":
+              e.cancelled += row.count
+              break
+          }
+        }
+        for (const name of paused) entry(name)
+        const running = yield* statements.jobList({ state: "running", limit: 50 })
+        return {
+          names: Array.from(byName.values()).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+          running: running.map(toSummary)
+        }
+      }),
+      list: (options = {}) =>
+        Effect.map(
+          statements.jobList({
+            name: options.name,
+            state: options.state,
+            beforeId: options.beforeId !== undefined && /^\d{1,19}$/.test(options.beforeId) ? options.beforeId : undefined,
+            limit: Math.min(10_000, Math.max(1, Math.floor(options.limit ?? 50)))
+          }),
+          (rows) => rows.map(toSummary)
+        ),
+      show: (id) =>
+        Effect.gen(function*() {
+          const job = yield* queue.get(id)
+          const progress = progressOf(yield* statements.jobProgressGet(id))
+          return { job, progress }
+        }),
+      retry: (ids) =>
+        Effect.gen(function*() {
+          const before = yield* getAll(ids)
+          const results = yield* Effect.forEach(before, (job) =>
+            Effect.map(queue.retry(job.id), (changed) => ({ id: job.id, changed, state: job.state })))
+          // Wake workers of other processes too (`Queue.retry` hints only this process's).
+          const names = new Set(before.filter((_, i) => results[i].changed).map((job) => job.name))
+          if (names.size > 0) yield* notifier.announce(Array.from(names))
+          return results
+        }),
+      retryAll: (name, state) =>
+        Effect.gen(function*() {
+          let total = 0
+          while (true) {
+            const n = yield* statements.jobRetryByName(name, state, yield* nowMicros, 1000)
+            total += n
+            if (n < 1000) break
+          }
+          if (total > 0) yield* notifier.announce([name])
+          return total
+        }),
+      cancel: (ids) =>
+        Effect.gen(function*() {
+          const before = yield* getAll(ids)
+          return yield* Effect.forEach(before, (job) =>
+            Effect.map(queue.cancel(job.id), (changed) => ({ id: job.id, changed, state: job.state })))
+        }),
+      pause: (name) =>
+        Effect.gen(function*() {
+          const changed = yield* statements.pausedInsert(name, yield* nowMicros)
+          yield* notifier.pausesChanged
+          return changed
+        }),
+      resume: (name) =>
+        Effect.gen(function*() {
+          const changed = yield* statements.pausedDelete(name)
+          yield* notifier.pausesChanged
+          if (changed) yield* notifier.announce([name])
+          return changed
+        }),
+      paused: Effect.map(
+        statements.pausedList(),
+        (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))
+      ),
+      prune: Effect.provide(Pruner.run, context)
+    }
+    return service
+  })
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Admin, never, Database | Notifier | Queue | QueueConfig | SqlClient.SqlClient> = Layer
+  .effect(Admin, make)

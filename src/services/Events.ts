@@ -1,0 +1,200 @@
+/**
+ * A typed stream of what the workers of one `QueueLive` do: a job was claimed, completed, failed
+ * (and will be retried), or dead-lettered.
+ *
+ * Events are published after the fact is written to the database: `Claimed` once the claim
+ * committed, `Completed`, `Failed` and `Dead` once the attempt's end was written by the Completer.
+ * `Failed` and `Dead` also cover jobs of lost workers that a worker of this process rescued
+ * (error `"worker lost"`). Attempts released at shutdown and cancelled attempts emit nothing.
+ * A worker that had lost its claim may still emit an event for a write the database ignored
+ * (every write is guarded by the attempt).
+ *
+ * Each subscriber has a buffer of {@link bufferSize} events; one that falls further behind loses the
+ * oldest ones (workers never wait for subscribers).
+ *
+ * ```ts
+ * const events = yield* Events.Events
+ * yield* events.stream.pipe(
+ *   Stream.filter((e) => e._tag === "Dead"),
+ *   Stream.runForEach((e) => Effect.logError(`job ${e.id} (${e.name}) is dead: ${e.error}`)),
+ *   Effect.forkScoped
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import type * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { Database } from "../internal/Database.js"
+import { microsToDate, nowMicros } from "../internal/time.js"
+import { Claimer } from "./Claimer.js"
+import { Completer, type Outcome } from "./Completer.js"
+
+/**
+ * One event. Every event has the job's `id`, `name`, the `attempt` (from 1) and when it happened
+ * (`at`, Effect's `Clock`).
+ *
+ * - `Claimed`: a worker (`workerId`) claimed the job and starts this attempt;
+ * - `Completed`: the handler succeeded and the result is stored;
+ * - `Failed`: the attempt failed (`error`, one line) and the job is pending again, due at `retryAt`;
+ * - `Dead`: the attempt failed and the job is dead-lettered (no attempts left, a permanent failure,
+ *   or a payload that does not decode).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WorkerEvent = Data.TaggedEnum<{
+  Claimed: { readonly id: string; readonly name: string; readonly attempt: number; readonly workerId: string; readonly at: Date }
+  Completed: { readonly id: string; readonly name: string; readonly attempt: number; readonly at: Date }
+  Failed: {
+    readonly id: string
+    readonly name: string
+    readonly attempt: number
+    readonly error: string
+    readonly retryAt: Date
+    readonly at: Date
+  }
+  Dead: { readonly id: string; readonly name: string; readonly attempt: number; readonly error: string; readonly at: Date }
+}>
+
+/**
+ * Constructors and matchers of {@link WorkerEvent} (`WorkerEvent.$is("Dead")`, `WorkerEvent.$match`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const WorkerEvent = Data.taggedEnum<WorkerEvent>()
+
+/**
+ * Events each subscriber may fall behind before it loses the oldest.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const bufferSize = 4096
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface EventsShape {
+  /** Every event from the moment the stream is run (not earlier ones). */
+  readonly stream: Stream.Stream<WorkerEvent>
+  /** A subscription for the life of the scope: events from now on, taken one by one. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<WorkerEvent>, never, Scope.Scope>
+  /** Publishes an event (used by the workers' Claimer and Completer). */
+  readonly publish: (event: WorkerEvent) => Effect.Effect<void>
+  /** Publishes an event without an effect (the worker's hot path). */
+  readonly unsafePublish: (event: WorkerEvent) => void
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class Events extends Context.Tag("sqlane/Events")<Events, EventsShape>() {}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<EventsShape, never, Scope.Scope> = Effect.gen(function*() {
+  const hub = yield* Effect.acquireRelease(PubSub.sliding<WorkerEvent>(bufferSize), PubSub.shutdown)
+  return {
+    stream: Stream.fromPubSub(hub),
+    subscribe: PubSub.subscribe(hub),
+    publish: (event) => Effect.asVoid(PubSub.publish(hub, event)),
+    unsafePublish: (event) => void hub.unsafeOffer(event)
+  }
+})
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Events> = Layer.scoped(Events, make)
+
+/**
+ * Wraps a `Claimer` and a `Completer` so that claims and attempt ends are published as events.
+ * `QueueLive` builds its services this way.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Completer | Events | Database> = Layer
+  .effectContext(
+    Effect.gen(function*() {
+      const claimer = yield* Claimer
+      const completer = yield* Completer
+      const events = yield* Events
+      const { statements } = yield* Database
+      const clock = yield* Effect.clock
+      /** Names of the jobs claimed in this process and not yet ended. */
+      const names = new Map<string, string>()
+      const nameOf = (id: string) => {
+        const known = names.get(id)
+        if (known !== undefined) return Effect.succeed(known)
+        // A job of a lost worker, rescued here: look its name up (rare).
+        return statements.jobGet(id).pipe(
+          Effect.map((row) => row?.name ?? ""),
+          Effect.orElseSucceed(() => "")
+        )
+      }
+      const ended = (outcome: Outcome, name: string, atUs: number): WorkerEvent | undefined => {
+        if (outcome.state === "released") return undefined
+        const common = { id: outcome.id, name, attempt: outcome.attempt, at: microsToDate(outcome.finishedAtUs ?? atUs) }
+        return outcome.state === "completed"
+          ? WorkerEvent.Completed(common)
+          : outcome.state === "dead"
+          ? WorkerEvent.Dead({ ...common, error: outcome.lastError ?? "" })
+          : WorkerEvent.Failed({ ...common, error: outcome.lastError ?? "", retryAt: microsToDate(outcome.runAtUs ?? atUs) })
+      }
+      return Context.make(Claimer, {
+        ...claimer,
+        claim: (groups, limit, nowUs, workerId, keyed) =>
+          Effect.tap(claimer.claim(groups, limit, nowUs, workerId, keyed), (rows) =>
+            Effect.sync(() => {
+              for (const row of rows) {
+                names.set(row.id, row.name)
+                events.unsafePublish(WorkerEvent.Claimed({
+                  id: row.id,
+                  name: row.name,
+                  attempt: row.attempts,
+                  workerId,
+                  at: microsToDate(nowUs)
+                }))
+              }
+            }))
+      }).pipe(Context.add(Completer, {
+        ...completer,
+        // The worker's hot path: published from the completer's callback once the end is written.
+        unsafeFinish: (outcome, onWritten) =>
+          completer.unsafeFinish(outcome, () => {
+            onWritten()
+            const name = names.get(outcome.id)
+            names.delete(outcome.id)
+            if (name === undefined) return
+            const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
+            if (event !== undefined) events.unsafePublish(event)
+          }),
+        finish: (outcome) =>
+          Effect.gen(function*() {
+            yield* completer.finish(outcome)
+            if (outcome.state === "released") {
+              names.delete(outcome.id)
+              return
+            }
+            const name = yield* nameOf(outcome.id)
+            names.delete(outcome.id)
+            const event = ended(outcome, name, yield* nowMicros)
+            if (event !== undefined) yield* events.publish(event)
+          })
+      }))
+    })
+  )

@@ -1,0 +1,120 @@
+/**
+ * Retention: deletes finished jobs older than their state's retention window (`QueueConfig.retention`:
+ * completed 1 day, dead 7 days, cancelled 7 days by default, counted from `finished_at`).
+ *
+ * Each statement deletes at most `pruneBatchSize` jobs, oldest first, through the
+ * `(state, finished_at)` index, so a pass stays cheap however many finished rows the table holds
+ * and never holds locks for long. At most one pruner runs at a time per table prefix across every
+ * process: a pass holds a session lock (`pg_try_advisory_lock` / `GET_LOCK`) on a reserved
+ * connection, and a pass that finds it taken does nothing. A pass runs its statements on that one
+ * connection (each in its own autocommit transaction).
+ *
+ * Workers run {@link background} (unless `prune: false`); `sqlane prune` runs {@link run} once.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import { Database } from "../internal/Database.js"
+import { stepper } from "../internal/schedule.js"
+import { nowMicros } from "../internal/time.js"
+import { wallSleep } from "../internal/wallClock.js"
+import { QueueConfig } from "./QueueConfig.js"
+
+/**
+ * What one pruning pass did.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PruneResult {
+  /** `false` when another pruner held the lock: this pass deleted nothing. */
+  readonly ran: boolean
+  /** Jobs deleted, per state. */
+  readonly deleted: { readonly completed: number; readonly dead: number; readonly cancelled: number }
+  /** Delete statements run. */
+  readonly batches: number
+  /** The most jobs one statement deleted (at most `pruneBatchSize`). */
+  readonly largestBatch: number
+}
+
+/**
+ * One pruning pass: for each finished state, deletes in batches every job finished before
+ * now (Effect's `Clock`) minus its retention, until none is left. Returns at once with
+ * `ran: false` when another process (or fiber) is pruning the same tables.
+ *
+ * @since 0.1.0
+ * @category pruning
+ */
+export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Database | QueueConfig> = Effect.gen(
+  function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* QueueConfig
+    const { statements } = yield* Database
+    const { lock, unlock } = statements.prunerLock
+    const conn = yield* sql.reserve
+    const rows = yield* conn.executeValues(lock[0], lock[1])
+    const got = rows[0]?.[0]
+    if (!(got === true || Number(got) === 1)) {
+      return { ran: false, deleted: { completed: 0, dead: 0, cancelled: 0 }, batches: 0, largestBatch: 0 }
+    }
+    return yield* Effect.gen(function*() {
+      const nowUs = yield* nowMicros
+      const deleted = { completed: 0, dead: 0, cancelled: 0 }
+      let batches = 0
+      let largestBatch = 0
+      for (const state of ["completed", "dead", "cancelled"] as const) {
+        const keepMs = Duration.toMillis(config.retention[state])
+        if (!Number.isFinite(keepMs)) continue
+        const cutoffUs = nowUs - Math.round(keepMs * 1000)
+        while (true) {
+          const n = yield* statements.jobPruneFinished(state, cutoffUs, config.pruneBatchSize)
+          batches++
+          largestBatch = Math.max(largestBatch, n)
+          deleted[state] += n
+          if (n < config.pruneBatchSize) break
+          yield* Effect.yieldNow()
+        }
+      }
+      return { ran: true, deleted, batches, largestBatch }
+    }).pipe(
+      // Every statement of the pass runs on the lock's connection (autocommit, one statement or two
+      // per batch): a pass uses one connection of the pool, never waits for a second one.
+      Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const),
+      Effect.ensuring(Effect.ignore(conn.executeRaw(unlock[0], unlock[1])))
+    )
+  }
+).pipe(Effect.scoped)
+
+/**
+ * Runs {@link run} every `pruneInterval` (jittered ±20 %) of wall-clock time, forever; failures are
+ * logged and the next pass runs on schedule. Started by every worker unless `prune: false`.
+ *
+ * @since 0.1.0
+ * @category pruning
+ */
+export const background: Effect.Effect<never, never, SqlClient.SqlClient | Database | QueueConfig> = Effect.gen(
+  function*() {
+    const config = yield* QueueConfig
+    const delay = stepper(Schedule.spaced(config.pruneInterval).pipe(Schedule.jittered))
+    while (true) {
+      const ms = Option.getOrElse(yield* delay(Date.now()), () => Duration.toMillis(config.pruneInterval))
+      // Wall-clock time: under TestClock, `adjust` does not replay pruning passes (the cutoffs
+      // still follow Effect's Clock).
+      yield* wallSleep(Math.max(1, Math.round(ms)))
+      const result = yield* run.pipe(
+        Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("sqlane: pruning failed", cause), undefined))
+      )
+      const total = result === undefined ? 0 : result.deleted.completed + result.deleted.dead + result.deleted.cancelled
+      if (total > 0) {
+        yield* Effect.logDebug(
+          `sqlane: pruned ${total} finished job(s) in ${result!.batches} batch(es)`
+        )
+      }
+    }
+  }
+).pipe(Effect.annotateLogs({ package: "sqlane", module: "Pruner" }))

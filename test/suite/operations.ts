@@ -1,0 +1,439 @@
+/**
+ * Operating a queue, on every database: the `sqlane` CLI as real child processes, pause/resume
+ * across worker processes, retention pruning at scale and in the background, progress.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue_ from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { Admin, Events, Job, Migrations, Pruner, Queue, QueueLive, Worker } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
+import * as MigrationsInternal from "../../src/internal/migrations.js"
+import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
+import { Noop, Slow } from "../support/jobs.js"
+import { runCli, spawnWorker } from "../support/processes.js"
+import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+/** Always fails; one attempt: dead at once. */
+const Fail = Job.make("fail", { payload: Schema.Struct({ n: Schema.Number }), retry: Job.attempts(1) })
+const Report = Job.make("report", { payload: Schema.Struct({}) })
+
+/** Parses a CLI run's stdout as JSON, failing the test with its stderr when it is not. */
+const jsonOf = (run: { readonly stdout: string; readonly stderr: string; readonly code: unknown }): any => {
+  try {
+    return JSON.parse(run.stdout)
+  } catch {
+    throw new Error(`not JSON (exit ${String(run.code)}): ${run.stdout} / stderr: ${run.stderr}`)
+  }
+}
+
+/** Asserts a failed CLI run: exit code 1, nothing on stdout, one line on stderr matching `pattern`. */
+const assertError = (run: { readonly stdout: string; readonly stderr: string; readonly code: unknown }, pattern: RegExp) => {
+  assert.strictEqual(run.code, 1, `exit code; stderr: ${run.stderr}`)
+  assert.strictEqual(run.stdout, "")
+  const lines = run.stderr.trim().split("\n")
+  assert.strictEqual(lines.length, 1, `one line on stderr, got: ${run.stderr}`)
+  assert.match(lines[0], /^sqlane: /)
+  assert.match(lines[0], pattern)
+}
+
+/**
+ * Inserts `count` (at most 100,000) finished jobs of `name` in `state`, finished `ageSeconds` ago
+ * (each 1 µs apart), in one statement.
+ */
+const insertFinished = (prefix: string, name: string, state: string, count: number, ageSeconds: number) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        sql`INSERT INTO ${jobs} (name, state, payload, run_at, created_at, finished_at, attempts)
+          SELECT ${name}, ${state}, '{}', now(), now(),
+            now() - ${ageSeconds} * INTERVAL '1 second' - g * INTERVAL '1 microsecond', 1
+          FROM generate_series(1, ${count}) AS g`,
+      orElse: () =>
+        sql`INSERT INTO ${jobs} (name, state, payload, run_at, created_at, finished_at, attempts)
+          SELECT ${name}, ${state}, '{}', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6),
+            TIMESTAMPADD(MICROSECOND, -(${ageSeconds} * 1000000 + n), UTC_TIMESTAMP(6)), 1
+          FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n
+                FROM (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a
+                CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b
+                CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c
+                CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e
+                CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) f
+          ) AS seq
+          WHERE n < ${count}`
+    })
+  })
+
+const countByState = (prefix: string, name: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const rows = yield* sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM ${sql(`${prefix}jobs`)}
+      WHERE name = ${name} GROUP BY state`
+    return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])) as Record<string, number>
+  })
+
+const ledgerOf = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const ledger = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
+    return {
+      count: (jobId: string) =>
+        Effect.map(sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = ${jobId}`, (r) => Number(r[0].n))
+    }
+  })
+
+export const operations = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+  const badPort = target.dialect === "pg" ? "postgres://postgres@127.0.0.1:1/sqlane_test" : "mysql://root@127.0.0.1:1/sqlane_test"
+  const knownMigrations = (prefix: string) =>
+    Object.keys(MigrationsInternal.forDialect(target.dialect, prefix)).map((k) => Number(k.split("_")[0])).sort((a, b) =>
+      a - b
+    )
+
+  describe(`operations [${target.id}]`, () => {
+    it.live(name("CLI: connection errors, unmigrated schema, migrate --dry-run and migrate"), () =>
+      Effect.gen(function*() {
+        const prefix = uniquePrefix("cli")
+        const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+        const [unmigrated, badUrl, unreachable, noUrl] = yield* Effect.all([
+          cli("status", "--json"),
+          cli("status", "--database-url", "not a url"),
+          cli("jobs", "list", "--database-url", badPort),
+          runCli(["status"])
+        ], { concurrency: 4 })
+        assertError(unmigrated, new RegExp(`prefix "${prefix}" do not exist: run \`sqlane migrate\``))
+        assertError(badUrl, /invalid database URL/)
+        assertError(unreachable, /cannot connect to .*127\.0\.0\.1:1.*ECONNREFUSED/)
+        assertError(noUrl, /no database URL: pass --database-url or set DATABASE_URL/)
+
+        // --dry-run prints every migration's SQL and changes nothing.
+        const dry = yield* cli("migrate", "--dry-run", "--json")
+        assert.strictEqual(dry.code, 0, dry.stderr)
+        const pending = jsonOf(dry).pending as Array<{ id: number; name: string; sql: Array<string> }>
+        assert.deepStrictEqual(pending.map((m) => m.id), knownMigrations(prefix))
+        assert.match(pending[0].sql.join("\n"), new RegExp(`CREATE TABLE .${prefix}jobs.`))
+        assert.include(pending.find((m) => m.name === "operations")!.sql.join("\n"), `${prefix}paused`)
+        const before = yield* Migrations.status(prefix)
+        assert.strictEqual(before.applied, undefined)
+
+        const migrated = yield* cli("migrate", "--json")
+        assert.strictEqual(migrated.code, 0, migrated.stderr)
+        assert.deepStrictEqual(jsonOf(migrated).applied.map((m: { id: number }) => m.id), knownMigrations(prefix))
+        const again = yield* cli("migrate", "--json")
+        assert.deepStrictEqual(jsonOf(again), { applied: [] })
+        const after = yield* Migrations.status(prefix)
+        assert.deepStrictEqual(after.pending, [])
+        yield* dropTables(prefix)
+      }).pipe(Effect.provide(clientLayer(target))), 120_000)
+
+    it.live(name("CLI: status, jobs list/show, retry, cancel, pause/resume, prune print JSON and exit 0"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const queue = yield* Queue.Queue
+          const pendingIds = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }])
+          const deadIds = yield* queue.enqueueMany(Fail, [{ n: 1 }, { n: 2 }])
+          // A worker of "fail" only, closed once both are dead.
+          yield* Effect.scoped(Effect.gen(function*() {
+            yield* Worker.make({ handlers: [Job.handler(Fail, () => Effect.die(new Error("nope")))] })
+            yield* waitUntil(Effect.map(countByState(prefix, "fail"), (c) => c.dead === 2), 20_000, "2 dead jobs")
+          }))
+
+          // The read-only commands, side by side.
+          const [statusRun, table, listedRun, limitedRun, shownRun, unknownRun] = yield* Effect.all([
+            cli("status", "--json"),
+            cli("status"),
+            cli("jobs", "list", "--state", "dead", "--json"),
+            cli("jobs", "list", "--name", "noop", "--limit", "2", "--json"),
+            cli("jobs", "show", deadIds[0], "--json"),
+            cli("jobs", "show", "999999999", "--json")
+          ], { concurrency: 3 })
+          const status = jsonOf(statusRun)
+          const byName = Object.fromEntries(status.names.map((n: any) => [n.name, n]))
+          assert.deepStrictEqual(
+            [byName.noop.pending, byName.noop.due, byName.noop.dead, byName.noop.paused],
+            [3, 3, 0, false]
+          )
+          assert.deepStrictEqual([byName.fail.pending, byName.fail.dead, byName.fail.running], [0, 2, 0])
+          assert.isAtLeast(byName.noop.oldestDueMs, 0)
+          assert.isNull(byName.fail.oldestDueMs)
+
+          assert.strictEqual(table.code, 0)
+          assert.match(table.stdout, /^NAME\s+PENDING\s+DUE\s+RUNNING/)
+          assert.match(table.stdout, /\nnoop\s+3\s+3\s+0/)
+
+          const listed = jsonOf(listedRun)
+          assert.deepStrictEqual(listed.map((j: any) => j.id).sort(), [...deadIds].sort())
+          assert.deepStrictEqual(listed.map((j: any) => [j.name, j.state, j.lastError]), [
+            ["fail", "dead", "Error: nope"],
+            ["fail", "dead", "Error: nope"]
+          ])
+          const limited = jsonOf(limitedRun)
+          assert.deepStrictEqual(limited.map((j: any) => j.id), [pendingIds[2], pendingIds[1]])
+
+          const shown = jsonOf(shownRun)
+          assert.deepStrictEqual(
+            [shown.id, shown.state, shown.attempts, shown.payload, shown.progress],
+            [deadIds[0], "dead", 1, { n: 1 }, null]
+          )
+          assert.deepStrictEqual(shown.errors.map((e: any) => [e.attempt, e.kind, e.message]), [[1, "defect", "Error: nope"]])
+          assertError(unknownRun, /No job with id 999999999/)
+
+          // retry by id, then every remaining dead job of the name.
+          const retried = jsonOf(yield* cli("retry", deadIds[0], pendingIds[0], "--json"))
+          assert.deepStrictEqual(retried, [
+            { id: deadIds[0], changed: true, state: "dead" },
+            { id: pendingIds[0], changed: false, state: "pending" }
+          ])
+          const byNameRetry = jsonOf(yield* cli("retry", "--name", "fail", "--state", "dead", "--json"))
+          assert.deepStrictEqual(byNameRetry, { name: "fail", state: "dead", retried: 1 })
+          assert.deepStrictEqual(yield* countByState(prefix, "fail"), { pending: 2 })
+
+          // cancel: an unknown id changes nothing.
+          assertError(yield* cli("cancel", pendingIds[2], "999999999"), /No job with id 999999999/)
+          assert.strictEqual((yield* queue.get(pendingIds[2])).state, "pending")
+          const cancelled = jsonOf(yield* cli("cancel", pendingIds[1], pendingIds[2], "--json"))
+          assert.deepStrictEqual(cancelled.map((r: any) => [r.id, r.changed]), [[pendingIds[1], true], [pendingIds[2], true]])
+          assert.strictEqual((yield* queue.get(pendingIds[1])).state, "cancelled")
+
+          // pause / resume
+          assert.deepStrictEqual(jsonOf(yield* cli("pause", "noop", "--json")), { name: "noop", paused: true, changed: true })
+          assert.deepStrictEqual(jsonOf(yield* cli("pause", "noop", "--json")), { name: "noop", paused: true, changed: false })
+          const paused = jsonOf(yield* cli("status", "--json"))
+          assert.isTrue(paused.names.find((n: any) => n.name === "noop").paused)
+          assert.deepStrictEqual(jsonOf(yield* cli("resume", "noop", "--json")), { name: "noop", paused: false, changed: true })
+          const admin = yield* Admin.Admin
+          assert.deepStrictEqual(yield* admin.paused, [])
+
+          // prune: the two cancelled jobs are older than a retention of 0.
+          const pruned = jsonOf(yield* cli("prune", "--keep-cancelled", "0 seconds", "--json"))
+          assert.deepStrictEqual([pruned.ran, pruned.deleted], [true, { completed: 0, dead: 0, cancelled: 2 }])
+          assert.strictEqual(yield* countJobs(prefix, "cancelled"), 0)
+          assert.strictEqual(yield* countJobs(prefix), 3)
+        })), 180_000)
+
+    it.live(name("pause stops every worker process from claiming a name; running jobs finish; resume runs the rest"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* ledgerOf(prefix)
+          const queue = yield* Queue.Queue
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const args = (worker: string) => ["graceful", target.dialect, target.url, prefix, worker, "10000"]
+          const env = { SQLANE_POLL: "200 millis" }
+          yield* spawnWorker(args("w1"), env)
+          yield* spawnWorker(args("w2"), env)
+          yield* waitUntil(Effect.map(ledger.count("ready"), (n) => n === 2), 30_000, "two workers")
+
+          const first = yield* queue.enqueue(Slow, {})
+          yield* waitUntil(Effect.map(ledger.count(`start:${first}`), (n) => n === 1), 20_000, "the first job to start")
+          const pause = yield* cli("pause", "slow", "--json")
+          assert.strictEqual(pause.code, 0, pause.stderr)
+          // Paused within rescueInterval (500 ms) on MySQL/MariaDB, by NOTIFY on PostgreSQL.
+          yield* realSleep(1000)
+          const later = yield* queue.enqueueMany(Slow, [{}, {}])
+          // The running job finishes (it takes 3 s) …
+          yield* waitUntil(Effect.map(queue.get(first), (j) => j.state === "completed"), 20_000, "the first job to finish")
+          assert.strictEqual(yield* ledger.count(`end:${first}`), 1)
+          // … and no worker claims the others while the name is paused.
+          yield* realSleep(1500)
+          for (const id of later) {
+            assert.strictEqual((yield* queue.get(id)).state, "pending")
+            assert.strictEqual(yield* ledger.count(`start:${id}`), 0)
+          }
+          const resume = yield* cli("resume", "slow")
+          assert.strictEqual(resume.code, 0, resume.stderr)
+          assert.strictEqual(resume.stdout.trim(), "resumed slow")
+          for (const id of later) {
+            yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, `job ${id} to complete`)
+            assert.strictEqual(yield* ledger.count(`start:${id}`), 1)
+          }
+        })), 120_000)
+
+    it.live(name("a paused name is not claimed in this process; resume wakes the worker at once"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          let runs = 0
+          assert.isTrue(yield* admin.pause("noop"))
+          yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.sync(() => void runs++))] })
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          yield* realSleep(500)
+          assert.strictEqual(runs, 0)
+          assert.strictEqual((yield* queue.get(id)).state, "pending")
+          assert.isTrue(yield* admin.resume("noop"))
+          assert.isFalse(yield* admin.resume("noop"))
+          const resumedAt = Date.now()
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the job to run")
+          // Woken by the resume, not by the 1-hour poll.
+          assert.isBelow(Date.now() - resumedAt, 3000)
+          assert.strictEqual(runs, 1)
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
+
+    it.live(name("pruning 200,000 finished jobs: old ones go in bounded batches, recent ones stay; one pruner at a time"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const day = 86_400
+          yield* insertFinished(prefix, "bulk", "completed", 100_000, 2 * day)
+          yield* insertFinished(prefix, "bulk", "completed", 10_000, 3600)
+          yield* insertFinished(prefix, "bulk", "dead", 50_000, 8 * day)
+          yield* insertFinished(prefix, "bulk", "dead", 10_000, 2 * day)
+          yield* insertFinished(prefix, "bulk", "cancelled", 20_000, 8 * day)
+          yield* insertFinished(prefix, "bulk", "cancelled", 10_000, 3600)
+          const queue = yield* Queue.Queue
+          const pending = yield* queue.enqueue(Noop, { i: 1 })
+          assert.strictEqual(yield* countJobs(prefix), 200_001)
+
+          // Another process holds the pruner's lock: this pass does nothing.
+          const sql = yield* SqlClient.SqlClient
+          const { statements } = yield* Database
+          const skipped = yield* Effect.scoped(Effect.gen(function*() {
+            const conn = yield* sql.reserve
+            const [lockSql, lockParams] = statements.prunerLock.lock
+            const got = (yield* conn.executeValues(lockSql, lockParams))[0]?.[0]
+            assert.isTrue(got === true || Number(got) === 1)
+            const result = yield* Pruner.run
+            yield* conn.executeRaw(statements.prunerLock.unlock[0], statements.prunerLock.unlock[1])
+            return result
+          }))
+          assert.isFalse(skipped.ran)
+          assert.strictEqual(yield* countJobs(prefix), 200_001)
+
+          const started = Date.now()
+          const result = yield* Pruner.run
+          console.log(`[${target.id}] pruned 170,000 of 200,000 finished jobs in ${Date.now() - started} ms`)
+          assert.isTrue(result.ran)
+          assert.deepStrictEqual(result.deleted, { completed: 100_000, dead: 50_000, cancelled: 20_000 })
+          // Batches of at most 5,000: 20 + 10 + 4 full ones, and one short (empty) one per state.
+          assert.strictEqual(result.largestBatch, 5000)
+          assert.strictEqual(result.batches, 37)
+          assert.deepStrictEqual(yield* countByState(prefix, "bulk"), { completed: 10_000, dead: 10_000, cancelled: 10_000 })
+          assert.strictEqual((yield* queue.get(pending)).state, "pending")
+          // A second pass finds nothing.
+          const again = yield* Pruner.run
+          assert.deepStrictEqual([again.deleted, again.batches], [{ completed: 0, dead: 0, cancelled: 0 }, 3])
+        }), { pruneBatchSize: 5000, prune: false }), 240_000)
+
+    it.live(name("a pruning pass needs one connection: it runs on a pool of 1"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          yield* insertFinished(prefix, "bulk", "dead", 30, 8 * 86_400)
+          const single = QueueLive({ prefix, migrate: false, pruneBatchSize: 7 }).pipe(
+            Layer.provideMerge(clientLayer(target, { maxConnections: 1 }))
+          )
+          const result = yield* Pruner.run.pipe(Effect.provide(single), Effect.timeout("15 seconds"))
+          assert.deepStrictEqual([result.ran, result.deleted.dead, result.batches], [true, 30, 7])
+          assert.strictEqual(yield* countJobs(prefix, "dead"), 0)
+        })))
+
+    it.live(name("workers prune in the background, keeping jobs within retention"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          yield* insertFinished(prefix, "bulk", "completed", 3000, 7200)
+          yield* insertFinished(prefix, "bulk", "completed", 10, 60)
+          yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 10), 20_000, "the old jobs to be pruned")
+          yield* realSleep(500)
+          assert.strictEqual(yield* countJobs(prefix, "completed"), 10)
+        }), { pruneInterval: "100 millis", pruneBatchSize: 500, retention: { completed: "1 hour" } }))
+
+    it.live(name("a handler's progress is shown by Admin.show, status and `sqlane jobs show`"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const gate = yield* Deferred.make<void>()
+          yield* Worker.make({
+            handlers: [Job.handler(Report, (_, ctx) =>
+              Effect.gen(function*() {
+                yield* queue.progress(ctx, 10)
+                yield* queue.progress(ctx, 40, "resizing images")
+                yield* Deferred.await(gate)
+              }))]
+          })
+          const id = yield* queue.enqueue(Report, {})
+          yield* waitUntil(
+            Effect.map(admin.show(id), (s) => Option.isSome(s.progress) && s.progress.value.value === 40),
+            20_000,
+            "progress 40"
+          )
+          const shown = yield* admin.show(id)
+          const progress = Option.getOrThrow(shown.progress)
+          assert.deepStrictEqual([progress.value, progress.message, progress.attempt], [40, "resizing images", 1])
+          const status = yield* admin.status
+          assert.deepStrictEqual(status.running.map((j) => [j.id, j.progress?.value, j.progress?.message]), [
+            [id, 40, "resizing images"]
+          ])
+          const cli = jsonOf(yield* runCli(["jobs", "show", id, "--json", "--prefix", prefix], { DATABASE_URL: target.url }))
+          assert.deepStrictEqual(cli.progress.value, 40)
+          assert.deepStrictEqual(cli.progress.message, "resizing images")
+          yield* Deferred.succeed(gate, undefined)
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          // Once the attempt has ended, a late report changes nothing.
+          yield* queue.progress({ id, attempt: 1 }, 99)
+          assert.strictEqual(Option.getOrThrow((yield* admin.show(id)).progress).value, 40)
+        })), 60_000)
+
+    it.live(name("the event stream reports claimed, completed, failed and dead, with names and attempts"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const events = yield* Events.Events
+          const seen = yield* events.subscribe
+          const Twice = Job.make("twice", {
+            payload: Schema.Struct({}),
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          const worker = yield* Worker.make({
+            concurrency: 1,
+            handlers: [
+              Job.handler(Noop, () => Effect.void),
+              Job.handler(Twice, () => Effect.fail(undefined as never).pipe(Effect.orDieWith(() => "always")))
+            ]
+          })
+          const ok = yield* queue.enqueue(Noop, { i: 1 })
+          yield* waitUntil(Effect.map(queue.get(ok), (j) => j.state === "completed"))
+          const bad = yield* queue.enqueue(Twice, {})
+          // An event is published just after its write commits: wait for the event, not the row.
+          const all: Array<Events.WorkerEvent> = []
+          yield* waitUntil(
+            Effect.map(Queue_.takeAll(seen), (chunk) => {
+              all.push(...Chunk.toReadonlyArray(chunk))
+              return all.some((e) => e._tag === "Dead")
+            }),
+            20_000,
+            "the Dead event"
+          )
+          assert.strictEqual((yield* queue.get(bad)).state, "dead")
+          assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.name, e.attempt]), [
+            ["Claimed", ok, "noop", 1],
+            ["Completed", ok, "noop", 1],
+            ["Claimed", bad, "twice", 1],
+            ["Failed", bad, "twice", 1],
+            ["Claimed", bad, "twice", 2],
+            ["Dead", bad, "twice", 2]
+          ])
+          const claimed = all[0]
+          assert.strictEqual(claimed._tag === "Claimed" ? claimed.workerId : "", worker.id)
+          const dead = all[5]
+          assert.strictEqual(dead._tag === "Dead" ? dead.error : "", "always")
+          const failed = all[3]
+          assert.isTrue(failed._tag === "Failed" && failed.retryAt.getTime() >= failed.at.getTime())
+        })))
+  })
+}
