@@ -686,8 +686,12 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           for (const row of rows) {
             if (picked.length >= limit) break
             if (row.mutex_key !== null && row.mutex_key !== undefined) {
-              if (keys.has(row.mutex_key)) continue
-              keys.add(row.mutex_key)
+              // Compared as the unique index compares them: utf8mb4_bin pads with spaces, so keys
+              // that differ only by trailing spaces are one key there (picking both would make the
+              // update fail every time, and the claim would never succeed).
+              const key = String(row.mutex_key).replace(/ +$/, "")
+              if (keys.has(key)) continue
+              keys.add(key)
             }
             picked.push(toClaimed(row))
           }
