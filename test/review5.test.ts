@@ -1,10 +1,11 @@
 /**
  * Review of issue 5 (scheduling semantics) from a new user's side: edge cases found while trying
- * the public API on PostgreSQL 15 and MariaDB 10.11. Runs on its own database `sqlane_review5`
- * (created here when missing), one table prefix per test.
+ * the public API on PostgreSQL 15 and MariaDB 10.11. Runs on every database the global setup
+ * found, one table prefix per test.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import { inject } from "vitest"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -18,10 +19,8 @@ import { latestTick } from "../src/services/Scheduler.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "./support/helpers.js"
 import type { Target } from "./support/targets.js"
 
-const targets: ReadonlyArray<Target> = [
-  { id: "postgres-15", dialect: "pg", url: "postgres://postgres@127.0.0.1:5432/sqlane_review5" },
-  { id: "mariadb-10.11", dialect: "mysql", url: "mysql://root@127.0.0.1:3306/sqlane_review5" }
-]
+// The databases the global setup found (each test on a table prefix of its own).
+const targets: ReadonlyArray<Target> = inject("targets")
 
 const withQueue = <A, E>(
   target: Target,
