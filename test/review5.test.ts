@@ -140,6 +140,35 @@ for (const target of targets) {
           ])
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
 
+    if (target.dialect === "pg") {
+      it.live(name("retry inside the caller's transaction that loses a race for the key returns false and leaves the transaction usable"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            const sql = yield* SqlClient.SqlClient
+            const old = yield* queue.enqueue(Plain, { i: 1 }, { unique: "race", delay: "1 hour" })
+            assert.isTrue(yield* queue.cancel(old))
+            // A takes the key in a transaction that commits a little later
+            const a = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+              const id = yield* queue.enqueue(Plain, { i: 2 }, { unique: "race", delay: "1 hour" })
+              yield* realSleep(500)
+              return id
+            })))
+            yield* realSleep(200)
+            // B retries the old job in its own transaction: the NOT EXISTS guard cannot see A's
+            // uncommitted row, so the update meets the index, waits for A, and is refused
+            const after = yield* sql.withTransaction(Effect.gen(function*() {
+              const retried = yield* queue.retry(old)
+              const rows = yield* sql<{ n: number }>`SELECT 1 AS n`
+              return { retried, n: rows[0].n }
+            }))
+            assert.deepStrictEqual(after, { retried: false, n: 1 })
+            yield* a.await
+            assert.strictEqual((yield* queue.get(old)).state, "cancelled")
+            assert.strictEqual(yield* countJobs(prefix), 2)
+          })))
+    }
+
     it.live(name("odd mutex key results are refused with InvalidPayload, nothing written"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

@@ -458,7 +458,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
                   AND ${sql.literal(uniqueGuard("o."))}))
             RETURNING j.id`,
         (rows) => rows.length > 0
-      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
+      ).pipe(
+        // The guard cannot see a key taken by an uncommitted transaction: the update then waits for
+        // it and meets the index. Inside the caller's transaction that error would abort it, so the
+        // update runs in a transaction of its own — a savepoint there — rolled back on the error.
+        sql.withTransaction,
+        Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))
+      ),
     jobCancelledAmong: (ids) =>
       ids.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
