@@ -551,7 +551,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
                   AND ${sql.literal(uniqueGuard("o."))}))
             RETURNING j.id`,
         (rows) => rows.length > 0
-      ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
+      ).pipe(
+        // The guard cannot see a key taken by an uncommitted transaction: the update then waits for
+        // it and meets the index. Inside the caller's transaction that error would abort it, so the
+        // update runs in a transaction of its own — a savepoint there — rolled back on the error.
+        sql.withTransaction,
+        Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))
+      ),
     jobCancelledAmong: (ids) =>
       ids.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
@@ -865,8 +871,12 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           for (const row of rows) {
             if (picked.length >= limit) break
             if (row.mutex_key !== null && row.mutex_key !== undefined) {
-              if (keys.has(row.mutex_key)) continue
-              keys.add(row.mutex_key)
+              // Compared as the unique index compares them: utf8mb4_bin pads with spaces, so keys
+              // that differ only by trailing spaces are one key there (picking both would make the
+              // update fail every time, and the claim would never succeed).
+              const key = String(row.mutex_key).replace(/ +$/, "")
+              if (keys.has(key)) continue
+              keys.add(key)
             }
             picked.push(toClaimed(row))
           }

@@ -6,7 +6,10 @@
 import * as Schema from "effect/Schema"
 
 /**
- * A payload did not match its job's payload `Schema` at enqueue. Nothing was written.
+ * An enqueue was refused and nothing was written: the payload did not encode with its job's payload
+ * `Schema` (or is not JSON), or an option is out of range (priority, `runAt`/`delay`, unique key,
+ * `unique.states`), or the job's `mutexKey` threw or returned something other than `undefined` or a
+ * string of 1–255 characters without NUL.
  *
  * @since 0.1.0
  * @category errors
@@ -16,7 +19,7 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
   {
     /** The job name the payload was meant for. */
     job: Schema.String,
-    /** The schema's parse error, formatted as a tree. */
+    /** What was refused: for a payload, the schema's parse error formatted as a tree. */
     message: Schema.String
   }
 ) {}

@@ -107,7 +107,7 @@ export const make = <J extends Job.Any>(
     return refuse(`the cron expression ${options.cron} never fires: ${e instanceof Error ? e.message : String(e)}`)
   }
   const priority = options.priority
-  if (priority !== undefined && (!Number.isSafeInteger(priority) || Math.abs(priority) > 2147483647)) {
+  if (priority !== undefined && (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647)) {
     return refuse(`priority must be a 32-bit integer, got ${priority}`)
   }
   const payload = options.payload

@@ -40,6 +40,12 @@ export interface Wakeups {
    * whether a probe is needed (delayed jobs, a retry, LISTEN re-established, or too many names).
    */
   readonly take: Effect.Effect<Wake>
+  /**
+   * As `take`, without waiting: what the wake-ups since the last `take` said, or `undefined` when
+   * none arrived (a worker with a backlog checks this between claims, so a name that got due
+   * jobs meanwhile is not left behind the backlog).
+   */
+  readonly poll: Effect.Effect<Wake | undefined>
   /** Wakes this subscriber for a probe (e.g. a worker that just rescheduled a job of its own). */
   readonly wake: Effect.Effect<void>
   /** Completes when every wake-up source is ready (on PostgreSQL: `LISTEN` is active). */
@@ -85,7 +91,7 @@ export interface NotifierShape {
   readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
   /**
    * A job that may hold a mutex key ended, so jobs waiting for its key may now run: wakes the workers
-   * of `names` — this process's at once, other processes' by a `NOTIFY` on PostgreSQL (through the
+   * of `names` and every worker that subscribed to {@link keyReleased} (those with keyed names) — this process's at once, other processes' by a `NOTIFY` on PostgreSQL (through the
    * same limiter as enqueues: within {@link notifyWindowMillis}), by their poll on MySQL/MariaDB.
    */
   readonly released: (names: ReadonlyArray<string>) => Effect.Effect<void>
@@ -162,6 +168,16 @@ const wallSleep = (ms: number) =>
     const timer = setTimeout(() => resume(Effect.void), ms)
     return Effect.sync(() => clearTimeout(timer))
   })
+
+/**
+ * The pseudo job name a keyed job's end is announced with, besides its worker's keyed names: a
+ * mutex key is shared by every job name, so workers of other keyed names (which may have jobs
+ * waiting for that key) subscribe to it as well. Not a name a job can have in practice.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const keyReleased = "\u0001sqlane:key-released"
 
 const deliver = (subscribers: Iterable<Subscriber>, signal: Signal) => {
   for (const s of subscribers) s.deliver(signal)
@@ -297,10 +313,11 @@ const make = (
           Queue.unsafeOffer(trailingSignal, undefined)
           return undefined
         }),
-      released: (names) =>
+      released: (releasedNames) =>
         Effect.sync(() => {
+          const names = [...releasedNames, keyReleased]
           deliver(local, names)
-          if (listenOn === undefined || names.length === 0) return
+          if (listenOn === undefined) return
           for (const name of names) trailing.set(name, name)
           Queue.unsafeOffer(trailingSignal, undefined)
         }),
@@ -367,13 +384,15 @@ const make = (
               })
           )
           yield* startListening
+          const drain = (): Wake => {
+            const wake: Wake = { groups: Array.from(groups.values()), probe }
+            groups = new Map()
+            probe = false
+            return wake
+          }
           return {
-            take: Effect.map(Queue.take(signal), (): Wake => {
-              const wake: Wake = { groups: Array.from(groups.values()), probe }
-              groups = new Map()
-              probe = false
-              return wake
-            }),
+            take: Effect.map(Queue.take(signal), drain),
+            poll: Effect.map(Queue.poll(signal), (o) => (o._tag === "Some" ? drain() : undefined)),
             wake: Effect.sync(() => subscriber.deliver("*")),
             ready: listenOn === undefined ? Effect.void : Deferred.await(listening)
           }

@@ -218,9 +218,13 @@ const parseJson = (text: string | null): unknown => {
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
 const checkKey = (job: Job.Any, what: string, key: unknown) =>
-  typeof key === "string" && key.length >= 1 && key.length <= 255
+  typeof key === "string" && key.length >= 1 && key.length <= 255 && !key.includes("\u0000")
     ? Effect.succeed(key)
-    : new InvalidPayload({ job: job.name, message: `${what} must be a string of 1 to 255 characters, got ${JSON.stringify(key)}` })
+    : new InvalidPayload({
+      job: job.name,
+      // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
+      message: `${what} must be a string of 1 to 255 characters without NUL, got ${JSON.stringify(key)}`
+    })
 
 /**
  * The mutex key of a payload by its job's `mutexKey`, or null.

@@ -44,6 +44,30 @@ export interface SchedulerHandle {
 
 const allStates: ReadonlyArray<JobState> = ["pending", "running", "completed", "dead", "cancelled"]
 
+/**
+ * The latest tick at or before `nowMs`. `Cron.prev` is strictly before its start, in whole
+ * seconds, and (effect 3.x) throws "Unable to find next cron date" for about a day after a DST
+ * gap when the expression's time falls in the skipped hour (e.g. `30 2 * * *` in Europe/Berlin);
+ * then the ticks are walked forward from the last one enqueued (`undefined`: none found).
+ */
+/** @internal */
+export const latestTick = (cron: Cron.Cron, nowMs: number, lastUs: number): Date | undefined => {
+  try {
+    let latest = Cron.prev(cron, new Date(nowMs + 1000))
+    while (latest.getTime() > nowMs) latest = Cron.prev(cron, latest)
+    return latest
+  } catch {
+    let latest: Date | undefined
+    let cursor = new Date(Math.floor(lastUs / 1000))
+    for (let i = 0; i < 100_000; i++) {
+      const next = Cron.next(cron, cursor)
+      if (next.getTime() > nowMs) return latest
+      latest = cursor = next
+    }
+    return latest
+  }
+}
+
 /** Database writes are retried until they succeed: a tick is late rather than lost. */
 const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
 
@@ -97,10 +121,8 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         const lastUs = yield* statements.scheduleGet(p.name).pipe(Effect.retry(untilDone))
         if (p.missed === "runOnce" && lastUs !== undefined) {
           // The latest tick at or before now, if no scheduler enqueued it.
-          // (`Cron.prev` is strictly before its start, in whole seconds.)
-          let latest = Cron.prev(p.cron, new Date(startMs + 1000))
-          while (latest.getTime() > startMs) latest = Cron.prev(p.cron, latest)
-          if (latest.getTime() * 1000 > lastUs) yield* fire(p, latest)
+          const latest = latestTick(p.cron, startMs, lastUs)
+          if (latest !== undefined && latest.getTime() * 1000 > lastUs) yield* fire(p, latest)
         }
         let cursor = new Date(startMs)
         while (true) {

@@ -46,7 +46,7 @@ import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
-import { Notifier } from "./Notifier.js"
+import { keyReleased, Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
 import { QueueConfig } from "./QueueConfig.js"
 
@@ -120,6 +120,12 @@ const enqueuedBy = (traceContext: string | null): ReadonlyArray<Tracer.SpanLink>
     span: Tracer.externalSpan(ids),
     attributes: { "sqlane.link": "enqueued_by" }
   }]
+}
+
+/** `extra` groups (first, so a claim that takes only the first few groups sees them) and then `groups`, each once. */
+const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>): ReadonlyArray<Group> => {
+  const seen = new Set(extra.map((g) => `${g.priority}:${g.name}`))
+  return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
 }
 
 const wallSleep = (ms: number) =>
@@ -525,13 +531,17 @@ export const make = <R>(
       )
 
     const loop = Effect.gen(function*() {
-      const wakeups = yield* notifier.subscribe(names)
+      // A worker with keyed names also wakes when a keyed job of any name ends (its key may be one
+      // that jobs of this worker's names wait for).
+      const wakeups = yield* notifier.subscribe(keyed.size > 0 ? [...names, keyReleased] : names)
       wakeSelf = wakeups.wake
       /** Groups believed to have due jobs, claimed from without a probe. */
       let due: ReadonlyArray<Group> = []
       let probeNext = true
       /** The last claim filled every slot: jobs are waiting, claim in batches. */
       let backlog = false
+      /** The earliest `run_at` (µs) of the pending jobs not yet due at the last probe. */
+      let laterUs: number | undefined
       while (true) {
         if (running >= concurrency) {
           yield* Queue.take(slotFreed)
@@ -546,12 +556,24 @@ export const make = <R>(
           }
         }
         const nowUs = yield* nowMicros
+        if (backlog && !probeNext) {
+          // Claims from the same groups while a backlog lasts must not starve other names: take
+          // in the groups that got due jobs meanwhile (hints, NOTIFY), and probe again when a job
+          // that was not yet due at the last probe now is (or when a wake-up asks for a probe).
+          const wake = yield* wakeups.poll
+          if (wake !== undefined) {
+            if (wake.probe) probeNext = true
+            else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
+          }
+          if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
+        }
         const probed = probeNext
         let nextUs: number | undefined
         if (probeNext) {
           const probe = yield* claimer.probe(paused.claimable(names), nowUs)
           due = probe.due
           nextUs = probe.nextUs
+          laterUs = probe.nextUs
           probeNext = false
         }
         // With a backlog, claim at most half the slots at a time: two halves in flight, one being
