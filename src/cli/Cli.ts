@@ -36,6 +36,7 @@ import { QueueLive } from "../layers/QueueLive.js"
 import { SchemaNotMigrated } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Migrations from "../services/Migrations.js"
+import * as Pruner from "../services/Pruner.js"
 
 /**
  * A usage or connection problem the CLI reports as one line.
@@ -477,11 +478,16 @@ const durationOption = (name: string, fallback: string) =>
     Options.withDescription(`keep ${name.replace(/^keep-/, "")} jobs this long (default ${fallback})`),
     Options.withDefault(fallback),
     Options.mapEffect((text) => {
-      const d = Duration.decodeUnknown(text)
+      // "infinity" keeps that state forever, like `Duration.infinity` in QueueLive's retention.
+      if (/^\s*(infinity|forever)\s*$/i.test(text)) return Effect.succeed(Duration.infinity)
+      // Duration reads "-5 days" as zero, which would delete every job of that state: refused.
+      const d = /^\s*-/.test(text) ? Option.none() : Duration.decodeUnknown(text)
       return Option.isSome(d)
         ? Effect.succeed(d.value)
         : Effect.fail(ValidationError.invalidValue(
-          HelpDoc.p(`--${name}: not a duration: ${JSON.stringify(text)} (e.g. "1 day", "12 hours")`)
+          HelpDoc.p(
+            `--${name}: not a duration: ${JSON.stringify(text)} (e.g. "1 day", "12 hours", "0 seconds", "infinity")`
+          )
         ))
     })
   )
@@ -494,13 +500,17 @@ const prune = Command.make(
     keepDead: durationOption("keep-dead", "7 days"),
     keepCancelled: durationOption("keep-cancelled", "7 days"),
     batchSize: Options.integer("batch-size").pipe(
-      Options.withDescription("the most jobs one statement deletes"),
+      Options.withDescription("the most jobs one statement deletes (1–50000)"),
       Options.withDefault(1000)
     )
   },
   (c) =>
     Effect.gen(function*() {
-      if (c.batchSize < 1) return yield* new CliError({ message: `--batch-size must be positive, got ${c.batchSize}` })
+      if (c.batchSize < 1 || c.batchSize > Pruner.maxBatchSize) {
+        return yield* new CliError({
+          message: `--batch-size must be between 1 and ${Pruner.maxBatchSize}, got ${c.batchSize}`
+        })
+      }
       const client = yield* connect(c)
       const result = yield* Effect.gen(function*() {
         const status = yield* Migrations.status(c.prefix)

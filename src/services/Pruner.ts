@@ -23,7 +23,17 @@ import { Database } from "../internal/Database.js"
 import { stepper } from "../internal/schedule.js"
 import { nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
+import * as QueueConfigModule from "./QueueConfig.js"
 import { QueueConfig } from "./QueueConfig.js"
+
+/**
+ * The largest `pruneBatchSize` honoured: larger values are lowered to it. On MySQL/MariaDB a batch's
+ * delete binds one placeholder per id, and a prepared statement takes at most 65,535.
+ *
+ * @since 0.1.0
+ * @category pruning
+ */
+export const maxBatchSize: number = QueueConfigModule.maxPruneBatchSize
 
 /**
  * What one pruning pass did.
@@ -57,9 +67,19 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
     const { statements } = yield* Database
     const { lock, unlock } = statements.prunerLock
     const conn = yield* sql.reserve
-    const rows = yield* conn.executeValues(lock[0], lock[1])
-    const got = rows[0]?.[0]
-    if (!(got === true || Number(got) === 1)) {
+    // Taking the lock and registering its release are one uninterruptible step: interrupted in
+    // between (a worker shutting down), the connection would go back to the pool still holding
+    // the session lock, and no process would prune again while that connection lives. The release
+    // is a finalizer of this scope, added after the reserve's, so it runs before the connection
+    // goes back to the pool.
+    const got = yield* Effect.uninterruptible(Effect.gen(function*() {
+      const rows = yield* conn.executeValues(lock[0], lock[1])
+      const value = rows[0]?.[0]
+      const taken = value === true || Number(value) === 1
+      if (taken) yield* Effect.addFinalizer(() => Effect.ignore(conn.executeRaw(unlock[0], unlock[1])))
+      return taken
+    }))
+    if (!got) {
       return { ran: false, deleted: { completed: 0, dead: 0, cancelled: 0 }, batches: 0, largestBatch: 0 }
     }
     return yield* Effect.gen(function*() {
@@ -84,8 +104,7 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
     }).pipe(
       // Every statement of the pass runs on the lock's connection (autocommit, one statement or two
       // per batch): a pass uses one connection of the pool, never waits for a second one.
-      Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const),
-      Effect.ensuring(Effect.ignore(conn.executeRaw(unlock[0], unlock[1])))
+      Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const)
     )
   }
 ).pipe(Effect.scoped)

@@ -95,9 +95,18 @@ export interface QueueOptions {
   readonly prune?: boolean | undefined
   /** Default 1 minute (jittered ±20 %). */
   readonly pruneInterval?: Duration.DurationInput | undefined
-  /** A positive integer. Default 1000. */
+  /** A positive integer, at most 50,000 (larger values are lowered to it). Default 1000. */
   readonly pruneBatchSize?: number | undefined
 }
+
+/**
+ * The largest `pruneBatchSize` honoured (larger values are lowered to it): on MySQL/MariaDB a
+ * batch's delete binds one placeholder per id, and a prepared statement takes at most 65,535.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maxPruneBatchSize = 50_000
 
 /**
  * Fills in the defaults. Throws on a prefix that is not a plain identifier (checked again,
@@ -121,7 +130,8 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   },
   prune: options.prune ?? true,
   pruneInterval: Duration.decode(options.pruneInterval ?? "1 minute"),
-  pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.max(1, Math.floor(options.pruneBatchSize!)) : 1000
+  pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.min(maxPruneBatchSize, Math.max(1, Math.floor(options.pruneBatchSize!)))
+    : 1000
 })
 
 /**

@@ -1,0 +1,111 @@
+/**
+ * Review of issue 6 (operating sqlane: CLI, retention, pause/resume, metrics, tracing) from a new
+ * user's side: problems found while using the CLI and the public API on PostgreSQL 15 and MariaDB
+ * 10.11. Runs on every database the global setup found, one table prefix per test.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { inject } from "vitest"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Admin, Job, Queue } from "../src/index.js"
+import { countJobs, dropTables, testLayer } from "./support/helpers.js"
+import { runCli } from "./support/processes.js"
+import type { Target } from "./support/targets.js"
+
+const targets: ReadonlyArray<Target> = inject("targets")
+
+const withQueue = <A, E>(
+  target: Target,
+  body: (prefix: string) => Effect.Effect<A, E, any>,
+  options: Parameters<typeof testLayer>[1] = {}
+) => {
+  const t = testLayer(target, options)
+  return body(t.prefix).pipe(
+    Effect.scoped,
+    Effect.provide(t.layer),
+    Effect.ensuring(dropTables(t.prefix).pipe(Effect.provide(t.client), Effect.ignore))
+  ) as Effect.Effect<A, E | Error, never>
+}
+
+const R6 = Job.make("r6-job", { payload: Schema.Struct({ i: Schema.Number }) })
+
+/** Enqueues `n` jobs and marks them completed, finished just now (no worker needed). */
+const completedJobs = (prefix: string, n: number) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.Queue
+    yield* queue.enqueueMany(R6, Array.from({ length: n }, (_, i) => ({ i })))
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed', attempts = 1, finished_at = created_at`
+  })
+
+const assertOneLineError = (run: { code: unknown; stdout: string; stderr: string }, pattern: RegExp) => {
+  assert.strictEqual(run.code, 1, `exit code; stderr: ${run.stderr}`)
+  assert.strictEqual(run.stdout, "")
+  const lines = run.stderr.trim().split("\n")
+  assert.strictEqual(lines.length, 1, `one line on stderr, got: ${run.stderr}`)
+  assert.match(lines[0], /^sqlane: /)
+  assert.match(lines[0], pattern)
+}
+
+for (const target of targets) {
+  const name = (s: string) => `${s} [${target.id}]`
+  describe(`review 6 [${target.id}]`, () => {
+    // Duration.decodeUnknown("-5 days") is Some(Duration.zero): `--keep-completed "-5 days"` (a typo,
+    // or "keep minus five days") used to delete every completed job, exit 0.
+    it.live(name("sqlane prune refuses a negative retention and deletes nothing"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          yield* completedJobs(prefix, 3)
+          const run = yield* runCli(["prune", "--keep-completed", "-5 days", "--prefix", prefix], {
+            DATABASE_URL: target.url
+          })
+          assert.strictEqual(run.code, 1, `exit code; stdout: ${run.stdout} stderr: ${run.stderr}`)
+          assert.strictEqual(run.stdout, "")
+          assert.match(run.stderr, /keep-completed/)
+          assert.strictEqual(yield* countJobs(prefix, "completed"), 3)
+        })))
+
+    // `--keep-dead infinity` keeps that state, as `Duration.infinity` does in QueueLive's retention.
+    it.live(name("sqlane prune --keep-dead infinity keeps every dead job"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          yield* completedJobs(prefix, 2)
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'dead'`
+          const run = yield* runCli(
+            ["prune", "--keep-dead", "infinity", "--keep-completed", "0 seconds", "--json", "--prefix", prefix],
+            { DATABASE_URL: target.url }
+          )
+          assert.strictEqual(run.code, 0, run.stderr)
+          assert.deepStrictEqual(JSON.parse(run.stdout).deleted, { completed: 0, dead: 0, cancelled: 0 })
+          assert.strictEqual(yield* countJobs(prefix, "dead"), 2)
+        })))
+
+    // MySQL/MariaDB: the delete's id list was padded to `pruneBatchSize` placeholders, so a batch
+    // size above 65,535 failed every pass ("Prepared statement contains too many placeholders"),
+    // and a huge one allocated an array of that length. The batch size is now capped at 50,000.
+    it.live(name("a large pruneBatchSize still prunes (capped at 50,000 per statement)"), () =>
+      withQueue(
+        target,
+        (prefix) =>
+          Effect.gen(function*() {
+            yield* completedJobs(prefix, 3)
+            const result = yield* (yield* Admin.Admin).prune
+            assert.strictEqual(result.ran, true)
+            assert.strictEqual(result.deleted.completed, 3)
+            assert.isAtMost(result.largestBatch, 50_000)
+            assert.strictEqual(yield* countJobs(prefix, "completed"), 0)
+          }),
+        { pruneBatchSize: 100_000, retention: { completed: "0 seconds" } }
+      ))
+
+    it.live(name("sqlane prune --batch-size above 50,000 is one line, exit 1"), () =>
+      Effect.gen(function*() {
+        const run = yield* runCli(["prune", "--batch-size", "70000", "--prefix", "r6_none_"], {
+          DATABASE_URL: target.url
+        })
+        assertOneLineError(run, /--batch-size must be between 1 and 50000, got 70000/)
+      }))
+  })
+}
