@@ -8,9 +8,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { inject } from "vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Admin, Job, Queue } from "../src/index.js"
-import { countJobs, dropTables, testLayer } from "./support/helpers.js"
-import { runCli } from "./support/processes.js"
+import * as Chunk from "effect/Chunk"
+import * as Queue_ from "effect/Queue"
+import { Admin, Events, Job, Queue, Worker } from "../src/index.js"
+import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "./support/helpers.js"
+import { Hang } from "./support/jobs.js"
+import { runCli, spawnWorker } from "./support/processes.js"
 import type { Target } from "./support/targets.js"
 
 const targets: ReadonlyArray<Target> = inject("targets")
@@ -107,5 +110,59 @@ for (const target of targets) {
         })
         assertOneLineError(run, /--batch-size must be between 1 and 50000, got 70000/)
       }))
+
+    // Documented: "Rescued jobs of lost workers appear as Failed/Dead with error 'worker lost'".
+    // The rescuing process never saw the Claimed (another process claimed it); the next attempt
+    // is then Claimed and ended here: its end pairs with its Claimed.
+    it.live(name("events: a job rescued from a SIGKILLed worker process is Failed 'worker lost', then Claimed and Completed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* sql`CREATE TABLE ${sql(prefix + "ledger")} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
+          const started = (id: string) =>
+            Effect.map(
+              sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "ledger")} WHERE job_id = ${id}`,
+              (r) => Number(r[0].n) > 0
+            )
+          const queue = yield* Queue.Queue
+          const seen = yield* (yield* Events.Events).subscribe
+          const id = yield* queue.enqueue(Hang, {})
+          const child = yield* spawnWorker(["hang", target.dialect, target.url, prefix, "victim", ""])
+          yield* waitUntil(started(id), 30_000, "the child to start the job")
+          yield* Worker.make({ handlers: [Job.handler(Hang, () => Effect.void)] })
+          child.process.kill("SIGKILL")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the rescued job to complete")
+          yield* realSleep(300)
+          const all = Chunk.toReadonlyArray(yield* Queue_.takeAll(seen))
+          assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.attempt]), [
+            ["Failed", id, 1],
+            ["Claimed", id, 2],
+            ["Completed", id, 2]
+          ])
+          const failed = all[0]
+          assert.strictEqual(failed._tag === "Failed" ? failed.error : "", "worker lost")
+        })), 90_000)
+
+    // `Queue.retry` of a dead job whose unique key another job now holds returns false (README,
+    // *Unique jobs*). `Admin.retryAll` / `sqlane retry --name N` retried in one bulk UPDATE, which the
+    // unique index refused as a whole: the command failed with a database error and retried none.
+    it.live(name("retryAll skips a dead job whose unique key another job now holds, and retries the rest"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const keyed = yield* queue.enqueue(R6, { i: 1 }, { unique: "r6:key" })
+          const plain = yield* queue.enqueue(R6, { i: 2 })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'dead', attempts = 1, finished_at = created_at`
+          // The key is free again (dead is not guarded): another job takes it.
+          const holder = yield* queue.enqueue(R6, { i: 3 }, { unique: "r6:key" })
+          assert.notStrictEqual(holder, keyed)
+          assert.strictEqual(yield* queue.retry(keyed), false)
+          const retried = yield* admin.retryAll(R6.name, "dead")
+          assert.strictEqual(retried, 1)
+          assert.strictEqual((yield* queue.get(plain)).state, "pending")
+          assert.strictEqual((yield* queue.get(keyed)).state, "dead")
+        })))
   })
 }

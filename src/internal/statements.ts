@@ -221,8 +221,21 @@ export interface Statements {
     name: string,
     state: "dead" | "cancelled",
     nowUs: number,
-    limit: number
+    limit: number,
+    /** Only jobs finished at or before this time (those that failed again meanwhile stay). */
+    finishedByUs: number
   ) => Effect.Effect<number, SqlError>
+  /**
+   * Ids above `afterId` of jobs of `name` in `state` that carry a unique key, finished at or before
+   * `finishedByUs`, in id order (`retryAll` retries them one by one: another job may hold the key).
+   */
+  readonly jobKeyedIdsByName: (
+    name: string,
+    state: "dead" | "cancelled",
+    afterId: string,
+    finishedByUs: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   /** Records a running attempt's progress (JSON text); returns `false` when the attempt is no longer running. */
   readonly jobProgressSet: (id: string, attempt: number, progress: string) => Effect.Effect<boolean, SqlError>
   /** A job's progress JSON, if it reported any. */
@@ -646,15 +659,25 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
         (rows) => rows.map(toStats)
       ),
-    jobRetryByName: (name, state, nowUs, limit) =>
+    jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(
+        // Jobs with a unique key are left to `jobRetry`, one by one (another job may hold the key).
         sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
             WHERE id IN (
-              SELECT id FROM ${jobs} WHERE state = ${state} AND name = ${name}
+              SELECT id FROM ${jobs} WHERE state = ${state} AND name = ${name} AND unique_key IS NULL
+                AND finished_at <= ${ts(finishedByUs)}
               ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))} FOR UPDATE SKIP LOCKED)
-              AND state = ${state}
+              AND state = ${state} AND unique_key IS NULL AND finished_at <= ${ts(finishedByUs)}
             RETURNING id`,
         (rows) => rows.length
+      ),
+    jobKeyedIdsByName: (name, state, afterId, finishedByUs, limit) =>
+      Effect.map(
+        sql<{ id: string }>`SELECT id FROM ${jobs}
+            WHERE state = ${state} AND name = ${name} AND unique_key IS NOT NULL
+              AND finished_at <= ${ts(finishedByUs)} AND id > ${afterId}::bigint
+            ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))}`,
+        (rows) => rows.map((r) => String(r.id))
       ),
     jobProgressSet: (id, attempt, progress) =>
       Effect.map(
@@ -1022,12 +1045,21 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`.unprepared,
         (rows) => rows.map(toStats)
       ),
-    jobRetryByName: (name, state, nowUs, limit) =>
+    jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(
+        // Jobs with a unique key are left to `jobRetry`, one by one (another job may hold the key).
         sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
-            WHERE state = ${state} AND name = ${name}
+            WHERE state = ${state} AND name = ${name} AND unique_key IS NULL AND finished_at <= ${ts(finishedByUs)}
             ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))}`.raw,
         (r: any) => Number(r.affectedRows)
+      ),
+    jobKeyedIdsByName: (name, state, afterId, finishedByUs, limit) =>
+      Effect.map(
+        sql<{ id: string }>`SELECT id FROM ${jobs}
+            WHERE state = ${state} AND name = ${name} AND unique_key IS NOT NULL
+              AND finished_at <= ${ts(finishedByUs)} AND id > ${afterId}
+            ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))}`,
+        (rows) => rows.map((r) => String(r.id))
       ),
     jobProgressSet: (id, attempt, progress) =>
       Effect.map(

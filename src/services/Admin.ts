@@ -150,8 +150,9 @@ export interface AdminShape {
    */
   readonly retry: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ActionResult>, JobNotFound | SqlError>
   /**
-   * Retries every job of `name` in `state` (dead or cancelled), in batches of 1,000. Returns how many
-   * it put back to pending.
+   * Retries every job of `name` in `state` (dead or cancelled) that finished before this call, in
+   * batches of 1,000; jobs with a unique key one by one, skipping those whose key another job now
+   * holds (as `Queue.retry`). Returns how many it put back to pending.
    */
   readonly retryAll: (name: string, state: "dead" | "cancelled") => Effect.Effect<number, SqlError>
   /**
@@ -287,11 +288,25 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         }),
       retryAll: (name, state) =>
         Effect.gen(function*() {
+          // Only jobs finished before this call: a job retried here that fails again meanwhile is
+          // not retried a second time (and the loop ends however fast workers dead-letter them).
+          const startUs = yield* nowMicros
           let total = 0
           while (true) {
-            const n = yield* statements.jobRetryByName(name, state, yield* nowMicros, 1000)
+            const n = yield* statements.jobRetryByName(name, state, yield* nowMicros, 1000, startUs)
             total += n
             if (n < 1000) break
+          }
+          // Jobs with a unique key one by one, as `Queue.retry`: one whose key another job now holds
+          // stays (the unique index would refuse a bulk update as a whole).
+          let afterId = "0"
+          while (true) {
+            const ids = yield* statements.jobKeyedIdsByName(name, state, afterId, startUs, 1000)
+            for (const id of ids) {
+              if (yield* statements.jobRetry(id, yield* nowMicros)) total++
+            }
+            if (ids.length < 1000) break
+            afterId = ids[ids.length - 1]
           }
           if (total > 0) yield* notifier.announce([name])
           return total
