@@ -51,10 +51,16 @@ export class CliError extends Schema.TaggedError<CliError>("sqlane/CliError")("C
 // ---------------------------------------------------------------------------------------------
 // Connection
 
-/** The URL with its password hidden, for messages. */
+/**
+ * The URL with its password hidden, for messages: the user-info password and query parameters that
+ * may carry a secret (`?password=…`, which the pg and mysql2 drivers read, `sslpassword`, `sslkey`…).
+ */
 const safeUrl = (url: URL) => {
   const copy = new URL(url.toString())
   if (copy.password) copy.password = "***"
+  for (const key of Array.from(copy.searchParams.keys())) {
+    if (/pass|secret|token|key|cert/i.test(key)) copy.searchParams.set(key, "***")
+  }
   return copy.toString()
 }
 
