@@ -246,5 +246,27 @@ for (const target of targets) {
           assertOneLineError(run, /^sqlane: cannot connect to /)
         }))
     }
+
+    // MySQL/MariaDB compare the paused table's names with a PAD SPACE collation: after
+    // `pause "noop "` (a stray trailing space), `pause "noop"` answered "already paused" (changed:
+    // false) while the workers, comparing in JavaScript, went on claiming "noop". Names are now matched
+    // as the database matches them. (On PostgreSQL "noop " and "noop" are two names.)
+    it.live(name("a name paused with a trailing space: what pause reports is what workers do"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const Plain = Job.make("r6-plain", { payload: Schema.Struct({ i: Schema.Number }) })
+          let runs = 0
+          assert.isTrue(yield* admin.pause("r6-plain "))
+          const changed = yield* admin.pause("r6-plain")
+          yield* Worker.make({ handlers: [Job.handler(Plain, () => Effect.sync(() => void runs++))] })
+          yield* queue.enqueue(Plain, { i: 1 })
+          yield* realSleep(800)
+          // Paused exactly when the database says "r6-plain" already was.
+          assert.strictEqual(runs === 0, true, `changed=${changed}, runs=${runs}`)
+          const status = yield* admin.status
+          assert.isTrue(status.names.find((n) => n.name === "r6-plain")?.paused)
+        })))
   })
 }

@@ -23,6 +23,13 @@ export interface PausedView {
 }
 
 /**
+ * A job name as the paused table compares it: trailing spaces do not count on MySQL/MariaDB (PAD
+ * SPACE collation).
+ */
+export const nameKey = (dialect: "pg" | "mysql") => (name: string): string =>
+  dialect === "mysql" ? name.replace(/ +$/, "") : name
+
+/**
  * Watches the paused names among `names` for the life of the scope; runs `onResume` when one of
  * them is resumed (so an idle worker probes again at once).
  */
@@ -31,21 +38,25 @@ export const watch = (
   onResume: Effect.Effect<void>
 ): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
-    const { statements } = yield* Database
+    const { dialect, statements } = yield* Database
     const notifier = yield* Notifier
     const config = yield* QueueConfig
-    const mine = new Set(names)
+    // Names are matched as the database matches them: on MySQL/MariaDB the paused table's
+    // collation is PAD SPACE, so "name " and "name" are one name there (`pause "name"` after
+    // `pause "name "` answers "already paused").
+    const key = nameKey(dialect)
+    const mine = new Set(names.map(key))
     let paused: ReadonlySet<string> = new Set()
     const refresh = Effect.gen(function*() {
       const rows = yield* statements.pausedList()
-      const next = new Set(rows.map((r) => r.name).filter((n) => mine.has(n)))
+      const next = new Set(rows.map((r) => key(r.name)).filter((n) => mine.has(n)))
       const resumed = Array.from(paused).some((n) => !next.has(n))
       paused = next
       if (resumed) yield* onResume
     })
     const view: PausedView = {
-      claimable: (list) => (paused.size === 0 ? list : list.filter((n) => !paused.has(n))),
-      claimableGroups: (groups) => (paused.size === 0 ? groups : groups.filter((g) => !paused.has(g.name)))
+      claimable: (list) => (paused.size === 0 ? list : list.filter((n) => !paused.has(key(n)))),
+      claimableGroups: (groups) => (paused.size === 0 ? groups : groups.filter((g) => !paused.has(key(g.name))))
     }
     if (names.length === 0) return view
     // The first read comes before the worker's first claim.

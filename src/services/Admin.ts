@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
 import type { JobSummaryRow } from "../internal/statements.js"
+import * as Pauses from "../internal/pauses.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { JobNotFound } from "../schema/Errors.js"
 import type { JobInfo } from "../schema/JobInfo.js"
@@ -200,6 +201,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
     const database = yield* Database
     const { statements } = database
     const notifier = yield* Notifier
+    const nameKey = Pauses.nameKey(database.dialect)
     const queue = yield* Queue
     const config = yield* QueueConfig
     const context = yield* Effect.context<Database | QueueConfig | SqlClient.SqlClient>()
@@ -211,7 +213,8 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         const nowUs = yield* nowMicros
         const sinceUs = nowUs - Math.round(Duration.toMillis(config.retention.completed) * 1000)
         const rows = yield* statements.jobStats(nowUs, Number.isFinite(sinceUs) ? sinceUs : -62135596800000000)
-        const paused = new Set((yield* statements.pausedList()).map((p) => p.name))
+        const pausedRows = yield* statements.pausedList()
+        const pausedKeys = new Set(pausedRows.map((p) => nameKey(p.name)))
         const byName = new Map<string, { -readonly [K in keyof NameStatus]: NameStatus[K] }>()
         const entry = (name: string) => {
           let e = byName.get(name)
@@ -225,7 +228,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
               dead: 0,
               cancelled: 0,
               oldestDueMs: undefined,
-              paused: paused.has(name)
+              paused: pausedKeys.has(nameKey(name))
             }
             byName.set(name, e)
           }
@@ -253,7 +256,10 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
               break
           }
         }
-        for (const name of paused) entry(name)
+        // A paused name without jobs gets a row of its own (unless it is one of those names, as the
+        // database compares them).
+        const listed = new Set(Array.from(byName.keys(), nameKey))
+        for (const p of pausedRows) if (!listed.has(nameKey(p.name))) entry(p.name)
         const running = yield* statements.jobList({ state: "running", limit: 50 })
         return {
           names: Array.from(byName.values()).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
