@@ -12,8 +12,9 @@
  * - the sqlane metrics, tagged `job_name`.
  *
  * Database: `DATABASE_URL=postgres://…` or `mysql://…` (the database must exist). Without it an
- * embedded PostgreSQL 18 is started in a temporary directory and stopped at the end. The example's
- * `telemetry_*` tables are dropped at the start and at the end.
+ * embedded PostgreSQL 18 is started in a temporary directory and stopped at the end. sqlane's tables
+ * with the prefix `telemetry_` (`telemetry_jobs`, `telemetry_workers`, `telemetry_schedules`,
+ * `telemetry_paused`, `telemetry_migrations`) are dropped at the start and at the end.
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { NodeRuntime } from "@effect/platform-node"
@@ -112,13 +113,15 @@ const Database = Layer.unwrapEffect(Effect.map(Config.option(Config.string("DATA
     ? MysqlClient.layer({ url: Redacted.make(url.value.replace(/^mariadb:/, "mysql:")) })
     : PgClient.layer({ url: Redacted.make(url.value) })))
 
-/** Drops the example's tables (sqlane's `telemetry_jobs`, `telemetry_migrations`, …). */
+/**
+ * Drops the example's tables: sqlane's tables with the prefix `telemetry_` (`telemetry_jobs`,
+ * `telemetry_migrations`, …), and no other `telemetry_*` table the database may hold.
+ */
 const dropTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const tables = yield* sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
-    WHERE table_schema = ${sql.onDialectOrElse({ pg: () => sql`current_schema()`, orElse: () => sql`DATABASE()` })}
-    AND table_name LIKE ${"telemetry\\_%"}`
-  for (const { name } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(name)}`
+  for (const table of ["jobs", "workers", "schedules", "paused", "migrations"]) {
+    yield* sql`DROP TABLE IF EXISTS ${sql(`telemetry_${table}`)}`
+  }
 }).pipe(Effect.withTracerEnabled(false)) // not part of the example's traces
 
 /** Dropped before QueueLive migrates sqlane's tables, and again after it stops. */

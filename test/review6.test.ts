@@ -268,5 +268,7 @@ for (const target of targets) {
           const status = yield* admin.status
           assert.isTrue(status.names.find((n) => n.name === "r6-plain")?.paused)
         })))
+
+    // examples/telemetry.ts dropping other telemetry_* tables: see test/telemetry-example.test.ts.
   })
 }

@@ -146,15 +146,26 @@ const leftTables = (target: Target) =>
       AND table_name LIKE ${"telemetry\\_%"}`
   }).pipe(Effect.provide(clientLayer(target, { maxConnections: 1 })))
 
+/** Creates (or drops) a table `telemetry_app_data`, standing for an app's own table. */
+const appTable = (target: Target, action: "create" | "drop") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`DROP TABLE IF EXISTS telemetry_app_data`
+    if (action === "create") yield* sql`CREATE TABLE telemetry_app_data (id INT)`
+  }).pipe(Effect.provide(clientLayer(target, { maxConnections: 1 })))
+
 describe.concurrent("examples/telemetry.ts", () => {
   // PostgreSQL 18 is the embedded run's below.
   for (const target of inject("targets").filter((t) => t.id !== "postgres-18")) {
-    it.live(`[${target.id}] prints linked spans and the exported metrics; drops its tables`, () =>
+    it.live(`[${target.id}] prints linked spans and the exported metrics; drops its tables, and only its own`, () =>
       Effect.gen(function*() {
+        // A table of "the app" whose name starts like the example's: the example leaves it alone.
+        yield* appTable(target, "create")
         const result = yield* runScript(example, { DATABASE_URL: target.url })
         assert.strictEqual(result.exit, 0, result.stderr)
         checkOutput(result.stdout)
-        assert.deepStrictEqual(yield* leftTables(target), [])
+        assert.deepStrictEqual((yield* leftTables(target)).map((t) => t.name), ["telemetry_app_data"])
+        yield* appTable(target, "drop")
       }))
   }
 
