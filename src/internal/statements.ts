@@ -81,6 +81,8 @@ export interface Finish {
   /** New `run_at` (retries) or null to keep it. */
   readonly runAtUs: number | null
   readonly finishedAtUs: number | null
+  /** When a failed attempt ended (not written; the `at` of its `Failed` event). */
+  readonly endedAtUs?: number | undefined
   /** New last error, or null to keep it. */
   readonly lastError: string | null
   /** New error history (JSON array), or null to keep it. */

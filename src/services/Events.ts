@@ -148,7 +148,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
       }
       const ended = (outcome: Outcome, name: string, atUs: number): WorkerEvent | undefined => {
         if (outcome.state === "released") return undefined
-        const common = { id: outcome.id, name, attempt: outcome.attempt, at: microsToDate(outcome.finishedAtUs ?? atUs) }
+        const common = { id: outcome.id, name, attempt: outcome.attempt, at: microsToDate(outcome.finishedAtUs ?? outcome.endedAtUs ?? atUs) }
         return outcome.state === "completed"
           ? WorkerEvent.Completed(common)
           : outcome.state === "dead"

@@ -338,6 +338,7 @@ export const make = <R>(
           // says nothing about when the job can succeed.
           runAtUs: Option.isSome(delay) ? nowUs + (kind === "lost" ? 0 : Math.round(delay.value * 1000)) : null,
           finishedAtUs: Option.isSome(delay) ? null : nowUs,
+          endedAtUs: nowUs,
           lastError: message.replaceAll("\u0000", "\uFFFD"),
           errors: encodeErrors(history),
           result: null
