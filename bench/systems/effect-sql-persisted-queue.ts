@@ -42,6 +42,18 @@ const runtime = (env: Env, o: OpenOptions) =>
     )
   )
 
+/** An error whose message carries the whole chain of causes (the driver's message, not only "Failed to offer"). */
+const withCauses = (e: unknown): Error => {
+  const parts: Array<string> = []
+  let c: any = e
+  for (let depth = 0; c != null && depth < 6; depth++, c = c.cause) {
+    const m = typeof c === "object" && "message" in c ? String(c.message) : String(c)
+    if (m !== "" && !parts.includes(m)) parts.push(m)
+    if (typeof c !== "object") break
+  }
+  return new Error(parts.join(": "))
+}
+
 export const effectSqlPersistedQueue: System = {
   id: "effect-sql-persisted-queue",
   dialects: ["pg", "mysql"],
@@ -56,9 +68,13 @@ export const effectSqlPersistedQueue: System = {
       Effect.all([PersistedQueue.make({ name: QUEUE, schema: PayloadSchema }), SqlClient.SqlClient])
     )
     return {
-      enqueue: (p) => rt.runPromise(Effect.asVoid(queue.offer(p))),
+      enqueue: (p) => rt.runPromise(Effect.asVoid(queue.offer(p)).pipe(Effect.mapError(withCauses))),
       enqueueMany: (ps) =>
-        rt.runPromise(sql.withTransaction(Effect.forEach(ps, (p) => queue.offer(p), { discard: true }))),
+        rt.runPromise(
+          sql.withTransaction(Effect.forEach(ps, (p) => queue.offer(p), { discard: true })).pipe(
+            Effect.mapError(withCauses)
+          )
+        ),
       work: async ({ concurrency, handle }) => {
         const scope = await rt.runPromise(Scope.make())
         const take = queue.take((p: Payload) =>

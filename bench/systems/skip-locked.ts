@@ -7,8 +7,8 @@
  *   them one after another (so `concurrency` jobs are in flight, as with pg-boss's batches).
  *
  * PostgreSQL: `DELETE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED LIMIT n) RETURNING`, and a
- * statement-level trigger sends NOTIFY to wake idle loops. MariaDB: a locking read and a DELETE
- * in one transaction; idle loops poll.
+ * statement-level trigger sends NOTIFY to wake idle loops. MariaDB: a locking read (an index range,
+ * no filesort) and a DELETE in one READ COMMITTED transaction; idle loops poll.
  */
 import Pg from "pg"
 import * as Mysql from "mysql2/promise"
@@ -154,6 +154,10 @@ const openMysql = async (env: Env, batch: number, o: OpenOptions): Promise<Insta
       const loop = async () => {
         const conn = await pool.getConnection()
         try {
+          // READ COMMITTED: the locking read and the DELETE lock only the rows claimed. At MariaDB's
+          // default REPEATABLE READ they also take next-key locks on the index records they pass;
+          // 50 loops on a 20,000-job backlog filled the buffer pool with locks and crashed the server.
+          await conn.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
           while (!stopped) {
             try {
               await iterationMysql()
@@ -166,7 +170,9 @@ const openMysql = async (env: Env, batch: number, o: OpenOptions): Promise<Insta
           async function iterationMysql() {
             await conn.query("BEGIN")
             const [rows] = (await conn.query(
-              `SELECT id, payload FROM ${t} WHERE queue = ? AND run_at <= NOW(6)
+              // FORCE INDEX: a range over (queue, run_at) in index order — no filesort; without it
+              // MariaDB picks a ref on queue alone and filters run_at row by row.
+              `SELECT id, payload FROM ${t} FORCE INDEX (${t}_fetch) WHERE queue = ? AND run_at <= NOW(6)
                ORDER BY run_at, id LIMIT ${batch} FOR UPDATE SKIP LOCKED`,
               [QUEUE]
             )) as any
