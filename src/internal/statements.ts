@@ -793,6 +793,38 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
     }
     return chunks
   }
+  /**
+   * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
+   * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
+   * (multi-statement): the locking reads, then one update of the rows `pick` keeps from their
+   * result sets. Rows read but not kept are unlocked at COMMIT.
+   */
+  const claimInTransaction = (
+    selects: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>,
+    pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
+    nowUs: number,
+    workerId: string
+  ) =>
+    Effect.gen(function*() {
+      const conn = yield* sql.reserve
+      return yield* Effect.gen(function*() {
+        const results = yield* conn.executeUnprepared(
+          `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${selects.map(([q]) => q).join("; ")}`,
+          selects.flatMap(([, params]) => params),
+          undefined
+        )
+        const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
+        if (picked.length === 0) {
+          yield* conn.executeUnprepared("COMMIT", [], undefined)
+          return [] as Array<ClaimedRow>
+        }
+        const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
+              claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
+            WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
+        yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
+        return picked.map((r) => ({ ...r, attempts: r.attempts + 1 }))
+      }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+    }).pipe(Effect.scoped)
   return {
     dialect: "mysql",
     jobInsertMany: (rows, nowUs) => {
@@ -847,50 +879,27 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         (plans) => plans.flat()
       ),
     jobClaim: (groups, limit, nowUs, workerId) =>
-      // At READ COMMITTED, so the locking reads take no gap locks that would block (or deadlock
-      // with) the app's transactions enqueueing jobs; in two round trips (multi-statement): one
-      // locking read per group (an index range in claim order, no filesort), then one update of
-      // the first `limit` rows in claim order. Rows read but not claimed are unlocked at COMMIT.
-      Effect.gen(function*() {
-        const conn = yield* sql.reserve
-        const selects = groups.map((g) => claimSelect(g, limit, nowUs).compile(true))
-        return yield* Effect.gen(function*() {
-          const results = yield* conn.executeUnprepared(
-            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${selects.map(([q]) => q).join("; ")}`,
-            selects.flatMap(([, params]) => params),
-            undefined
-          )
-          const sets = results.slice(results.length - groups.length) as ReadonlyArray<ReadonlyArray<unknown>>
-          const claimed = sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit))
-          if (claimed.length === 0) {
-            yield* conn.executeUnprepared("COMMIT", [], undefined)
-            return [] as Array<ClaimedRow>
-          }
-          const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
-                claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
-              WHERE id IN ${sql.in(claimed.map((r) => r.id))}`.compile(true)
-          yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
-          return claimed.map((r) => ({ ...r, attempts: r.attempts + 1 }))
-        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
-      }).pipe(Effect.scoped),
+      // One locking read per group (an index range in claim order, no filesort), then the first
+      // `limit` rows in claim order.
+      claimInTransaction(
+        groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
+        (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
+        nowUs,
+        workerId
+      ),
     jobClaimKeyed: (names, limit, nowUs, workerId) =>
       // As `jobClaim`; the locking read skips jobs whose key has a running job (the unique index on
       // `mutex_running` answers that), and one job per key is kept from the window.
-      retryKeyed(Effect.gen(function*() {
-        const conn = yield* sql.reserve
-        const [select, selectParams] = sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j
-          WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
-            AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
-          ORDER BY priority, run_at, id
-          LIMIT ${sql.literal(keyedWindow(limit))}
-          FOR UPDATE SKIP LOCKED`.compile(true)
-        return yield* Effect.gen(function*() {
-          const results = yield* conn.executeUnprepared(
-            `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${select}`,
-            selectParams,
-            undefined
-          )
-          const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
+      retryKeyed(claimInTransaction(
+        [
+          sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j
+            WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
+              AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
+            ORDER BY priority, run_at, id
+            LIMIT ${sql.literal(keyedWindow(limit))}
+            FOR UPDATE SKIP LOCKED`.compile(true)
+        ],
+        ([rows]) => {
           const keys = new Set<string>()
           const picked: Array<ClaimedRow> = []
           for (const row of rows) {
@@ -905,17 +914,11 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
             }
             picked.push(toClaimed(row))
           }
-          if (picked.length === 0) {
-            yield* conn.executeUnprepared("COMMIT", [], undefined)
-            return [] as Array<ClaimedRow>
-          }
-          const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
-                claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
-              WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
-          yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
-          return picked.map((r) => ({ ...r, attempts: r.attempts + 1 }))
-        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
-      }).pipe(Effect.scoped)),
+          return picked
+        },
+        nowUs,
+        workerId
+      )),
     jobCountDue: (names, nowUs, cap) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ name: string; due: number }>`${
