@@ -23,6 +23,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
+import { wallSleep } from "../internal/wallClock.js"
 import type { Group } from "../internal/statements.js"
 import * as PgListener from "../internal/pgListener.js"
 import { QueueConfig } from "./QueueConfig.js"
@@ -162,12 +163,6 @@ const PAUSES = "pauses"
  * @category constants
  */
 export const notifyWindowMillis = 10
-
-const wallSleep = (ms: number) =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), ms)
-    return Effect.sync(() => clearTimeout(timer))
-  })
 
 /**
  * The pseudo job name a keyed job's end is announced with, besides its worker's keyed names: a

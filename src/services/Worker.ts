@@ -36,6 +36,7 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database } from "../internal/Database.js"
+import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
@@ -127,12 +128,6 @@ const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>):
   const seen = new Set(extra.map((g) => `${g.priority}:${g.name}`))
   return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
 }
-
-const wallSleep = (ms: number) =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), ms)
-    return Effect.sync(() => clearTimeout(timer))
-  })
 
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
