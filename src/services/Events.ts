@@ -92,6 +92,8 @@ export interface EventsShape {
   readonly publish: (event: WorkerEvent) => Effect.Effect<void>
   /** Publishes an event without an effect (the worker's hot path). */
   readonly unsafePublish: (event: WorkerEvent) => void
+  /** Whether anyone subscribes now: with nobody listening, the workers skip building events. */
+  readonly unsafeHasSubscribers: () => boolean
 }
 
 /**
@@ -106,11 +108,17 @@ export class Events extends Context.Tag("sqlane/Events")<Events, EventsShape>() 
  */
 export const make: Effect.Effect<EventsShape, never, Scope.Scope> = Effect.gen(function*() {
   const hub = yield* Effect.acquireRelease(PubSub.sliding<WorkerEvent>(bufferSize), PubSub.shutdown)
+  let subscribers = 0
+  const subscribe = Effect.acquireRelease(
+    Effect.sync(() => void subscribers++),
+    () => Effect.sync(() => void subscribers--)
+  ).pipe(Effect.zipRight(PubSub.subscribe(hub)))
   return {
-    stream: Stream.fromPubSub(hub),
-    subscribe: PubSub.subscribe(hub),
-    publish: (event) => Effect.asVoid(PubSub.publish(hub, event)),
-    unsafePublish: (event) => void hub.unsafeOffer(event)
+    stream: Stream.unwrapScoped(Effect.map(subscribe, (queue) => Stream.fromQueue(queue))),
+    subscribe,
+    publish: (event) => subscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publish(hub, event)),
+    unsafePublish: (event) => void (subscribers > 0 && hub.unsafeOffer(event)),
+    unsafeHasSubscribers: () => subscribers > 0
   }
 })
 
@@ -160,6 +168,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         claim: (groups, limit, nowUs, workerId, keyed) =>
           Effect.tap(claimer.claim(groups, limit, nowUs, workerId, keyed), (rows) =>
             Effect.sync(() => {
+              if (!events.unsafeHasSubscribers()) return
               for (const row of rows) {
                 names.set(row.id, row.name)
                 events.unsafePublish(WorkerEvent.Claimed({
@@ -175,7 +184,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         ...completer,
         // The worker's hot path: published from the completer's callback once the end is written.
         unsafeFinish: (outcome, onWritten) =>
-          completer.unsafeFinish(outcome, () => {
+          names.size === 0 ? completer.unsafeFinish(outcome, onWritten) : completer.unsafeFinish(outcome, () => {
             onWritten()
             const name = names.get(outcome.id)
             names.delete(outcome.id)
@@ -186,7 +195,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         finish: (outcome) =>
           Effect.gen(function*() {
             yield* completer.finish(outcome)
-            if (outcome.state === "released") {
+            if (outcome.state === "released" || !events.unsafeHasSubscribers()) {
               names.delete(outcome.id)
               return
             }

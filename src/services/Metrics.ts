@@ -23,6 +23,9 @@
  */
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricKey from "effect/MetricKey"
+import type * as MetricKeyType from "effect/MetricKeyType"
+import * as MetricLabel from "effect/MetricLabel"
 
 /**
  * The tag every sqlane metric carries: the job name.
@@ -32,107 +35,125 @@ import * as MetricBoundaries from "effect/MetricBoundaries"
  */
 export const jobNameTag = "job_name"
 
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsEnqueued = Metric.counter("sqlane_jobs_enqueued", {
-  description: "Jobs written by enqueue, enqueueMany or insert",
-  incremental: true
-})
-
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsClaimed = Metric.counter("sqlane_jobs_claimed", {
-  description: "Jobs claimed by the workers of this process",
-  incremental: true
-})
-
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsCompleted = Metric.counter("sqlane_jobs_completed", {
-  description: "Attempts that succeeded",
-  incremental: true
-})
-
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsFailed = Metric.counter("sqlane_jobs_failed", {
-  description: "Attempts that failed (typed failure, defect, bad payload, timeout, lost worker)",
-  incremental: true
-})
-
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsRetried = Metric.counter("sqlane_jobs_retried", {
-  description: "Failed attempts rescheduled by the retry schedule",
-  incremental: true
-})
-
-/**
- * @since 0.1.0
- * @category metrics
- */
-export const jobsDead = Metric.counter("sqlane_jobs_dead", {
-  description: "Jobs dead-lettered",
-  incremental: true
-})
-
 const millis = MetricBoundaries.exponential({ start: 0.5, factor: 2, count: 24 })
+const unitMs = MetricLabel.make("unit", "ms")
+
+/** The metric keys, untagged by job name. */
+const keys = {
+  enqueued: MetricKey.counter("sqlane_jobs_enqueued", {
+    description: "Jobs written by enqueue, enqueueMany or insert",
+    incremental: true
+  }),
+  claimed: MetricKey.counter("sqlane_jobs_claimed", {
+    description: "Jobs claimed by the workers of this process",
+    incremental: true
+  }),
+  completed: MetricKey.counter("sqlane_jobs_completed", { description: "Attempts that succeeded", incremental: true }),
+  failed: MetricKey.counter("sqlane_jobs_failed", {
+    description: "Attempts that failed (typed failure, defect, bad payload, timeout, lost worker)",
+    incremental: true
+  }),
+  retried: MetricKey.counter("sqlane_jobs_retried", {
+    description: "Failed attempts rescheduled by the retry schedule",
+    incremental: true
+  }),
+  dead: MetricKey.counter("sqlane_jobs_dead", { description: "Jobs dead-lettered", incremental: true }),
+  pickupLatency: MetricKey.taggedWithLabels(
+    MetricKey.histogram(
+      "sqlane_job_pickup_latency_ms",
+      millis,
+      "From a job's run_at (or its creation, if later) to its claim, in ms"
+    ),
+    [unitMs]
+  ),
+  runDuration: MetricKey.taggedWithLabels(
+    MetricKey.histogram("sqlane_job_run_duration_ms", millis, "Run time of an attempt's handler, in ms"),
+    [unitMs]
+  ),
+  due: MetricKey.gauge("sqlane_jobs_due", {
+    description: "Due jobs waiting to be claimed, per job name (counted up to 10,000)"
+  })
+}
 
 /**
  * @since 0.1.0
  * @category metrics
  */
-export const pickupLatency = Metric.histogram(
-  "sqlane_job_pickup_latency_ms",
-  millis,
-  "From a job's run_at (or its creation, if later) to its claim, in ms"
-).pipe(Metric.tagged("unit", "ms"))
+export const jobsEnqueued: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.enqueued)
 
 /**
  * @since 0.1.0
  * @category metrics
  */
-export const runDuration = Metric.histogram(
-  "sqlane_job_run_duration_ms",
-  millis,
-  "Run time of an attempt's handler, in ms"
-).pipe(Metric.tagged("unit", "ms"))
+export const jobsClaimed: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.claimed)
 
 /**
  * @since 0.1.0
  * @category metrics
  */
-export const jobsDue = Metric.gauge("sqlane_jobs_due", {
-  description: "Due jobs waiting to be claimed, per job name (counted up to 10,000)"
-})
+export const jobsCompleted: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.completed)
 
 /**
- * The metrics of one job name, tagged once (the worker's hot path updates them without effects).
+ * @since 0.1.0
+ * @category metrics
+ */
+export const jobsFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.failed)
+
+/**
+ * @since 0.1.0
+ * @category metrics
+ */
+export const jobsRetried: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.retried)
+
+/**
+ * @since 0.1.0
+ * @category metrics
+ */
+export const jobsDead: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.dead)
+
+/**
+ * Tagged `unit=ms`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const pickupLatency: Metric.Metric.Histogram<number> = Metric.fromMetricKey(keys.pickupLatency)
+
+/**
+ * Tagged `unit=ms`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const runDuration: Metric.Metric.Histogram<number> = Metric.fromMetricKey(keys.runDuration)
+
+/**
+ * @since 0.1.0
+ * @category metrics
+ */
+export const jobsDue: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.due)
+
+/**
+ * The metrics of one job name, built once per name from keys with the `job_name` tag baked in (the
+ * worker's hot path updates them without effects). `Metric.tagged` would instead build a new
+ * metric key, hash it and look it up in the registry on every update.
  *
  * @internal
  */
 export const forJobName = (name: string) => {
-  const tag = <Type, In, Out>(metric: Metric.Metric<Type, In, Out>) => Metric.tagged(metric, jobNameTag, name)
+  const label = MetricLabel.make(jobNameTag, name)
+  const tag = <Type extends MetricKeyType.MetricKeyType<any, any>>(key: MetricKey.MetricKey<Type>) =>
+    Metric.fromMetricKey(MetricKey.taggedWithLabels(key, [label]))
   return {
-    enqueued: tag(jobsEnqueued),
-    claimed: tag(jobsClaimed),
-    completed: tag(jobsCompleted),
-    failed: tag(jobsFailed),
-    retried: tag(jobsRetried),
-    dead: tag(jobsDead),
-    pickupLatency: tag(pickupLatency),
-    runDuration: tag(runDuration),
-    due: tag(jobsDue)
+    enqueued: tag(keys.enqueued),
+    claimed: tag(keys.claimed),
+    completed: tag(keys.completed),
+    failed: tag(keys.failed),
+    retried: tag(keys.retried),
+    dead: tag(keys.dead),
+    pickupLatency: tag(keys.pickupLatency),
+    runDuration: tag(keys.runDuration),
+    due: tag(keys.due)
   }
 }
 

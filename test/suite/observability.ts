@@ -4,6 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
@@ -83,6 +85,26 @@ export const observability = (target: Target) => {
           assert.strictEqual(yield* read("sqlane_job_run_duration_ms", Ok.name), 5)
           assert.strictEqual(yield* read("sqlane_job_run_duration_ms", Bad.name), 4)
           assert.strictEqual(yield* read("sqlane_job_pickup_latency_ms", Bad.name), 4)
+        }), { pollInterval: "1 hour" }))
+
+    it.live(name("a handler's log lines carry the job's id and name, and the caller's annotations"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Logged = Job.make(`${prefix}logged`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const lines: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+          const capture = Logger.make(({ annotations, message }) => {
+            lines.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Logged, ({ i }) => Effect.logInfo(`job ${i}`))]
+          }).pipe(Effect.annotateLogs("app", "orders"), Effect.provide(Logger.add(capture)))
+          const queue = yield* Queue.Queue
+          const ids = yield* Effect.forEach([1, 2], (i) => queue.enqueue(Logged, { i }))
+          yield* waitUntil(Effect.sync(() => lines.filter((l) => String(l.message).startsWith("job ")).length === 2))
+          for (const [k, id] of ids.entries()) {
+            const line = lines.find((l) => String(l.message) === `job ${k + 1}`)
+            assert.deepStrictEqual(line?.annotations, { app: "orders", "sqlane.job.id": id, "sqlane.job.name": Logged.name })
+          }
         }), { pollInterval: "1 hour" }))
 
     it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
