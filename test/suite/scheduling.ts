@@ -338,6 +338,33 @@ export const scheduling = (target: Target) => {
           assert.deepStrictEqual(order, [1000, ...Array.from({ length: 100 }, (_, i) => i)])
         })))
 
+    for (const count of [3, 40]) {
+      it.live(
+        name(`the probe finds a due job behind a not-yet-due one of better priority, with ${count} job names`),
+        () =>
+          withQueue(target, (prefix) =>
+            Effect.gen(function*() {
+              // Few names: the probe starts from them; many: it scans every group with pending jobs.
+              const jobs = Array.from({ length: count }, (_, i) =>
+                Job.make(`${prefix}probe${i}`, { payload: Schema.Struct({ i: Schema.Number }) }))
+              const last = jobs[count - 1]
+              const queue = yield* Queue.Queue
+              yield* queue.enqueue(last, { i: 1 }, { priority: 0, delay: "1 hour" })
+              yield* queue.enqueue(last, { i: 2 }, { priority: 5 })
+              yield* queue.enqueue(last, { i: 3 }, { priority: 9, delay: "2 hours" })
+              yield* queue.enqueue(jobs[0], { i: 4 }, { priority: 7 })
+              const ran: Array<number> = []
+              // Started after the enqueues and with an hour-long poll: only its first probe can find them.
+              yield* Worker.make({
+                handlers: jobs.map((job) => Job.handler(job, (p) => Effect.sync(() => ran.push(p.i)))),
+                concurrency: 1
+              })
+              yield* waitUntil(Effect.sync(() => ran.length === 2), 10_000, "both due jobs")
+              assert.deepStrictEqual(ran, [2, 4])
+            }), { pollInterval: "1 hour" })
+      )
+    }
+
     it.live(name("priorities: within one priority names interleave by run_at, none starves"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
