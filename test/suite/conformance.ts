@@ -112,6 +112,28 @@ export const conformance = (target: Target) => {
           }
         })))
 
+    it.live(name("enqueueMany keeps every payload as written: quotes, backslashes, braces, control characters"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Text = Job.make("text", { payload: Schema.Struct({ s: Schema.String }) })
+          const texts = [
+            "",
+            "plain",
+            "\"quoted\" and 'single'",
+            "back\\slash \\\" and \\u0041",
+            "{braces}, [brackets], commas",
+            "line\nbreak\ttab\r",
+            "control \u0001 \u001e \u001f characters",
+            "unicode: ünïcødé 漢字 🎉",
+            "NULL"
+          ]
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Text, texts.map((s) => ({ s })))
+          for (const [i, s] of texts.entries()) {
+            assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
+          }
+        })))
+
     it.live(name("a payload round-trips bigint and Date through its schema"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
