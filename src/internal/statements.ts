@@ -355,6 +355,25 @@ const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
 
 /** PostgreSQL: one statement per operation. */
+/**
+ * A PostgreSQL array literal of integers (ids as decimal strings) or plain words, built here: the
+ * driver would escape every element of a JS array with regular expressions. Only for values that
+ * need no quoting (digits, a minus sign, letters).
+ */
+const numbers = (values: ReadonlyArray<string | number | null>): string => {
+  let out = "{"
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (i > 0) out += ","
+    out += v === null ? "NULL" : typeof v === "number" ? String(Math.trunc(v)) : v
+  }
+  return out + "}"
+}
+
+/** Text values as an array parameter; when all are null (the common case), as a literal. */
+const texts = (values: ReadonlyArray<string | null>): string | ReadonlyArray<string | null> =>
+  values.every((v) => v === null) ? `{${values.map(() => "NULL").join(",")}}` : values
+
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */
 const payloadSeparator = "\u001e"
 
@@ -594,10 +613,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
             errors = COALESCE(v.errors, j.errors),
             result = v.result,
             worker_id = NULL
-          FROM unnest(${finishes.map((f) => f.id)}::bigint[], ${finishes.map((f) => f.attempt)}::int[],
-                      ${finishes.map((f) => f.state)}::text[], ${finishes.map((f) => f.runAtUs)}::bigint[],
-                      ${finishes.map((f) => f.finishedAtUs)}::bigint[], ${finishes.map((f) => f.lastError)}::text[],
-                      ${finishes.map((f) => f.errors)}::text[], ${finishes.map((f) => f.result)}::text[])
+          FROM unnest(${numbers(finishes.map((f) => f.id))}::bigint[], ${numbers(finishes.map((f) => f.attempt))}::int[],
+                      ${numbers(finishes.map((f) => f.state))}::text[], ${numbers(finishes.map((f) => f.runAtUs))}::bigint[],
+                      ${numbers(finishes.map((f) => f.finishedAtUs))}::bigint[], ${texts(finishes.map((f) => f.lastError))}::text[],
+                      ${texts(finishes.map((f) => f.errors))}::text[], ${texts(finishes.map((f) => f.result))}::text[])
                AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
           WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`.pipe(Effect.asVoid),
     jobCancel: (id, nowUs) =>
