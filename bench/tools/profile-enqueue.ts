@@ -7,7 +7,8 @@
  */
 import { sqlane as sqlaneSystem } from "../systems/sqlane.js"
 import { skipLocked1 } from "../systems/skip-locked.js"
-const sqlane = process.env.SYSTEM === "skip-locked" ? skipLocked1 : sqlaneSystem
+import { effectSqlPersistedQueue } from "../systems/effect-sql-persisted-queue.js"
+const sqlane = process.env.SYSTEM === "skip-locked" ? skipLocked1 : process.env.SYSTEM === "espq" ? effectSqlPersistedQueue : sqlaneSystem
 import { type Env, payload } from "../systems/types.js"
 
 const dialect = (process.argv[2] ?? "pg") as "pg" | "mysql"

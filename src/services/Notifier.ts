@@ -151,11 +151,12 @@ const localPauseListeners = globalValue(
 const PAUSES = "pauses"
 
 /**
- * At most one `NOTIFY` per window per process and table prefix rides inside an enqueue. On
- * PostgreSQL a transaction that notifies takes a database-wide lock from its pre-commit to its end,
- * so notifying commits cannot share a WAL flush: one per enqueue would serialize every enqueue of
- * the database. The window is wall-clock time (it protects the server, it decides nothing about
- * jobs), so it behaves the same under `TestClock`.
+ * At most {@link notifyBurst} `NOTIFY`s per window per process and table prefix ride inside
+ * enqueues; the names of the enqueues past that are sent in one trailing `NOTIFY` when the window
+ * ends. On PostgreSQL a transaction that notifies takes a database-wide lock from its pre-commit to
+ * its end, so notifying commits cannot share a WAL flush: one per enqueue would serialize every
+ * enqueue of the database. The window is wall-clock time (it protects the server, it decides
+ * nothing about jobs), so it behaves the same under `TestClock`.
  *
  * Source: River's insert notification limiter.
  *
@@ -163,6 +164,16 @@ const PAUSES = "pauses"
  * @category constants
  */
 export const notifyWindowMillis = 10
+
+/**
+ * `NOTIFY`s that ride inside enqueues within one {@link notifyWindowMillis}: sparse enqueues (a
+ * few per window) each wake other processes on their own commit; a burst sends a few and then one
+ * trailing `NOTIFY` per window.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const notifyBurst = 3
 
 /**
  * The pseudo job name a keyed job's end is announced with, besides its worker's keyed names: a
@@ -239,6 +250,9 @@ const make = (
     // The NOTIFY limiter: a leading NOTIFY inside the enqueue, then one trailing NOTIFY (outside any
     // transaction, from this layer's own fiber) for the names enqueued during the window.
     let lastNotifyAt = -Infinity
+    /** When the last `notifyBurst` NOTIFYs inside enqueues were sent (a ring, oldest at `ringAt`). */
+    const ring: Array<number> = Array.from({ length: notifyBurst }, () => -Infinity)
+    let ringAt = 0
     const trailing = new Map<string, Enqueued>()
     const trailingSignal = yield* Queue.sliding<void>(1)
     if (listenOn !== undefined) {
@@ -300,7 +314,10 @@ const make = (
         Effect.sync(() => {
           if (listenOn === undefined) return undefined
           const now = Date.now()
-          if (now - lastNotifyAt >= notifyWindowMillis) {
+          // Fewer than `notifyBurst` NOTIFYs in the window: this one rides inside the enqueue.
+          if (now - ring[ringAt] >= notifyWindowMillis) {
+            ring[ringAt] = now
+            ringAt = (ringAt + 1) % notifyBurst
             lastNotifyAt = now
             return encodeSignal(entries)
           }

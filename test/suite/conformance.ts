@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
-import { Errors, Job, Migrations, Queue, Worker } from "../../src/index.js"
+import { Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -464,6 +464,26 @@ export const conformance = (target: Target) => {
             yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "the job to start")
             // The poll is 1 hour: only NOTIFY (the other process has no in-process hint) can explain this.
             assert.isBelow(started[0] - t0, 10_000)
+          }), { pollInterval: "1 hour" }))
+
+      it.live(name("the NOTIFY limiter: a few enqueues per window notify on their own commit, the rest trail"), () =>
+        withQueue(target, () =>
+          Effect.gen(function*() {
+            const notifier = yield* Notifier.Notifier
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] }) // starts LISTEN
+            yield* realSleep(2 * Notifier.notifyWindowMillis)
+            // Back to back, well within one window (wall-clock).
+            const payloads = yield* Effect.forEach(
+              Array.from({ length: Notifier.notifyBurst + 2 }, (_, i) => i),
+              () => notifier.notifyPayload([["x", 0]])
+            )
+            assert.deepStrictEqual(
+              payloads.map((p) => p !== undefined),
+              [...Array.from({ length: Notifier.notifyBurst }, () => true), false, false]
+            )
+            // A window later, the next enqueue notifies again.
+            yield* realSleep(2 * Notifier.notifyWindowMillis)
+            assert.isDefined(yield* notifier.notifyPayload([["x", 0]]))
           }), { pollInterval: "1 hour" }))
     }
   })
