@@ -29,7 +29,12 @@ export const prefix = (env: Env) => `${env.ns}_`
 /** A running sqlane instance (one `QueueLive` with its own pool) as a ManagedRuntime. */
 export const runtime = (env: Env, o: OpenOptions = {}) =>
   ManagedRuntime.make(
-    QueueLive({ prefix: prefix(env), ...(o.pollMs === undefined ? {} : { pollInterval: o.pollMs }) }).pipe(
+    QueueLive({
+      prefix: prefix(env),
+      ...(o.pollMs === undefined ? {} : { pollInterval: o.pollMs }),
+      // Diagnostic: SQLANE_DURABLE_CLAIMS=1 makes claims wait for the WAL flush (the default does not).
+      durableClaims: process.env.SQLANE_DURABLE_CLAIMS === "1"
+    }).pipe(
       Layer.provideMerge(client(env, o.pool ?? 10)),
       Layer.orDie
     )

@@ -355,6 +355,12 @@ const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
 
 /** PostgreSQL: one statement per operation. */
+/** Options of the PostgreSQL statements. */
+export interface PgOptions {
+  /** Whether a claim waits for its WAL flush (`QueueOptions.durableClaims`; default false). */
+  readonly durableClaims?: boolean | undefined
+}
+
 /**
  * A PostgreSQL array literal of integers (ids as decimal strings) or plain words, built here: the
  * driver would escape every element of a JS array with regular expressions. Only for values that
@@ -377,8 +383,13 @@ const texts = (values: ReadonlyArray<string | null>): string | ReadonlyArray<str
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */
 const payloadSeparator = "\u001e"
 
-export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
+export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions = {}): Statements => {
   const jobs = sql(`${prefix}jobs`)
+  // A claim's own transaction commits without waiting for the WAL flush (see `PgOptions`): the
+  // setting is local to the statement's transaction, read at its commit.
+  const asyncCommit = options.durableClaims === true
+    ? sql.literal("")
+    : sql.literal(" AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL")
   const workers = sql(`${prefix}workers`)
   const ts = (us: number | Statement.Fragment) => sql`(TIMESTAMPTZ 'epoch' + ${us}::bigint * INTERVAL '1 microsecond')`
   const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
@@ -449,7 +460,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
     return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = u.attempts + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}
         FROM (${pick}) AS pick
-        WHERE u.id = pick.id
+        WHERE u.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsU}`
   }
   const explain = (statement: Statement.Statement<unknown>) => {
@@ -591,7 +602,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string): Statements => {
             )
             UPDATE ${jobs} AS j SET state = 'running', attempts = j.attempts + 1, claimed_at = ${ts(nowUs)},
               worker_id = ${workerId}
-            FROM pick WHERE j.id = pick.id
+            FROM pick WHERE j.id = pick.id${asyncCommit}
             RETURNING ${claimedColumnsJ}`,
         (rows) => rows.map(toClaimed).sort(byClaimOrder)
       )),

@@ -67,7 +67,7 @@ export const QueueLive = (
         const [{ id }] = yield* sql<{ id: string }>`SELECT current_database() || '@' ||
           COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
         const database = Layer.succeed(Database, {
-          statements: Statements.withTransientRetry(Statements.pg(sql, config.prefix)),
+          statements: Statements.withTransientRetry(Statements.pg(sql, config.prefix, { durableClaims: config.durableClaims })),
           dialect: "pg",
           version: server.version,
           identity: `pg:${id}`

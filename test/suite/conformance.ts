@@ -466,6 +466,22 @@ export const conformance = (target: Target) => {
             assert.isBelow(started[0] - t0, 10_000)
           }), { pollInterval: "1 hour" }))
 
+      it.live(name("a claim's asynchronous commit stays in its own transaction: the connection's setting is unchanged"), () =>
+        withQueue(target, () =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const [before] = yield* sql<{ synchronous_commit: string }>`SHOW synchronous_commit`
+            const done: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, (p) => Effect.sync(() => done.push(p.i)))] })
+            const queue = yield* Queue.Queue
+            yield* queue.enqueueMany(Noop, [1, 2, 3].map((i) => ({ i })))
+            yield* waitUntil(Effect.sync(() => done.length === 3))
+            // A pool of 2, one held by the worker's lock: the claims ran on the connection this reads.
+            const [after] = yield* sql<{ synchronous_commit: string }>`SHOW synchronous_commit`
+            assert.strictEqual(after.synchronous_commit, before.synchronous_commit)
+            assert.notStrictEqual(after.synchronous_commit, "off")
+          }), { pollInterval: "1 hour", maxConnections: 2 }))
+
       it.live(name("the NOTIFY limiter: a few enqueues per window notify on their own commit, the rest trail"), () =>
         withQueue(target, () =>
           Effect.gen(function*() {
