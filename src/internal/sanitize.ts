@@ -96,7 +96,11 @@ export const toJson = (value: unknown): { readonly json: string } | NotJson => {
     return { path: "$", reason: `${typeof value} is not a JSON value` }
   } catch {
     try {
-      return findNotJson(value)
+      const found = findNotJson(value)
+      // A path through deep nesting is long: keep its two ends.
+      return found.path.length <= 300
+        ? found
+        : { ...found, path: `${found.path.slice(0, 150)}…${found.path.slice(-100)}` }
     } catch (e) {
       return { path: "$", reason: describe(e) }
     }
