@@ -19,6 +19,11 @@ export const uniqueGuard = (alias = "") =>
   `(${alias}unique_states & CASE ${alias}state WHEN 'pending' THEN 1 WHEN 'running' THEN 2 ` +
   `WHEN 'completed' THEN 4 WHEN 'dead' THEN 8 WHEN 'cancelled' THEN 16 ELSE 0 END) <> 0`
 
+/** The states a job row may hold (migration 8): the database refuses any other. */
+const stateCheck = "state IN ('pending', 'running', 'completed', 'dead', 'cancelled')"
+/** Attempt counts are never negative (migration 8). */
+const attemptsCheck = "attempts >= 0 AND attempt_base >= 0"
+
 const pg = (prefix: string): Record<string, Migration> => ({
   "1_create_jobs": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -110,6 +115,15 @@ const pg = (prefix: string): Record<string, Migration> => ({
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // The span that enqueued the job (`<trace id>:<span id>:<sampled>`): the job's span links to it.
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN trace_context text`
+  }),
+  "8_checks": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // A row edited by hand into a state no statement reads, or a negative attempt count, is refused
+    // by the database (as Oban's, pg-boss's and River's job-state enums do). Validates the rows
+    // already there (a scan under the table's lock; no rewrite).
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD CONSTRAINT ${sql(`${prefix}jobs_state_check`)} CHECK (${sql.literal(stateCheck)}),
+      ADD CONSTRAINT ${sql(`${prefix}jobs_attempts_check`)} CHECK (${sql.literal(attemptsCheck)})`
   })
 })
 
@@ -194,6 +208,15 @@ const mysql = (prefix: string): Record<string, Migration> => ({
   "7_trace_context": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN trace_context VARCHAR(128) NULL`
+  }),
+  "8_checks": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL. MariaDB and MySQL 8.0.16+ enforce CHECK constraints (MySQL 8.0.1–8.0.15
+    // parse and ignore them); adding one copies the table (ALGORITHM=COPY), blocking writes to it
+    // for as long as the copy takes — see docs/limits.md.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD CONSTRAINT ${sql(`${prefix}jobs_state_check`)} CHECK (${sql.literal(stateCheck)}),
+      ADD CONSTRAINT ${sql(`${prefix}jobs_attempts_check`)} CHECK (${sql.literal(attemptsCheck)})`
   })
 })
 

@@ -78,13 +78,14 @@ export const QueueLive = (
           : Notifier.layerLocal
         return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
       }
-      const [row] = yield* sql<{ inc: number; id: string }>`SELECT @@auto_increment_increment AS inc,
-        CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id`
+      const [row] = yield* sql<{ inc: number; id: string; packet: number }>`SELECT @@auto_increment_increment AS inc,
+        CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id, @@max_allowed_packet AS packet`
       const database = Layer.succeed(Database, {
         statements: Statements.withTransientRetry(Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1))),
         dialect: "mysql",
         version: server.version,
-        identity: `mysql:${row.id}`
+        identity: `mysql:${row.id}`,
+        maxStatementBytes: Number(row.packet)
       })
       return services(Notifier.layerLocal).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })

@@ -6,10 +6,34 @@
 import * as Schema from "effect/Schema"
 
 /**
- * An enqueue was refused and nothing was written: the payload did not encode with its job's payload
- * `Schema` (or is not JSON), or an option is out of range (priority, `runAt`/`delay`, unique key,
- * `unique.states`), or the job's `mutexKey` threw or returned something other than `undefined` or a
- * string of 1–255 characters without NUL.
+ * Why an enqueue was refused (the `reason` of {@link InvalidPayload}):
+ *
+ * - `schema`: the payload does not encode with its job's payload `Schema` (or the schema threw);
+ * - `json`: the encoded payload is not JSON as it is — NaN or ±Infinity (JSON would store `null`),
+ *   a bigint (use `Schema.BigInt`), a cycle, nesting too deep to serialize, `undefined`;
+ * - `size`: the payload's JSON is larger than the database takes in one statement (MySQL/MariaDB:
+ *   `max_allowed_packet` less 64 KiB; see docs/limits.md);
+ * - `name`: the job name is empty, longer than 255 characters, or holds U+0000 or a lone surrogate;
+ * - `key`: a unique or mutex key is not a string of 1–255 characters without U+0000 and lone
+ *   surrogates, or the job's `mutexKey` threw;
+ * - `option`: an option is out of range (priority, `runAt`/`delay`, `unique.states`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const InvalidPayloadReason = Schema.Literal("schema", "json", "size", "name", "key", "option")
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type InvalidPayloadReason = typeof InvalidPayloadReason.Type
+
+/**
+ * An enqueue was refused and nothing was written (no SQL was sent): the payload did not encode with
+ * its job's payload `Schema`, or is not JSON as it is, or is too large for the database; or the job
+ * name, a key or an option is out of range. `reason` says which (see {@link InvalidPayloadReason}),
+ * `path` where in the payload, and `message` says what, with the limit when one was passed.
  *
  * @since 0.1.0
  * @category errors
@@ -20,7 +44,14 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
     /** The job name the payload was meant for. */
     job: Schema.String,
     /** What was refused: for a payload, the schema's parse error formatted as a tree. */
-    message: Schema.String
+    message: Schema.String,
+    /** Why, as a closed set of cases (set by every refusal of sqlane's own). */
+    reason: Schema.optional(InvalidPayloadReason),
+    /**
+     * For `json`: where in the encoded payload the offending value is, e.g. `$.items[3].price`
+     * (`$` is the payload itself).
+     */
+    path: Schema.optional(Schema.String)
   }
 ) {}
 

@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import { checkIdentifier } from "../internal/sanitize.js"
 
 /**
  * @since 0.1.0
@@ -26,7 +27,10 @@ export interface Job<
   in out FailureEncoded = any
 > extends Job.Any {
   readonly _tag: "sqlane/Job"
-  /** The job name: the key workers claim by. At most 255 characters. */
+  /**
+   * The job name: the key workers claim by. 1–255 characters (UTF-16 code units), without U+0000
+   * or lone surrogates; quotes, `%`, `_` and backslashes are ordinary characters.
+   */
   readonly name: Name
   /** Encodes the payload at enqueue, decodes it at claim. */
   readonly payload: Schema.Schema<Payload, PayloadEncoded>
@@ -125,7 +129,10 @@ export const attempts = (
  * })
  * ```
  *
- * @param name job name, 1–255 characters
+ * @param name job name, 1–255 characters (UTF-16 code units) without U+0000 or lone surrogates;
+ *   any other character, quotes, `%`, `_` and backslashes included, is stored and matched as it is.
+ *   A name out of range throws here, at definition (a programming error, found at start-up); a
+ *   definition that bypasses this check is refused at enqueue with `InvalidPayload` (reason `name`).
  * @param options.payload schema of the payload (required)
  * @param options.success schema of the handler's result (default: `Schema.Void`, nothing stored)
  * @param options.failure schema of the handler's typed errors (default: `Schema.Never`)
@@ -168,8 +175,9 @@ export const make = <
     readonly mutexKey?: ((payload: P) => string | undefined) | undefined
   }
 ): Job<Name, P, PI, S, SI, E, EI> => {
-  if (name.length === 0 || name.length > 255) {
-    throw new globalThis.Error(`sqlane: a job name must be 1 to 255 characters, got ${name.length}`)
+  const problem = checkIdentifier(name)
+  if (problem !== undefined) {
+    throw new globalThis.Error(`sqlane: a job name must be 1 to 255 characters without U+0000; this one ${problem}`)
   }
   const priority = options.priority ?? 0
   if (!Number.isSafeInteger(priority)) {

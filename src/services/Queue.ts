@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
+import * as Sanitize from "../internal/sanitize.js"
 import type { InsertRow } from "../internal/statements.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
@@ -170,40 +171,94 @@ export interface QueueShape {
 export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
 
 /**
- * Encodes a payload to the JSON text stored in the row.
+ * The largest statement the database takes, less this, is the largest payload: room for the
+ * statement's text and its other values (name, keys, trace context: at most a few KiB).
+ */
+const statementOverheadBytes = 65_536
+
+/**
+ * Encodes a payload to the JSON text stored in the row. `maxBytes`: the largest payload (UTF-8
+ * bytes of its JSON) the database takes, if it has a limit.
  *
  * @internal
  */
-export const encodePayload = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Effect.Effect<string, InvalidPayload> => {
+export const encodePayload = <J extends Job.Any>(
+  job: J,
+  payload: Job.Payload<J>,
+  maxBytes?: number | undefined
+): Effect.Effect<string, InvalidPayload> => {
   // Synchronous schemas (nearly all) are encoded without an effect per payload.
-  const encoded = Schema.encodeEither(schemasOf(job).payload)(payload)
-  if (Either.isRight(encoded)) return toJson(job, encoded.right)
+  let encoded: Either.Either<unknown, ParseResult.ParseError>
+  try {
+    encoded = Schema.encodeEither(schemasOf(job).payload)(payload)
+  } catch (e) {
+    // A schema that throws, or a recursive one on a payload nested too deeply (stack overflow).
+    return Either.left(schemaThrew(job, e))
+  }
+  if (Either.isRight(encoded)) return toJson(job, encoded.right, maxBytes)
   return Schema.encode(schemasOf(job).payload)(payload).pipe(
-    Effect.mapError((e) => new InvalidPayload({ job: job.name, message: ParseResult.TreeFormatter.formatErrorSync(e) })),
-    Effect.flatMap((encoded) => toJson(job, encoded))
+    Effect.mapError((e) =>
+      new InvalidPayload({ job: job.name, reason: "schema", message: ParseResult.TreeFormatter.formatErrorSync(e) })
+    ),
+    Effect.catchAllDefect((e) => Effect.fail(schemaThrew(job, e))),
+    Effect.flatMap((encoded) => toJson(job, encoded, maxBytes))
   )
 }
 
-/** The encoded payload as JSON text; NaN, ±Infinity and non-JSON values are refused. */
-const toJson = (job: Job.Any, encoded: unknown): Either.Either<string, InvalidPayload> => {
-  try {
-    const json = JSON.stringify(encoded, (_key, value) => {
-      // JSON would store these as null, and the payload would no longer decode at claim.
-      if (typeof value === "number" && !Number.isFinite(value)) {
-        throw new Error(`${value} is not a JSON number`)
-      }
-      return value
-    })
-    if (json === undefined) throw new Error("the encoded payload is not JSON (undefined or a function)")
-    return Either.right(json)
-  } catch (e) {
+const schemaThrew = (job: Job.Any, e: unknown) =>
+  new InvalidPayload({
+    job: job.name,
+    reason: "schema",
+    message: `the payload schema of "${job.name}" threw while encoding: ${Sanitize.describe(e)}`
+  })
+
+/** The encoded payload as JSON text; NaN, ±Infinity, bigints, cycles and oversized payloads are refused. */
+const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): Either.Either<string, InvalidPayload> => {
+  const result = Sanitize.toJson(encoded)
+  if (!("json" in result)) {
     return Either.left(
       new InvalidPayload({
         job: job.name,
-        message: `the encoded payload is not JSON-serializable: ${e instanceof Error ? e.message : String(e)}`
+        reason: "json",
+        path: result.path,
+        message: `the encoded payload is not JSON-serializable at ${result.path}: ${result.reason}`
       })
     )
   }
+  const json = result.json
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit: count bytes only for payloads that may be too large.
+  if (maxBytes !== undefined && json.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(json, "utf8")
+    if (bytes > maxBytes) {
+      return Either.left(
+        new InvalidPayload({
+          job: job.name,
+          reason: "size",
+          message: `the payload is ${bytes} bytes of JSON; this database takes at most ${maxBytes} ` +
+            `(max_allowed_packet less ${statementOverheadBytes} bytes)`
+        })
+      )
+    }
+  }
+  return Either.right(json)
+}
+
+/** Job definitions whose name was checked (once per definition). */
+const checkedNames = new WeakSet<Job.Any>()
+
+/** Refuses a job name that cannot be stored the same on every database, before any SQL. */
+const checkName = (job: Job.Any): Effect.Effect<void, InvalidPayload> => {
+  if (checkedNames.has(job)) return Effect.void
+  const problem = Sanitize.checkIdentifier(job.name)
+  if (problem !== undefined) {
+    return new InvalidPayload({
+      job: typeof job.name === "string" ? Sanitize.text(job.name, 300) : String(job.name),
+      reason: "name",
+      message: `the job name ${problem}`
+    })
+  }
+  checkedNames.add(job)
+  return Effect.void
 }
 
 const parseJson = (text: string | null): unknown => {
@@ -217,14 +272,19 @@ const parseJson = (text: string | null): unknown => {
 
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
-const checkKey = (job: Job.Any, what: string, key: unknown) =>
-  typeof key === "string" && key.length >= 1 && key.length <= 255 && !key.includes("\u0000")
-    ? Effect.succeed(key)
+const checkKey = (job: Job.Any, what: string, key: unknown) => {
+  const problem = Sanitize.checkIdentifier(key)
+  return problem === undefined
+    ? Effect.succeed(key as string)
     : new InvalidPayload({
       job: job.name,
+      reason: "key",
       // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
-      message: `${what} must be a string of 1 to 255 characters without NUL, got ${JSON.stringify(key)}`
+      message: `${what} ${problem}: ${
+        typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
+      }`
     })
+}
 
 /**
  * The mutex key of a payload by its job's `mutexKey`, or null.
@@ -237,7 +297,7 @@ export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =
     if (f === undefined) return null
     const key = yield* Effect.try({
       try: () => f(payload),
-      catch: (e) => new InvalidPayload({ job: job.name, message: `mutexKey threw: ${e instanceof Error ? e.message : String(e)}` })
+      catch: (e) => new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` })
     })
     return key === undefined ? null : yield* checkKey(job, "the mutex key", key)
   })
@@ -247,8 +307,11 @@ export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =
  * @category constructors
  */
 export const make = Effect.gen(function*() {
-  const { statements } = yield* Database
+  const { maxStatementBytes, statements } = yield* Database
+  const sql = yield* SqlClient.SqlClient
   const notifier = yield* Notifier
+  /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */
+  const maxPayloadBytes = maxStatementBytes === undefined ? undefined : maxStatementBytes - statementOverheadBytes
 
   const resolve = (job: Job.Any, options: EnqueueOptions | undefined) =>
     Effect.gen(function*() {
@@ -257,6 +320,7 @@ export const make = Effect.gen(function*() {
       if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
         return yield* new InvalidPayload({
           job: job.name,
+          reason: "option",
           message: `priority must be a 32-bit integer, got ${priority}`
         })
       }
@@ -269,7 +333,11 @@ export const make = Effect.gen(function*() {
       }
       // DATETIME and timestamptz both hold years 1000–9999.
       if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
-        return yield* new InvalidPayload({ job: job.name, message: "runAt (or now + delay) is not a date in years 1000–9999" })
+        return yield* new InvalidPayload({
+          job: job.name,
+          reason: "option",
+          message: "runAt (or now + delay) is not a date in years 1000–9999"
+        })
       }
       // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
       // is installed: with the built-in one there is no span to link to).
@@ -280,6 +348,29 @@ export const make = Effect.gen(function*() {
       }
       return { now, priority, runAtUs, traceContext }
     })
+
+  /**
+   * Rows cut into runs whose payloads fit one statement (MySQL/MariaDB: `max_allowed_packet`), in
+   * order; one run (all the rows) when they fit or the database has no such limit.
+   */
+  const fitStatements = (rows: ReadonlyArray<InsertRow>): ReadonlyArray<ReadonlyArray<InsertRow>> => {
+    if (maxPayloadBytes === undefined || rows.length <= 1) return [rows]
+    let units = 0
+    for (const r of rows) units += r.payload.length
+    if (units * 3 <= maxPayloadBytes) return [rows]
+    const runs: Array<Array<InsertRow>> = [[]]
+    let bytes = 0
+    for (const r of rows) {
+      const size = Buffer.byteLength(r.payload, "utf8")
+      if (bytes + size > maxPayloadBytes && runs[runs.length - 1].length > 0) {
+        runs.push([])
+        bytes = 0
+      }
+      runs[runs.length - 1].push(r)
+      bytes += size
+    }
+    return runs
+  }
 
   const insert = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
     Effect.gen(function*() {
@@ -292,7 +383,13 @@ export const make = Effect.gen(function*() {
         entries.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
       }
       const signal = Array.from(entries.values())
-      const ids = yield* statements.jobInsertMany(rows, nowUs, yield* notifier.notifyPayload(signal))
+      const notify = yield* notifier.notifyPayload(signal)
+      const runs = fitStatements(rows)
+      const ids = runs.length === 1
+        ? yield* statements.jobInsertMany(rows, nowUs, notify)
+        : (yield* sql.withTransaction(
+          Effect.forEach(runs, (run, i) => statements.jobInsertMany(run, nowUs, i === 0 ? notify : undefined))
+        )).flat()
       yield* notifier.enqueued(signal, !inTransaction)
       yield* Effect.sync(() => {
         for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
@@ -302,7 +399,8 @@ export const make = Effect.gen(function*() {
 
   const insertOne = <J extends Job.Any>(job: J, payload: Job.Payload<J>, options: EnqueueOptions | undefined) =>
     Effect.gen(function*() {
-      const json = yield* encodePayload(job, payload)
+      yield* checkName(job)
+      const json = yield* encodePayload(job, payload, maxPayloadBytes)
       const mutexKey = yield* mutexKeyOf(job, payload)
       const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
       const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey, traceContext }
@@ -315,7 +413,11 @@ export const make = Effect.gen(function*() {
       let uniqueStates = stateBits.pending | stateBits.running
       for (const state of (typeof unique === "string" ? undefined : unique.states) ?? []) {
         if (!Schema.is(JobState)(state)) {
-          return yield* new InvalidPayload({ job: job.name, message: `unknown job state in unique.states: ${state}` })
+          return yield* new InvalidPayload({
+            job: job.name,
+            reason: "option",
+            message: `unknown job state in unique.states: ${state}`
+          })
         }
         uniqueStates |= stateBits[state]
       }
@@ -345,10 +447,11 @@ export const make = Effect.gen(function*() {
       ),
     enqueueMany: (job, payloads, options) =>
       Effect.gen(function*() {
+        yield* checkName(job)
         const items = Array.from(payloads)
         const json: Array<string> = []
         for (const p of items) {
-          const encoded = encodePayload(job, p)
+          const encoded = encodePayload(job, p, maxPayloadBytes)
           json.push(
             Either.isEither(encoded) && Either.isRight(encoded) ? encoded.right as string : yield* encoded
           )
@@ -430,4 +533,4 @@ export const make = Effect.gen(function*() {
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Queue, never, Database | Notifier> = Layer.effect(Queue, make)
+export const layer: Layer.Layer<Queue, never, Database | Notifier | SqlClient.SqlClient> = Layer.effect(Queue, make)

@@ -42,6 +42,14 @@ import * as os from "node:os"
 import { Database } from "../internal/Database.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
+import {
+  describe,
+  fitRecord,
+  maxErrorJsonLength,
+  type NotJson,
+  text as sanitizeText,
+  toJson as resultJson
+} from "../internal/sanitize.js"
 import { retryDelay, stepper } from "../internal/schedule.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { builtInTracer, decodeTraceContext } from "../internal/tracing.js"
@@ -83,27 +91,15 @@ export interface WorkerHandle {
   readonly running: Effect.Effect<number>
 }
 
-const describe = (u: unknown): string => {
-  if (u === undefined) return "undefined"
-  if (typeof u === "string") return u
-  if (u instanceof Error) return u.message ? `${u.name}: ${u.message}` : u.name
-  if (typeof u === "object" && u !== null && "message" in u && typeof (u as any).message === "string") {
-    const tag = "_tag" in u && typeof (u as any)._tag === "string" ? `${(u as any)._tag}: ` : ""
-    return `${tag}${(u as any).message}`
-  }
+const tagOf = (u: unknown): string | undefined => {
   try {
-    const json = JSON.stringify(u, (_k, v) => (typeof v === "bigint" ? v.toString() : v))
-    if (json !== undefined) return json
+    return typeof u === "object" && u !== null && "_tag" in u && typeof (u as any)._tag === "string"
+      ? (u as any)._tag
+      : undefined
   } catch {
-    // fall through
+    return undefined // a getter that throws
   }
-  return String(u)
 }
-
-const tagOf = (u: unknown): string | undefined =>
-  typeof u === "object" && u !== null && "_tag" in u && typeof (u as any)._tag === "string"
-    ? (u as any)._tag
-    : undefined
 
 const toJson = (u: unknown): string | null => {
   try {
@@ -236,7 +232,7 @@ export const make = <R>(
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
-    const { statements } = yield* Database
+    const { maxStatementBytes, statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
 
@@ -327,8 +323,13 @@ export const make = <R>(
         // The typed failure as its schema encodes it, if that is JSON.
         const encoded = Option.isSome(typed)
           ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
-            Option.map(Option.fromNullable(toJson(e)), (json) => JSON.parse(json)))
+            Option.map(
+              Option.filter(Option.fromNullable(toJson(e)), (json) => json.length <= maxErrorJsonLength),
+              (json) => JSON.parse(json)
+            ))
           : Option.none()
+        // The stored record: U+0000 and lone surrogates replaced, cut to a length (internal/sanitize.ts).
+        message = sanitizeText(message)
         const record = new AttemptError({
           attempt: row.attempts,
           at: microsToDate(nowUs).toISOString(),
@@ -354,7 +355,7 @@ export const make = <R>(
           runAtUs: Option.isSome(delay) ? nowUs + (kind === "lost" ? 0 : Math.round(delay.value * 1000)) : null,
           finishedAtUs: Option.isSome(delay) ? null : nowUs,
           endedAtUs: nowUs,
-          lastError: message.replaceAll("\u0000", "\uFFFD"),
+          lastError: message,
           errors: encodeErrors(history),
           result: null
         }
@@ -372,16 +373,46 @@ export const make = <R>(
       result: null
     })
 
-    const completed = (row: ClaimedJob, nowUs: number, result: unknown): Outcome => ({
-      id: row.id,
-      attempt: row.attempts,
-      state: "completed",
-      runAtUs: null,
-      finishedAtUs: nowUs,
-      lastError: null,
-      errors: null,
-      result: result === undefined ? null : toJson(result)
-    })
+    /** A completion, or where and why its (encoded) result is not JSON (internal/sanitize.ts). */
+    const completed = (row: ClaimedJob, nowUs: number, result: unknown): Outcome | NotJson => {
+      const json = result === undefined ? null : resultJson(result)
+      if (json !== null && !("json" in json)) return json
+      return {
+        id: row.id,
+        attempt: row.attempts,
+        state: "completed",
+        runAtUs: null,
+        finishedAtUs: nowUs,
+        lastError: null,
+        errors: null,
+        result: json === null ? null : json.json
+      }
+    }
+
+    /**
+     * An attempt's end is always written, so its job never stays `running` under a live worker: a
+     * defect while working the end out (a schema that throws or overflows the stack, a retry schedule
+     * that throws) fails the attempt with that defect, and if even that dies, the job is dead-lettered.
+     */
+    const orLastResort = <E>(row: ClaimedJob, handler: Handler<R>, outcome: Effect.Effect<Outcome | undefined, E>) =>
+      outcome.pipe(
+        Effect.catchAllDefect((defect) =>
+          failure(row, handler, "defect", undefined, `sqlane could not settle this attempt: ${describe(defect)}`)
+        ),
+        Effect.catchAllCause((cause) =>
+          Effect.succeed<Outcome>({
+            id: row.id,
+            attempt: row.attempts,
+            state: "dead",
+            runAtUs: null,
+            finishedAtUs: Number(clock.unsafeCurrentTimeNanos() / 1000n),
+            lastError: sanitizeText(`sqlane could not settle this attempt: ${Cause.pretty(cause)}`),
+            errors: null,
+            result: null
+          })
+        ),
+        Effect.flatMap((end) => Effect.sync(() => end !== undefined && submit(row, end)))
+      )
 
     /** Counts a written attempt's end in the job name's metrics. */
     const count = (name: string, outcome: Outcome) => {
@@ -399,7 +430,9 @@ export const make = <R>(
     }
 
     /** Queues an attempt's end; its slot is free once the end is written. */
-    const submit = (row: ClaimedJob, outcome: Outcome) =>
+    const submit = (row: ClaimedJob, end: Outcome) => {
+      // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
+      const outcome = fitRecord(end, maxStatementBytes)
       completer.unsafeFinish(outcome, () => {
         count(row.name, outcome)
         claiming.delete(row.id)
@@ -414,6 +447,7 @@ export const make = <R>(
           for (const w of waiters) w()
         }
       })
+    }
 
     /** How an attempt ended, for the cases that need effects (failures, async schemas). */
     const settle = (row: ClaimedJob, handler: Handler<R>, entry: Inflight, exit: Exit.Exit<unknown, unknown>) =>
@@ -432,7 +466,15 @@ export const make = <R>(
             }`
             return yield* failure(row, handler, "defect", undefined, message)
           }
-          return completed(row, yield* nowMicros, encoded.right)
+          const end = completed(row, yield* nowMicros, encoded.right)
+          if ("state" in end) return end
+          return yield* failure(
+            row,
+            handler,
+            "defect",
+            undefined,
+            `result of "${job.name}" is not JSON-serializable at ${end.path}: ${end.reason}`
+          )
         }
         const cause = exit.cause
         const typed = Cause.failureOption(cause)
@@ -487,12 +529,17 @@ export const make = <R>(
         inflight.delete(row.id)
         ofJobName(row.name).runDuration.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedMs, [])
         if (Exit.isSuccess(exit)) {
-          const encoded = codecs.get(row.name)!.encodeSuccess(exit.value)
-          if (Either.isRight(encoded)) {
-            return submit(row, completed(row, Number(clock.unsafeCurrentTimeNanos() / 1000n), encoded.right))
+          try {
+            const encoded = codecs.get(row.name)!.encodeSuccess(exit.value)
+            if (Either.isRight(encoded)) {
+              const end = completed(row, Number(clock.unsafeCurrentTimeNanos() / 1000n), encoded.right)
+              if ("state" in end) return submit(row, end)
+            }
+          } catch {
+            // a success schema that throws: settled below
           }
         }
-        runFork(Effect.flatMap(settle(row, handler, entry, exit), (outcome) => Effect.sync(() => submit(row, outcome))))
+        runFork(orLastResort(row, handler, settle(row, handler, entry, exit)))
       })
     }
 
@@ -506,22 +553,34 @@ export const make = <R>(
       } catch {
         parsed = false
       }
-      const decoded = parsed ? codecs.get(row.name)!.decodePayload(json) : undefined
+      let decoded: Either.Either<unknown, unknown> | undefined
+      try {
+        decoded = parsed ? codecs.get(row.name)!.decodePayload(json) : undefined
+      } catch {
+        decoded = undefined // a schema that throws: the slow path says why
+      }
       if (decoded !== undefined && Either.isRight(decoded)) return launch(row, handler, decoded.right)
       // Slow path: a payload that is not JSON, does not match, or needs an asynchronous schema.
-      runFork(Effect.gen(function*() {
+      runFork(orLastResort(row, handler, Effect.gen(function*() {
         const job = handler.job
         const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
           Effect.flatMap(Schema.decodeUnknown(schemasOf(job).payload)),
+          // A schema that throws, or a recursive one on a payload nested too deeply (stack overflow).
+          Effect.catchAllDefect((defect) => Effect.fail(defect)),
           Effect.either
         )
-        if (Either.isRight(payload)) return launch(row, handler, payload.right)
+        if (Either.isRight(payload)) {
+          launch(row, handler, payload.right)
+          return undefined
+        }
         const error = payload.left
         const message = ParseResult.isParseError(error)
           ? `payload does not match the schema of "${job.name}": ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-          : `payload is not valid JSON: ${describe(error.error)}`
-        submit(row, yield* failure(row, handler, "decode", undefined, message))
-      }))
+          : error instanceof Cause.UnknownException
+          ? `payload is not valid JSON: ${describe(error.error)}`
+          : `payload could not be decoded with the schema of "${job.name}": ${describe(error)}`
+        return yield* failure(row, handler, "decode", undefined, message)
+      })))
     }
 
     const batchMin = Math.ceil(concurrency / 2)

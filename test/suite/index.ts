@@ -3,6 +3,7 @@
  * could not reach it (with CI=true the global setup fails the run instead).
  */
 import { inject, it } from "vitest"
+import { badInput } from "./badInput.js"
 import { conformance } from "./conformance.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
@@ -19,6 +20,7 @@ export const suitesFor = (id: string) => {
     observability(target)
     scheduling(target)
     operations(target)
+    badInput(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -1,0 +1,209 @@
+/**
+ * Turning values sqlane did not make — payloads, handler results, errors, names — into what a row
+ * can hold, in one place.
+ *
+ * - {@link toJson}: a value as JSON text, or why not (and where): NaN and ±Infinity (JSON would
+ *   write `null`), bigints, cycles and nesting too deep to serialize are refused, never silently
+ *   changed. JSON text never holds a raw U+0000 or a lone surrogate: `JSON.stringify` writes them as
+ *   the escapes `\u0000` and `\ud800`, which `text` and `LONGTEXT` columns store as they are, so
+ *   they round-trip losslessly on every database.
+ * - {@link text}: a free text (an error message) as a column can hold it on every database: U+0000
+ *   (PostgreSQL `text` cannot hold it) and lone surrogates (not UTF-8: the drivers would write
+ *   U+FFFD) become U+FFFD, and it is cut to a length.
+ * - {@link describe}: a one-line description of any thrown or failed value, that never throws.
+ * - {@link checkIdentifier}: why a job name or key cannot be stored, if it cannot.
+ *
+ * @internal
+ */
+import type { Finish } from "./statements.js"
+
+/** The most characters of an error message stored per attempt (in `last_error` and in the history). */
+export const maxMessageLength = 16_384
+
+/** The most characters of a typed failure's JSON stored in an attempt's record; larger ones are left out. */
+export const maxErrorJsonLength = 65_536
+
+/** The most characters (UTF-16 code units) of a job name, unique key or mutex key: `VARCHAR(255)`. */
+export const maxIdentifierLength = 255
+
+// A UTF-16 code unit that is half of a surrogate pair without its other half.
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const loneSurrogates = new RegExp(loneSurrogate.source, "g")
+
+/** What {@link toJson} could not serialize, and where (`$` is the value itself, `$.a[0]` a path). */
+export interface NotJson {
+  readonly path: string
+  readonly reason: string
+}
+
+const keyPath = (path: string, key: string | number) =>
+  typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
+
+/**
+ * Finds the first value JSON cannot hold as it is, walking iteratively (no stack to overflow).
+ * Only called once `JSON.stringify` has refused, so it costs nothing on the common path.
+ */
+const findNotJson = (root: unknown): NotJson => {
+  const ancestors = new Map<object, number>()
+  // [value, path, depth, exit marker]
+  const stack: Array<readonly [unknown, string, number, boolean]> = [[root, "$", 0, false]]
+  let deepest: readonly [string, number] = ["$", 0]
+  while (stack.length > 0) {
+    const [raw, path, depth, exit] = stack.pop()!
+    if (exit) {
+      ancestors.delete(raw as object)
+      continue
+    }
+    let value = raw
+    if (value !== null && typeof value === "object" && typeof (value as any).toJSON === "function") {
+      try {
+        value = (value as any).toJSON()
+      } catch (e) {
+        return { path, reason: `its toJSON threw: ${describe(e)}` }
+      }
+    }
+    if (typeof value === "number" && !Number.isFinite(value)) return { path, reason: `${value} is not a JSON number` }
+    if (typeof value === "bigint") return { path, reason: `a bigint (${value}n) is not a JSON number; use Schema.BigInt` }
+    if (value === null || typeof value !== "object") continue
+    if (ancestors.has(value)) return { path, reason: "a cyclic reference" }
+    if (depth > deepest[1]) deepest = [path, depth]
+    ancestors.set(value, depth)
+    stack.push([value, path, depth, true])
+    const entries: Array<readonly [string | number, unknown]> = Array.isArray(value)
+      ? value.map((v, i) => [i, v] as const)
+      : Object.keys(value).map((k) => [k, (value as any)[k]] as const)
+    for (let i = entries.length - 1; i >= 0; i--) {
+      stack.push([entries[i][1], keyPath(path, entries[i][0]), depth + 1, false])
+    }
+  }
+  return { path: deepest[0], reason: `nested ${deepest[1]} levels deep, deeper than JSON.stringify can go` }
+}
+
+const refuseNonFinite = (_key: string, value: unknown) => {
+  if (typeof value === "number" && !Number.isFinite(value)) throw new RangeError("not finite")
+  return value
+}
+
+/**
+ * A value as JSON text. Refused (with the path of the first offending value): NaN and ±Infinity
+ * (JSON would store `null` and the value would change), bigints, cycles, nesting too deep for
+ * `JSON.stringify`, and a value that is not JSON at all (`undefined`, a function). Never throws.
+ */
+export const toJson = (value: unknown): { readonly json: string } | NotJson => {
+  try {
+    const json = JSON.stringify(value, refuseNonFinite)
+    if (json !== undefined) return { json }
+    return { path: "$", reason: `${typeof value} is not a JSON value` }
+  } catch {
+    try {
+      const found = findNotJson(value)
+      // A path through deep nesting is long: keep its two ends.
+      return found.path.length <= 300
+        ? found
+        : { ...found, path: `${found.path.slice(0, 150)}…${found.path.slice(-100)}` }
+    } catch (e) {
+      return { path: "$", reason: describe(e) }
+    }
+  }
+}
+
+/**
+ * A free text as every database stores it the same: U+0000 and lone surrogates replaced by
+ * U+FFFD, cut to `max` characters (with a note of how long it was).
+ */
+export const text = (s: string, max = maxMessageLength): string => {
+  let out = s.includes("\u0000") ? s.replaceAll("\u0000", "\uFFFD") : s
+  if (loneSurrogate.test(out)) out = out.replace(loneSurrogates, "\uFFFD")
+  if (out.length > max) {
+    const note = `… (cut: ${s.length} characters)`
+    let cut = out.slice(0, Math.max(0, max - note.length))
+    // Do not leave half a surrogate pair at the cut.
+    if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1)
+    out = cut + note
+  }
+  return out
+}
+
+/**
+ * A one-line description of a thrown or failed value: `Name: message` for errors, `Tag: message`
+ * for tagged errors with a message, the JSON of other values (bigints as digits), else `String(u)`.
+ * Never throws, whatever getters or prototypes the value has.
+ */
+export const describe = (u: unknown): string => {
+  try {
+    if (u === undefined) return "undefined"
+    if (typeof u === "string") return u
+    if (u instanceof Error) return u.message ? `${u.name}: ${u.message}` : String(u.name)
+    if (typeof u === "object" && u !== null && "message" in u && typeof (u as any).message === "string") {
+      const tag = "_tag" in u && typeof (u as any)._tag === "string" ? `${(u as any)._tag}: ` : ""
+      return `${tag}${(u as any).message}`
+    }
+  } catch {
+    // a getter threw: fall through
+  }
+  try {
+    const json = JSON.stringify(u, (_k, v) => (typeof v === "bigint" ? v.toString() : v))
+    if (json !== undefined) return json
+  } catch {
+    // cyclic, or a toJSON threw: fall through
+  }
+  try {
+    return String(u)
+  } catch {
+    // e.g. an object without a prototype
+    return Object.prototype.toString.call(u)
+  }
+}
+
+/**
+ * Why a job name, unique key or mutex key cannot be stored the same on every database, or
+ * `undefined` when it can: 1–255 UTF-16 code units (the `VARCHAR(255)` of MySQL/MariaDB counts
+ * characters, so a string of 255 code units always fits), no U+0000 (PostgreSQL `text` cannot
+ * hold it), no lone surrogate (not UTF-8: the drivers would store U+FFFD, and two different keys
+ * would become one). Quotes, `%`, `_` and backslashes are ordinary characters: every value is a
+ * parameter, never part of the SQL text or of a `LIKE` pattern.
+ */
+export const checkIdentifier = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return `must be a string, got ${value === null ? "null" : typeof value}`
+  if (value.length === 0) return "must not be empty"
+  if (value.length > maxIdentifierLength) {
+    return `is ${value.length} characters long; the limit is ${maxIdentifierLength} (VARCHAR(255))`
+  }
+  if (value.includes("\u0000")) return "must not contain U+0000 (PostgreSQL text cannot hold it)"
+  if (loneSurrogate.test(value)) return "must not contain a lone surrogate (it is not UTF-8)"
+  return undefined
+}
+
+/** Room left in a statement for everything but an attempt's record (its SQL text, ids, times). */
+const recordOverheadBytes = 65_536
+
+/**
+ * The end of an attempt as the database can store it in one statement: when its record (last
+ * error, error history, result) is larger than the statement limit (`maxStatementBytes`,
+ * MySQL/MariaDB `max_allowed_packet`; `undefined`: no limit, PostgreSQL), the job is dead-lettered
+ * with a last error saying so, and its history and result are left as they were. Without this the
+ * server would close the connection on the write (MySQL/MariaDB answer an oversized packet by
+ * hanging up, which looks like a network error), and the write would be retried forever.
+ */
+export const fitRecord = (finish: Finish, maxStatementBytes: number | undefined): Finish => {
+  if (maxStatementBytes === undefined) return finish
+  const units = (finish.lastError?.length ?? 0) + (finish.errors?.length ?? 0) + (finish.result?.length ?? 0)
+  const limit = maxStatementBytes - recordOverheadBytes
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit: count bytes only for records that may be too large.
+  if (units * 3 <= limit) return finish
+  const bytes = (finish.lastError === null ? 0 : Buffer.byteLength(finish.lastError, "utf8")) +
+    (finish.errors === null ? 0 : Buffer.byteLength(finish.errors, "utf8")) +
+    (finish.result === null ? 0 : Buffer.byteLength(finish.result, "utf8"))
+  if (bytes <= limit) return finish
+  const what = finish.state === "completed" ? "its result" : "its error record"
+  return {
+    ...finish,
+    state: "dead",
+    runAtUs: null,
+    finishedAtUs: finish.finishedAtUs ?? finish.endedAtUs ?? finish.runAtUs ?? 0,
+    lastError: `sqlane could not record this attempt's end: ${what} is ${bytes} bytes; this database takes ` +
+      `at most ${limit} in one statement (max_allowed_packet less ${recordOverheadBytes})`,
+    errors: null,
+    result: null
+  }
+}

@@ -1,0 +1,555 @@
+/**
+ * Bad input, on every database: payloads JSON cannot hold as they are, sizes at the database's
+ * limits, handler results and errors that cannot be stored as they are, names and keys with
+ * quotes and pattern characters or out of range, rows edited by hand, and connection strings that
+ * cannot connect. Each case ends in a typed refusal or lossless handling, and disturbs nothing
+ * else (docs/limits.md).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
+import { spawn } from "node:child_process"
+import * as net from "node:net"
+import * as path from "node:path"
+import { Admin, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { countJobs, waitUntil } from "../support/helpers.js"
+import { runCli } from "../support/processes.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+const Strings = Job.make("bi-strings", {
+  payload: Schema.Struct({ s: Schema.Array(Schema.String) }),
+  success: Schema.Array(Schema.String)
+})
+const Numbers = Job.make("bi-numbers", {
+  payload: Schema.Struct({ n: Schema.Array(Schema.Number) }),
+  success: Schema.Array(Schema.Number)
+})
+const Loose = Job.make("bi-loose", { payload: Schema.Unknown })
+interface Tree {
+  readonly c?: Tree | undefined
+}
+const Tree: Schema.Schema<Tree> = Schema.Struct({ c: Schema.optional(Schema.suspend(() => Tree)) })
+const Nested = Job.make("bi-nested", { payload: Tree })
+const Blob = Job.make("bi-blob", {
+  payload: Schema.Struct({ blob: Schema.String }),
+  success: Schema.Unknown,
+  retry: Job.attempts(1)
+})
+
+/**
+ * A string of `units` UTF-16 code units: quotes, backslashes, control and multi-byte characters,
+ * then ASCII (cheap to escape and compress, so size tests stay fast).
+ */
+const blobOf = (units: number) => ("a\"b\\c\n\u0000é€😀'%_ ".repeat(100) + "x".repeat(units)).slice(0, units)
+
+/** Nesting `{"c":…}` `depth` levels deep, as JSON text. */
+const nestedJson = (depth: number) => "{\"c\":".repeat(depth) + "{}" + "}".repeat(depth)
+
+const refusal = <A>(effect: Effect.Effect<A, unknown, any>) =>
+  Effect.map(Effect.flip(effect), (e) => {
+    assert.instanceOf(e, Errors.InvalidPayload)
+    return e as Errors.InvalidPayload
+  })
+
+/** Counts the SQL statements an effect runs (each is a `sql.execute` span of @effect/sql). */
+const countStatements = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    let statements = 0
+    const base = yield* Effect.tracer
+    const tracer = Tracer.make({
+      span: (name, parent, context, links, startTime, kind, options) => {
+        if (name === "sql.execute") statements++
+        return base.span(name, parent, context, links, startTime, kind, options)
+      },
+      context: base.context
+    })
+    const exit = yield* Effect.exit(Effect.withTracer(effect, tracer))
+    return { exit, statements }
+  })
+
+/** A TCP server that counts connections and closes each at once: a host that refuses to talk. */
+const countingServer = Effect.acquireRelease(
+  Effect.async<{ readonly port: number; readonly server: net.Server; readonly connections: () => number }>((resume) => {
+    let connections = 0
+    const server = net.createServer((socket) => {
+      connections++
+      socket.destroy()
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resume(Effect.succeed({
+        port: (server.address() as net.AddressInfo).port,
+        server,
+        connections: () => connections
+      })))
+  }),
+  ({ server }) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+)
+
+/** Runs `node --import tsx <args>`, collecting its output; killed if the test ends first. */
+const runProgram = (args: ReadonlyArray<string>) =>
+  Effect.async<{ readonly exit: number | NodeJS.Signals; readonly stdout: string; readonly stderr: string }>((resume) => {
+    const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => (stdout += d))
+    child.stderr!.on("data", (d) => (stderr += d))
+    child.on("close", (code, signal) => resume(Effect.succeed({ exit: signal ?? code ?? -1, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const connectScript = path.join(import.meta.dirname, "..", "support", "connect-process.ts")
+
+export const badInput = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+  const mysql = target.dialect === "mysql"
+
+  describe(`badInput [${target.id}]`, () => {
+    it.live(name("strings with U+0000 and lone surrogates round-trip losslessly in payload and result"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const seen: Array<ReadonlyArray<string>> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Strings, (p) => Effect.sync(() => (seen.push(p.s), p.s)))]
+          })
+          const s = ["a\u0000b", "\u0000", "\ud800", "x\udc00y", "\udbff\ud800", "😀", "'\"%_\\", "\uFFFF"]
+          const id = yield* queue.enqueue(Strings, { s })
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          assert.deepStrictEqual(seen, [s])
+          const info = yield* queue.get(id)
+          assert.deepStrictEqual(info.payload, { s })
+          assert.deepStrictEqual(Option.getOrThrow(info.result), s)
+          // Stored as JSON escapes (ASCII), which every database keeps as they are.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const [row] = yield* sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          assert.include(row.payload, "a\\u0000b")
+          assert.include(row.payload, "\\ud800")
+        })))
+
+    it.live(name("numbers round-trip exactly; NaN, Infinity, bigints, cycles and deep nesting are refused with the path, before any SQL"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          // Integers beyond 2^53 that are JS numbers, and extremes: JSON text keeps each double exactly.
+          const n = [2 ** 53 + 2, 2 ** 60, Number.MAX_SAFE_INTEGER, Number.MAX_VALUE, 5e-324, -1.5e-300, 0.1 + 0.2, -0]
+          const refused = yield* countStatements(Effect.gen(function*() {
+            const nan = yield* refusal(queue.enqueue(Numbers, { n: [1, NaN] }))
+            assert.strictEqual(nan.reason, "json")
+            assert.strictEqual(nan.path, "$.n[1]")
+            assert.include(nan.message, "NaN is not a JSON number")
+            const inf = yield* refusal(queue.enqueueMany(Numbers, [{ n: [1] }, { n: [-Infinity] }]))
+            assert.strictEqual(inf.path, "$.n[0]")
+            const big = yield* refusal(queue.enqueue(Loose, { a: { "b c": [10n] } }))
+            assert.strictEqual(big.path, "$.a[\"b c\"][0]")
+            assert.include(big.message, "Schema.BigInt")
+            const cyclic: any = { list: [{}] }
+            cyclic.list[0].up = cyclic
+            const cycle = yield* refusal(queue.enqueue(Loose, cyclic))
+            assert.strictEqual(cycle.path, "$.list[0].up")
+            assert.include(cycle.message, "cyclic")
+            const deep = yield* refusal(queue.enqueue(Loose, JSON.parse(nestedJson(100_000))))
+            assert.strictEqual(deep.reason, "json")
+            assert.include(deep.message, "deeper than JSON.stringify can go")
+            // A recursive schema on a payload nested too deeply overflows the stack: a typed refusal.
+            const deepSchema = yield* refusal(queue.enqueue(Nested, JSON.parse(nestedJson(100_000))))
+            assert.strictEqual(deepSchema.reason, "schema")
+            assert.include(deepSchema.message, "Maximum call stack")
+            const undef = yield* refusal(queue.enqueue(Loose, undefined))
+            assert.strictEqual(undef.path, "$")
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+
+          const seen: Array<ReadonlyArray<number>> = []
+          yield* Worker.make({ handlers: [Job.handler(Numbers, (p) => Effect.sync(() => (seen.push(p.n), p.n)))] })
+          const sent = yield* countStatements(queue.enqueue(Numbers, { n }))
+          assert.isAbove(sent.statements, 0) // the count above could have seen a statement
+          const id = Exit.getOrElse(sent.exit, () => "")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          // -0 is stored as 0: JSON.stringify writes no sign for zero (documented).
+          assert.deepStrictEqual(seen[0], [...n.slice(0, -1), 0])
+          assert.isTrue(seen[0].slice(0, -1).every((x, i) => Object.is(x, n[i])))
+          assert.deepStrictEqual(Option.getOrThrow((yield* queue.get(id)).result), [...n.slice(0, -1), 0])
+        })))
+
+    it.live(name("1 MB payloads round-trip; 20 of them in one enqueueMany are written in statements that fit"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const blob = blobOf(1024 * 1024)
+          const lengths = new Map<string, number>()
+          let intact = 0
+          yield* Worker.make({
+            concurrency: 4,
+            handlers: [Job.handler(Blob, (p, ctx) => Effect.sync(() => {
+              lengths.set(ctx.id, p.blob.length)
+              if (p.blob === blob) intact++
+            }))]
+          })
+          yield* queue.enqueue(Blob, { blob })
+          // 20 MB of payloads: more than MariaDB's default max_allowed_packet (16 MB) in one statement.
+          const many = yield* queue.enqueueMany(Blob, Array.from({ length: 20 }, () => ({ blob })))
+          assert.strictEqual(many.length, 20)
+          assert.strictEqual(new Set(many).size, 20)
+          // (Polled by count: Queue.get reads the payload.)
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 21), 60_000)
+          assert.strictEqual(intact, 21)
+        })), 90_000)
+
+    it.live(
+      name(
+        mysql
+          ? "16 MB: a payload over max_allowed_packet is refused (reason size, no SQL); one at the limit runs; a result too large is dead-lettered with the reason"
+          : "16 MB: a payload and its result round-trip"
+      ),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            let intact = 0
+            yield* Worker.make({
+              handlers: [Job.handler(Blob, (p) => Effect.sync(() => (intact++, { blob: p.blob, more: "y".repeat(200_000) })))]
+            })
+            const small = Job.make("bi-small", { payload: Schema.Struct({}) })
+            const smallRan: Array<string> = []
+            yield* Worker.make({ handlers: [Job.handler(small, (_, ctx) => Effect.sync(() => smallRan.push(ctx.id)))] })
+            const sixteen = blobOf(16 * 1024 * 1024 - 16)
+            if (!mysql) {
+              const id = yield* queue.enqueue(Blob, { blob: sixteen })
+              yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 1), 60_000)
+              assert.strictEqual(intact, 1)
+              const [row] = yield* sql<{ n: number }>`SELECT length(result) AS n FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+              assert.isAbove(Number(row.n), sixteen.length + 200_000)
+              return
+            }
+            const [{ packet }] = yield* sql<{ packet: number }>`SELECT @@max_allowed_packet AS packet`
+            const limit = Number(packet) - 65_536
+            const refused = yield* countStatements(refusal(queue.enqueue(Blob, { blob: sixteen })))
+            assert.strictEqual(refused.statements, 0)
+            const error = Exit.getOrElse(refused.exit, () => undefined)!
+            assert.strictEqual(error.reason, "size")
+            assert.include(error.message, `at most ${limit}`)
+            assert.strictEqual(yield* countJobs(prefix), 0)
+            // A payload right at the limit is written, claimed and run; its result (the payload and
+            // 200 KB more) is more than the server takes: dead-lettered with the reason, and the small jobs ending
+            // meanwhile are written.
+            const atLimit = "x".repeat(limit - "{\"blob\":\"\"}".length)
+            const id = yield* queue.enqueue(Blob, { blob: atLimit })
+            const smalls = yield* Effect.forEach([1, 2, 3], () => queue.enqueue(small, {}))
+            yield* waitUntil(Effect.map(countJobs(prefix, "dead"), (n) => n === 1), 60_000)
+            yield* waitUntil(
+              Effect.map(Effect.forEach(smalls, queue.get), (js) => js.every((j) => j.state === "completed"))
+            )
+            assert.strictEqual(intact, 1)
+            const info = yield* queue.get(id)
+            assert.strictEqual(info.attempts, 1)
+            assert.match(Option.getOrThrow(info.lastError), /could not record this attempt's end/)
+          })),
+      90_000
+    )
+
+    it.live(name("results and errors that cannot be stored as they are: each job ends with a sanitized record, once"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Ends = Job.make("bi-ends", {
+            payload: Schema.Struct({ kind: Schema.String }),
+            success: Schema.Unknown,
+            failure: Schema.Unknown,
+            retry: Job.attempts(1)
+          })
+          const runs = new Map<string, number>()
+          const cyclic: any = { a: 1 }
+          cyclic.self = cyclic
+          const nullProto = Object.create(null)
+          nullProto.self = nullProto
+          const throwing = {
+            get message(): string {
+              throw new Error("getter")
+            },
+            get _tag(): string {
+              throw new Error("getter")
+            }
+          }
+          const behaviours: Record<string, Effect.Effect<unknown, unknown>> = {
+            ok: Effect.succeed("fine"),
+            nulResult: Effect.succeed({ s: "a\u0000b\ud800" }),
+            cyclicResult: Effect.succeed(cyclic),
+            bigintResult: Effect.succeed({ n: 10n }),
+            nanResult: Effect.succeed({ x: NaN }),
+            nulError: Effect.fail(new Error("bad\u0000byte \ud800 lone")),
+            hugeError: Effect.die(new Error("e".repeat(1_000_000))),
+            nullProtoDefect: Effect.die(nullProto),
+            throwingGetters: Effect.die(throwing)
+          }
+          yield* Worker.make({
+            handlers: [Job.handler(Ends, (p) => {
+              runs.set(p.kind, (runs.get(p.kind) ?? 0) + 1)
+              return behaviours[p.kind]
+            })]
+          })
+          const queue = yield* Queue.Queue
+          const kinds = Object.keys(behaviours)
+          // In one enqueueMany: claimed together, and their ends written in one batch or a few.
+          const ids = yield* queue.enqueueMany(Ends, kinds.map((kind) => ({ kind })))
+          yield* waitUntil(
+            Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "completed" || j.state === "dead")),
+            20_000
+          )
+          const info = Object.fromEntries(yield* Effect.forEach(kinds, (kind, i) => Effect.map(queue.get(ids[i]), (j) => [kind, j] as const)))
+          for (const kind of kinds) {
+            assert.strictEqual(runs.get(kind), 1, `${kind} ran once`)
+            assert.strictEqual(info[kind].attempts, 1, `${kind}: one attempt`)
+          }
+          assert.strictEqual(info.ok.state, "completed")
+          assert.strictEqual(info.nulResult.state, "completed")
+          assert.deepStrictEqual(Option.getOrThrow(info.nulResult.result), { s: "a\u0000b\ud800" })
+          const message = (kind: string) => {
+            assert.strictEqual(info[kind].state, "dead", kind)
+            return info[kind].errors[0].message
+          }
+          assert.match(message("cyclicResult"), /result of "bi-ends" is not JSON-serializable at \$\.self: a cyclic reference/)
+          assert.match(message("bigintResult"), /at \$\.n: a bigint/)
+          assert.match(message("nanResult"), /at \$\.x: NaN/)
+          assert.strictEqual(message("nulError"), "Error: bad\uFFFDbyte \uFFFD lone")
+          assert.strictEqual(Option.getOrThrow(info.nulError.lastError), "Error: bad\uFFFDbyte \uFFFD lone")
+          assert.isAtMost(message("hugeError").length, 16_384)
+          assert.match(message("hugeError"), /^Error: eee.*… \(cut: 1000007 characters\)$/)
+          assert.strictEqual(message("nullProtoDefect"), "[object Object]")
+          assert.isString(message("throwingGetters"))
+        })))
+
+    it.live(name("names and keys with quotes, %, _ and backslashes round-trip and match exactly, never as patterns"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const odd = `it's "q" 100% a_b \\ ; -- é`
+          const near = `it's "q" 100% aXb \\ ; -- é` // what `_` would match as a LIKE pattern
+          const Odd = Job.make(odd, { payload: Schema.Struct({ k: Schema.String }), mutexKey: (p) => p.k })
+          const Near = Job.make(near, { payload: Schema.Struct({}) })
+          // Paused before the worker starts (its first read of the paused names precedes its first claim).
+          assert.isTrue(yield* admin.pause(odd))
+          const ran: Array<string> = []
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Odd, (p, ctx) => Effect.sync(() => ran.push(`${ctx.name}|${p.k}`))),
+              Job.handler(Near, (_, ctx) => Effect.sync(() => ran.push(ctx.name)))
+            ]
+          })
+          const key = `k'"%_\\${odd}`
+          const a = yield* queue.insert(Odd, { k: key }, { unique: key })
+          const b = yield* queue.insert(Odd, { k: key.replace("_", "X") }, { unique: key.replace("_", "X") })
+          const again = yield* queue.insert(Odd, { k: key }, { unique: key })
+          assert.isFalse(a.duplicate)
+          assert.isFalse(b.duplicate)
+          assert.deepStrictEqual(again, { id: a.id, duplicate: true })
+          const nearId = yield* queue.enqueue(Near, {})
+          // The paused name is matched exactly: its near twin runs.
+          yield* waitUntil(Effect.map(queue.get(nearId), (j) => j.state === "completed"))
+          assert.strictEqual((yield* queue.get(a.id)).state, "pending")
+          assert.deepStrictEqual((yield* admin.list({ name: odd })).map((j) => j.id).sort(), [a.id, b.id].sort())
+          assert.deepStrictEqual((yield* admin.list({ name: "it's \"q\" 100% a%" })).length, 0)
+          yield* admin.resume(odd)
+          yield* waitUntil(Effect.map(Effect.forEach([a.id, b.id], queue.get), (js) => js.every((j) => j.state === "completed")))
+          assert.sameMembers(ran, [near, `${odd}|${key}`, `${odd}|${key.replace("_", "X")}`])
+          assert.strictEqual((yield* queue.get(a.id)).name, odd)
+        })))
+
+    it.live(name("over-long or unstorable names and keys: a typed error with the limit at enqueue, before any SQL"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          assert.throws(() => Job.make("n".repeat(256), { payload: Schema.Struct({}) }), /1 to 255 characters.*256/)
+          assert.throws(() => Job.make("a\u0000b", { payload: Schema.Struct({}) }), /U\+0000/)
+          assert.throws(() => Job.make("a\ud800", { payload: Schema.Struct({}) }), /lone surrogate/)
+          const Keyed = Job.make("bi-keyed", {
+            payload: Schema.Struct({ k: Schema.String }),
+            mutexKey: (p) => p.k
+          })
+          // A definition that bypassed Job.make (built by hand, or by a spread).
+          const LongName = { ...Keyed, name: "n".repeat(256) } as unknown as typeof Keyed
+          const NulName = { ...Keyed, name: "a\u0000b" } as unknown as typeof Keyed
+          const refused = yield* countStatements(Effect.gen(function*() {
+            const long = yield* refusal(queue.enqueue(LongName, { k: "a" }))
+            assert.strictEqual(long.reason, "name")
+            assert.include(long.message, "the limit is 255")
+            assert.strictEqual((yield* refusal(queue.enqueueMany(NulName, [{ k: "a" }]))).reason, "name")
+            const unique = yield* refusal(queue.enqueue(Keyed, { k: "a" }, { unique: "u".repeat(256) }))
+            assert.strictEqual(unique.reason, "key")
+            assert.include(unique.message, "the unique key is 256 characters long; the limit is 255")
+            const mutex = yield* refusal(queue.enqueue(Keyed, { k: "m".repeat(300) }))
+            assert.include(mutex.message, "the mutex key is 300 characters long; the limit is 255")
+            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "a\ud800" }))).message, "lone surrogate")
+            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "a" }, { unique: "\udc00" }))).message, "lone surrogate")
+            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "" }))).message, "must not be empty")
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // At the limits: a 255-character name and keys (with 4-byte characters) are stored and run.
+          const Max = Job.make("n".repeat(254) + "é", { payload: Schema.Struct({ k: Schema.String }), mutexKey: (p) => p.k })
+          const maxKey = "😀".repeat(127) + "k"
+          assert.strictEqual(maxKey.length, 255)
+          let ran = 0
+          yield* Worker.make({ handlers: [Job.handler(Max, () => Effect.sync(() => ran++))] })
+          const id = yield* queue.enqueue(Max, { k: maxKey }, { unique: maxKey })
+          assert.strictEqual((yield* queue.insert(Max, { k: maxKey }, { unique: maxKey })).id, id)
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          assert.strictEqual((yield* queue.get(id)).name, Max.name)
+          assert.strictEqual(ran, 1)
+        })))
+
+    it.live(name("rows edited by hand: the database refuses invalid states and counts; undecodable payloads are dead-lettered with the reason, and the worker goes on"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          const Strict = Job.make("bi-strict", { payload: Schema.Struct({ n: Schema.Number }) })
+          // Not due yet: edited before any worker could claim them.
+          const enqueue = (job: Job.Job.Any, payload: unknown) => queue.enqueue(job, payload as never, { delay: "1 hour" })
+          const edited = yield* enqueue(Strict, { n: 0 })
+          const edits = [
+            sql`UPDATE ${jobs} SET state = 'bogus' WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET state = '' WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET attempts = -1 WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET attempt_base = -3 WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET run_at = NULL WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET payload = NULL WHERE id = ${edited}`,
+            sql`UPDATE ${jobs} SET name = NULL WHERE id = ${edited}`
+          ]
+          for (const edit of edits) assert.isTrue(Exit.isFailure(yield* Effect.exit(edit)), "the database refused the edit")
+          const intact = yield* queue.get(edited)
+          assert.strictEqual(intact.state, "pending")
+          assert.strictEqual(intact.attempts, 0)
+
+          const payloads: Record<string, string> = {
+            notJson: "not json",
+            truncated: "{\"n\":",
+            wrongType: "{\"n\":\"one\"}",
+            jsonNull: "null",
+            bareString: "\"n\"",
+            empty: "",
+            escapedNul: "{\"n\":1,\"x\":\"\\u0000\"}" // decodes (extra keys are dropped by Struct)
+          }
+          const ids: Record<string, string> = {}
+          for (const [label, payload] of Object.entries(payloads)) {
+            ids[label] = yield* enqueue(Strict, { n: 1 })
+            yield* sql`UPDATE ${jobs} SET payload = ${payload}, run_at = created_at WHERE id = ${ids[label]}`
+          }
+          // A recursive schema fed a payload too deep for it (its decode overflows the stack), with a
+          // garbled error history.
+          ids.tooDeep = yield* enqueue(Nested, {})
+          yield* sql`UPDATE ${jobs} SET payload = ${nestedJson(100_000)}, errors = ${"garbage"}, run_at = created_at
+            WHERE id = ${ids.tooDeep}`
+          const good = yield* Effect.forEach([1, 2, 3], (n) => queue.enqueue(Strict, { n }))
+          const ran: Array<number> = []
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Strict, (p) => Effect.sync(() => ran.push(p.n))),
+              Job.handler(Nested, () => Effect.void)
+            ]
+          })
+          yield* waitUntil(
+            Effect.map(
+              Effect.forEach([...Object.values(ids), ...good], queue.get),
+              (js) => js.every((j) => j.state === "dead" || j.state === "completed")
+            ),
+            20_000
+          )
+          const ended = (label: string) => Effect.map(queue.get(ids[label]), (j) => [j.state, j.errors[0]?.kind, j.errors[0]?.message ?? ""] as const)
+          for (const label of ["notJson", "truncated", "empty"]) {
+            const [state, kind, message] = yield* ended(label)
+            assert.deepStrictEqual([state, kind], ["dead", "decode"], label)
+            assert.match(message, /^payload is not valid JSON: SyntaxError/, label)
+          }
+          for (const label of ["wrongType", "jsonNull", "bareString"]) {
+            const [state, kind, message] = yield* ended(label)
+            assert.deepStrictEqual([state, kind], ["dead", "decode"], label)
+            assert.match(message, /^payload does not match the schema of "bi-strict"/, label)
+          }
+          const [deepState, deepKind, deepMessage] = yield* ended("tooDeep")
+          assert.deepStrictEqual([deepState, deepKind], ["dead", "decode"])
+          assert.include(deepMessage, "Maximum call stack size exceeded")
+          assert.strictEqual((yield* queue.get(ids.escapedNul)).state, "completed")
+          assert.sameMembers(ran, [1, 1, 2, 3])
+          assert.strictEqual((yield* queue.get(edited)).state, "pending")
+        })))
+
+    const wrongCredentials = () => {
+      const url = new URL(target.url)
+      // Trust authentication (the machine's PostgreSQL 15) takes any password: use a role that
+      // does not exist there. Elsewhere the password is wrong.
+      if (target.dialect === "pg" && url.password === "") url.username = "sqlane_no_such_role"
+      url.password = "Wr0ngPassw0rd-x9"
+      return url
+    }
+
+    it.live(name("CLI: a wrong password or a host that hangs up gives one line on stderr, at once, no password"), () =>
+      Effect.gen(function*() {
+        const refusing = yield* countingServer
+        const bad = wrongCredentials()
+        const down = new URL(bad)
+        down.hostname = "127.0.0.1"
+        down.port = String(refusing.port)
+        const runs = yield* Effect.forEach([bad, down], (url) =>
+          Effect.map(Effect.timed(runCli(["status"], { DATABASE_URL: url.toString() })), ([took, run]) => ({
+            run,
+            seconds: Duration.toSeconds(took)
+          })), { concurrency: 2 })
+        for (const { run, seconds } of runs) {
+          assert.strictEqual(run.code, 1, run.stderr)
+          assert.strictEqual(run.stdout, "")
+          const lines = run.stderr.trim().split("\n")
+          assert.strictEqual(lines.length, 1, run.stderr)
+          assert.match(lines[0], /^sqlane: cannot connect to \w+:\/\/[^:]+:\*\*\*@/)
+          assert.notInclude(run.stderr, "Wr0ngPassw0rd")
+          assert.isBelow(seconds, 30) // a child Node process with tsx, on a loaded machine; the driver gives up in under 2 s
+        }
+        console.log(
+          `[${target.id}] CLI: wrong credentials ${runs[0].seconds.toFixed(1)} s, host that hangs up ` +
+            `${runs[1].seconds.toFixed(1)} s (${refusing.connections()} connection(s)): ${runs[0].run.stderr.trim()}`
+        )
+        // No reconnect loop: the host that hangs up was tried a few times, not hammered.
+        assert.isAtLeast(refusing.connections(), 1)
+        assert.isAtMost(refusing.connections(), 3)
+      }).pipe(Effect.scoped), 60_000)
+
+    it.live(name("a worker program (QueueLive): a wrong password or a host that hangs up fails once, at once, no password"), () =>
+      Effect.gen(function*() {
+        const refusing = yield* countingServer
+        const bad = wrongCredentials()
+        const down = new URL(bad)
+        down.hostname = "127.0.0.1"
+        down.port = String(refusing.port)
+        const runs = yield* Effect.forEach([bad, down], (url) =>
+          Effect.map(Effect.timed(runProgram([connectScript, target.dialect, url.toString()])), ([took, run]) => ({
+            run,
+            seconds: Duration.toSeconds(took)
+          })), { concurrency: 2 })
+        for (const { run, seconds } of runs) {
+          assert.strictEqual(run.exit, 1, run.stderr + run.stdout)
+          const output = run.stdout + run.stderr
+          assert.notInclude(output, "Wr0ngPassw0rd")
+          assert.strictEqual(output.match(/Failed to connect/g)?.length, 1, output)
+          assert.isBelow(seconds, 30)
+        }
+        const cause = (run: { readonly stderr: string; readonly stdout: string }) =>
+          (run.stdout + run.stderr).match(/\[cause\]: (.*)/)?.[1]
+        console.log(
+          `[${target.id}] worker program: wrong credentials ${runs[0].seconds.toFixed(1)} s (${cause(runs[0].run)}), ` +
+            `host that hangs up ${runs[1].seconds.toFixed(1)} s (${refusing.connections()} connection(s), ${cause(runs[1].run)})`
+        )
+        assert.isAtLeast(refusing.connections(), 1)
+        assert.isAtMost(refusing.connections(), 3)
+      }).pipe(Effect.scoped), 60_000)
+  })
+}
