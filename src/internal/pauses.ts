@@ -62,7 +62,11 @@ export const watch = (
     // The first read comes before the worker's first claim.
     yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)))
     const changed = yield* Queue.sliding<void>(1)
-    yield* notifier.onPausesChanged(() => void Queue.unsafeOffer(changed, undefined))
+    yield* notifier.onPausesChanged((name) => {
+      // A name paused in this process is left out at once, before `pause` returns; then re-read.
+      if (name !== undefined && mine.has(key(name)) && !paused.has(key(name))) paused = new Set([...paused, key(name)])
+      Queue.unsafeOffer(changed, undefined)
+    })
     // The backstop re-read every rescueInterval runs on the wall clock (not replayed by TestClock).
     yield* Effect.race(Queue.take(changed), wallSleep(config.rescueInterval)).pipe(
       Effect.zipRight(refresh),

@@ -326,7 +326,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       pause: (name) =>
         Effect.gen(function*() {
           const changed = yield* statements.pausedInsert(name, yield* nowMicros)
-          yield* notifier.pausesChanged
+          yield* notifier.namePaused(name)
           return changed
         }),
       resume: (name) =>

@@ -115,8 +115,16 @@ export interface NotifierShape {
    * on PostgreSQL (on MySQL/MariaDB they re-read the paused names every `rescueInterval`).
    */
   readonly pausesChanged: Effect.Effect<void>
-  /** Calls `onChange` whenever the paused job names may have changed, for the life of the scope. */
-  readonly onPausesChanged: (onChange: () => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * As `pausesChanged`, for a job name just paused: this process's workers leave it out before this
+   * returns (a job of it enqueued afterwards is not claimed here).
+   */
+  readonly namePaused: (name: string) => Effect.Effect<void>
+  /**
+   * Calls `onChange` whenever the paused job names may have changed (with the name, when it is a
+   * name paused in this process), for the life of the scope.
+   */
+  readonly onPausesChanged: (onChange: (paused: string | undefined) => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**
@@ -146,7 +154,7 @@ const CANCEL = "cancel:"
 /** Listeners for changes of the paused job names in this process, by database and table prefix. */
 const localPauseListeners = globalValue(
   Symbol.for("sqlane/Notifier/localPauseListeners"),
-  () => new Map<string, Set<() => void>>()
+  () => new Map<string, Set<(paused: string | undefined) => void>>()
 )
 const PAUSES = "pauses"
 
@@ -235,10 +243,10 @@ const make = (
     const deliverCancel = (ids: ReadonlyArray<string>) => {
       for (const listener of cancelListeners) listener(ids)
     }
-    const pauseListeners = localPauseListeners.get(key) ?? new Set<() => void>()
+    const pauseListeners = localPauseListeners.get(key) ?? new Set<(paused: string | undefined) => void>()
     localPauseListeners.set(key, pauseListeners)
-    const deliverPauses = () => {
-      for (const listener of pauseListeners) listener()
+    const deliverPauses = (paused?: string) => {
+      for (const listener of pauseListeners) listener(paused)
     }
     /** This instance's own subscribers: a NOTIFY reaches them once per listening instance. */
     const own = new Set<Subscriber>()
@@ -347,9 +355,13 @@ const make = (
             listenOn === undefined || names.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(names)))
           )
         ),
-      pausesChanged: Effect.sync(deliverPauses).pipe(
+      pausesChanged: Effect.sync(() => deliverPauses()).pipe(
         Effect.zipRight(listenOn === undefined ? Effect.void : Effect.ignore(notify(channel, PAUSES)))
       ),
+      namePaused: (name) =>
+        Effect.sync(() => deliverPauses(name)).pipe(
+          Effect.zipRight(listenOn === undefined ? Effect.void : Effect.ignore(notify(channel, PAUSES)))
+        ),
       onPausesChanged: (onChange) =>
         Effect.acquireRelease(
           Effect.sync(() => void pauseListeners.add(onChange)),

@@ -285,6 +285,23 @@ export const operations = (target: Target) => {
           assert.strictEqual(runs, 1)
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
 
+    it.live(name("pause takes effect in this process's running workers before it returns"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          let runs = 0
+          yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.sync(() => void runs++))] })
+          yield* queue.enqueue(Noop, { i: 0 })
+          yield* waitUntil(Effect.sync(() => runs === 1), 10_000, "the first job")
+          // The worker is running and idle; the pause must reach it before the next enqueue's hint.
+          assert.isTrue(yield* admin.pause("noop"))
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          yield* realSleep(500)
+          assert.strictEqual(runs, 1)
+          assert.strictEqual((yield* queue.get(id)).state, "pending")
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
+
     it.live(name("pruning 200,000 finished jobs: old ones go in bounded batches, recent ones stay; one pruner at a time"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
