@@ -97,7 +97,7 @@ export const observability = (target: Target) => {
           })
           yield* Worker.make({
             handlers: [Job.handler(Logged, ({ i }) => Effect.logInfo(`job ${i}`))]
-          }).pipe(Effect.annotateLogs("app", "orders"), Effect.provide(Logger.add(capture)))
+          }).pipe(Effect.annotateLogs("app", "orders"), Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
           const queue = yield* Queue.Queue
           const ids = yield* Effect.forEach([1, 2], (i) => queue.enqueue(Logged, { i }))
           yield* waitUntil(Effect.sync(() => lines.filter((l) => String(l.message).startsWith("job ")).length === 2))
