@@ -487,12 +487,18 @@ export const conformance = (target: Target) => {
           Effect.gen(function*() {
             const notifier = yield* Notifier.Notifier
             yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] }) // starts LISTEN
-            yield* realSleep(2 * Notifier.notifyWindowMillis)
-            // Back to back, well within one window (wall-clock).
-            const payloads = yield* Effect.forEach(
-              Array.from({ length: Notifier.notifyBurst + 2 }, (_, i) => i),
-              () => notifier.notifyPayload([["x", 0]])
-            )
+            // Back to back within one window (wall-clock); a run the machine stalled past the window
+            // is not a verdict, and is tried again.
+            let payloads: ReadonlyArray<string | undefined> = []
+            for (let tries = 0; tries < 20; tries++) {
+              yield* realSleep(2 * Notifier.notifyWindowMillis)
+              const t0 = Date.now()
+              payloads = yield* Effect.forEach(
+                Array.from({ length: Notifier.notifyBurst + 2 }, (_, i) => i),
+                () => notifier.notifyPayload([["x", 0]])
+              )
+              if (Date.now() - t0 < Notifier.notifyWindowMillis) break
+            }
             assert.deepStrictEqual(
               payloads.map((p) => p !== undefined),
               [...Array.from({ length: Notifier.notifyBurst }, () => true), false, false]
