@@ -135,7 +135,7 @@ export interface Statements {
     workerId: string
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
   /**
-   * The plans of the probe and of the claim (as the database's EXPLAIN prints them, one string per
+   * The plans of the probe and of the claims (as the database's EXPLAIN prints them, one string per
    * line or row), for tests that keep them free of full scans and sorts of the backlog.
    */
   readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
@@ -143,14 +143,19 @@ export interface Statements {
     ReadonlyArray<string>,
     SqlError
   >
+  readonly explainClaimKeyed: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
   /**
    * Like `jobClaim`, for claims that include job names whose jobs may carry mutex keys: claims due
    * jobs without a key and, for each key with no running job, the first due job of that key. A
    * unique index over running keys makes overlap impossible; a claim that loses a race for a key
-   * is retried (never surfaced), and gives up (returns nothing) after 5 tries.
+   * is retried (never surfaced), and gives up (returns nothing) after 5 tries. Like `jobClaim`,
+   * each group is one range of the pending index read in order; the groups' windows are merged.
    */
   readonly jobClaimKeyed: (
-    names: ReadonlyArray<string>,
+    groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
     workerId: string
@@ -463,6 +468,38 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
         WHERE u.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsU}`
   }
+  // The keyed claim: per group, a window of due jobs whose key (if any) has no running job, read
+  // in order from the group's index range and locked; of the merged windows, the jobs without a
+  // key and the first job of each key, in claim order; the first `limit` of those.
+  const claimKeyedStatement = (groups: ReadonlyArray<Group>, limit: number, nowUs: number, workerId: string) => {
+    const w = sql.literal(keyedWindow(limit))
+    const arms = groups.map((g, i) =>
+      sql`SELECT * FROM (
+          SELECT j.id, j.mutex_key, j.priority, j.run_at FROM ${jobs} j
+          WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
+            AND (j.mutex_key IS NULL OR NOT EXISTS (
+              -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
+              -- partial index jobs_mutex instead of scanning the table.
+              SELECT 1 FROM ${jobs} r
+              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
+          ORDER BY j.run_at, j.id LIMIT ${w}
+          FOR UPDATE OF j SKIP LOCKED) ${sql(`g${i}`)}`
+    )
+    return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
+        pick AS (
+          SELECT c.id FROM (
+            SELECT id, mutex_key, priority, run_at,
+              row_number() OVER (PARTITION BY mutex_key ORDER BY priority, run_at, id) AS rn
+            FROM cand) c
+          WHERE c.mutex_key IS NULL OR c.rn = 1
+          ORDER BY c.priority, c.run_at, c.id
+          LIMIT ${sql.literal(String(Math.floor(limit)))}
+        )
+        UPDATE ${jobs} AS j SET state = 'running', attempts = j.attempts + 1, claimed_at = ${ts(nowUs)},
+          worker_id = ${workerId}
+        FROM pick WHERE j.id = pick.id${asyncCommit}
+        RETURNING ${claimedColumnsJ}`
+  }
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile()
     return Effect.map(
@@ -576,36 +613,9 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
       // Both forms: the one for a few names and the scan of every group.
       Effect.zipWith(explain(probeNames(names.slice(0, probeNamesMax))), explain(probeAll), (a, b) => [...a, ...b]),
     explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
-    jobClaimKeyed: (names, limit, nowUs, workerId) =>
-      retryKeyed(Effect.map(
-        // Lock a window of due jobs whose key (if any) has no running job, in claim order; keep
-        // the jobs without a key and the first job of each key; claim the first `limit` of those.
-        sql`WITH cand AS (
-              SELECT j.id, j.mutex_key, j.priority, j.run_at FROM ${jobs} j
-              WHERE j.state = 'pending' AND j.name = ANY(${names}::text[]) AND j.run_at <= ${ts(nowUs)}
-                AND (j.mutex_key IS NULL OR NOT EXISTS (
-                  -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
-                  -- partial index jobs_mutex (as a hashed subplan) instead of scanning the table.
-                  SELECT 1 FROM ${jobs} r
-                  WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
-              ORDER BY j.priority, j.run_at, j.id
-              LIMIT ${sql.literal(keyedWindow(limit))}
-              FOR UPDATE OF j SKIP LOCKED
-            ), pick AS (
-              SELECT c.id FROM (
-                SELECT id, mutex_key, priority, run_at,
-                  row_number() OVER (PARTITION BY mutex_key ORDER BY priority, run_at, id) AS rn
-                FROM cand) c
-              WHERE c.mutex_key IS NULL OR c.rn = 1
-              ORDER BY c.priority, c.run_at, c.id
-              LIMIT ${sql.literal(String(Math.floor(limit)))}
-            )
-            UPDATE ${jobs} AS j SET state = 'running', attempts = j.attempts + 1, claimed_at = ${ts(nowUs)},
-              worker_id = ${workerId}
-            FROM pick WHERE j.id = pick.id${asyncCommit}
-            RETURNING ${claimedColumnsJ}`,
-        (rows) => rows.map(toClaimed).sort(byClaimOrder)
-      )),
+    explainClaimKeyed: (groups, limit, nowUs) => explain(claimKeyedStatement(groups, limit, nowUs, "explain")),
+    jobClaimKeyed: (groups, limit, nowUs, workerId) =>
+      retryKeyed(Effect.map(claimKeyedStatement(groups, limit, nowUs, workerId), (rows) => rows.map(toClaimed).sort(byClaimOrder))),
     jobCountDue: (names, nowUs, cap) =>
       Effect.map(
         sql<{ name: string; due: string }>`SELECT n.name, (SELECT count(*) FROM (
@@ -854,6 +864,12 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         AND mutex_key IS NULL
       ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
       FOR UPDATE SKIP LOCKED`
+  const claimKeyedSelect = (g: Group, limit: number, nowUs: number) =>
+    sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
+      ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
+      FOR UPDATE SKIP LOCKED`
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile(true)
     return Effect.map(
@@ -967,22 +983,22 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
         nowUs,
         workerId
       ),
-    jobClaimKeyed: (names, limit, nowUs, workerId) =>
-      // As `jobClaim`; the locking read skips jobs whose key has a running job (the unique index on
-      // `mutex_running` answers that), and one job per key is kept from the window.
+    explainClaimKeyed: (groups, limit, nowUs) =>
+      Effect.map(
+        Effect.forEach(groups, (g) => explain(claimKeyedSelect(g, limit, nowUs))),
+        (plans) => plans.flat()
+      ),
+    jobClaimKeyed: (groups, limit, nowUs, workerId) =>
+      // As `jobClaim`; each group's locking read skips jobs whose key has a running job (the unique
+      // index on `mutex_running` answers that); of the merged windows one job per key is kept.
       retryKeyed(claimInTransaction(
-        [
-          sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j
-            WHERE state = 'pending' AND name IN ${sql.in(names)} AND run_at <= ${ts(nowUs)}
-              AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
-            ORDER BY priority, run_at, id
-            LIMIT ${sql.literal(keyedWindow(limit))}
-            FOR UPDATE SKIP LOCKED`.compile(true)
-        ],
-        ([rows]) => {
+        groups.map((g) => claimKeyedSelect(g, limit, nowUs).compile(true)),
+        (sets) => {
+          const rows = sets.flat().map((row) => ({ row, claimed: toClaimed(row) }))
+          rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed))
           const keys = new Set<string>()
           const picked: Array<ClaimedRow> = []
-          for (const row of rows) {
+          for (const { claimed, row } of rows) {
             if (picked.length >= limit) break
             if (row.mutex_key !== null && row.mutex_key !== undefined) {
               // Compared as the unique index compares them: utf8mb4_bin pads with spaces, so keys
@@ -992,7 +1008,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
               if (keys.has(key)) continue
               keys.add(key)
             }
-            picked.push(toClaimed(row))
+            picked.push(claimed)
           }
           return picked
         },

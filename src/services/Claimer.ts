@@ -97,7 +97,7 @@ export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Dat
   claim: (groups, limit, nowUs, workerId, keyed) => {
     if (groups.length === 0 || limit <= 0) return Effect.succeed([])
     if (keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))) {
-      return statements.jobClaimKeyed(Array.from(new Set(groups.map((g) => g.name))), limit, nowUs, workerId)
+      return statements.jobClaimKeyed(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
     }
     // Each group read may lock up to `limit` rows: bound the groups so one claim locks at most
     // about 500 rows. The groups are best first, and those left out are claimed next time.

@@ -53,9 +53,15 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
     const { statements } = yield* Database
     const probe = yield* statements.explainProbe(names)
     const claim = yield* statements.explainClaim([{ name: "plan.name.0100", priority: 0 }], 50, Date.now() * 1000)
+    // The keyed claim over two groups (names whose jobs may carry mutex keys).
+    const keyed = yield* statements.explainClaimKeyed(
+      [{ name: "plan.name.0100", priority: 0 }, { name: "plan.name.0200", priority: 0 }],
+      50,
+      Date.now() * 1000
+    )
     const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
     if (target.dialect === "pg") {
-      for (const [what, plan] of [["probe", probe], ["claim", claim]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed]] as const) {
         const text = plan.join("\n")
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `${what} (${when}) scans the table:${show(plan)}`)
         assert.include(text, `${prefix}jobs_pending`, `${what} (${when}) does not use the pending index:${show(plan)}`)
@@ -63,12 +69,19 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       }
       // The probe sorts nothing; the claim sorts only the rows it picked (by the group's key).
       assert.notInclude(probe.join("\n"), "Sort", `probe (${when}) sorts:${show(probe)}`)
-      const sortKeys = claim.filter((l) => l.includes("Sort Key:"))
-      for (const key of sortKeys) assert.notMatch(key, /\bj\./, `claim (${when}) sorts the table's rows:${show(claim)}`)
+      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed]] as const) {
+        const sortKeys = plan.filter((l) => l.includes("Sort Key:"))
+        for (const key of sortKeys) assert.notMatch(key, /\bj\./, `${what} (${when}) sorts the table's rows:${show(plan)}`)
+      }
     } else {
-      for (const [what, plan] of [["probe", probe], ["claim", claim]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed]] as const) {
         const rows = plan.map((r) => JSON.parse(r) as Record<string, unknown>)
-        const jobsRows = rows.filter((r) => r.table === `${prefix}jobs`)
+        // The keyed claim names the jobs table `j` (the running keys it checks, `r`, come from the
+        // unique index on running keys).
+        const jobsRows = rows.filter((r) => r.table === `${prefix}jobs` || r.table === "j")
+        for (const r of rows.filter((r) => r.table === "r")) {
+          assert.strictEqual(r.key, `${prefix}jobs_mutex`, `${what} (${when}) checks running keys without their index:${show(plan)}`)
+        }
         assert.isAbove(jobsRows.length, 0, `${what} (${when}):${show(plan)}`)
         for (const r of jobsRows) {
           assert.notStrictEqual(r.type, "ALL", `${what} (${when}) scans the table:${show(plan)}`)
