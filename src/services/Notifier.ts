@@ -16,6 +16,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
@@ -79,15 +80,19 @@ export type Enqueued = string | readonly [name: string, priority: number]
  */
 export interface NotifierShape {
   /**
-   * Tells this process's workers that jobs of `names` were written. With `committed: false`
-   * (inside a caller's transaction) the hint is sent after `hintDelay`.
+   * Tells this process's workers that jobs of `names` were written (call it once the statement that
+   * wrote them is done). With `committed: false` (inside a caller's transaction) the hint is sent
+   * after `hintDelay`. With `notified: false` (the statement carried no `NOTIFY`: the limiter held it
+   * back, or the write has none) other processes are told by the limiter's trailing `NOTIFY`, sent
+   * after the write (after `hintDelay` inside a caller's transaction, whose commit sqlane cannot see).
    */
-  readonly enqueued: (entries: ReadonlyArray<Enqueued>, committed: boolean) => Effect.Effect<void>
+  readonly enqueued: (entries: ReadonlyArray<Enqueued>, committed: boolean, notified?: boolean) => Effect.Effect<void>
   /**
    * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` when it sends
-   * none: where the database has no `LISTEN/NOTIFY`, or when this process sent one less than
-   * {@link notifyWindowMillis} ago — then one trailing `NOTIFY` for all the names skipped is sent
-   * when the window ends. Job names and priorities only, never the job payload.
+   * none: where the database has no `LISTEN/NOTIFY`, or when this process sent {@link notifyBurst}
+   * within the last {@link notifyWindowMillis} — then `enqueued(…, notified: false)` after the write
+   * has the names sent in one trailing `NOTIFY` when the window ends. Job names and priorities only,
+   * never the job payload.
    */
   readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
   /**
@@ -262,10 +267,20 @@ const make = (
     const ring: Array<number> = Array.from({ length: notifyBurst }, () => -Infinity)
     let ringAt = 0
     const trailing = new Map<string, Enqueued>()
+    /** The trailing NOTIFY goes no earlier than this (wall-clock ms): after a caller's commit. */
+    let trailNotBefore = 0
     const trailingSignal = yield* Queue.sliding<void>(1)
+    const trail = (entries: ReadonlyArray<Enqueued>, afterMillis: number) => {
+      for (const e of entries) trailing.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
+      trailNotBefore = Math.max(trailNotBefore, Date.now() + afterMillis)
+      Queue.unsafeOffer(trailingSignal, undefined)
+    }
+    const hintDelayMillis = Duration.toMillis(config.hintDelay)
     if (listenOn !== undefined) {
       yield* Queue.take(trailingSignal).pipe(
-        Effect.zipRight(Effect.suspend(() => wallSleep(Math.max(0, lastNotifyAt + notifyWindowMillis - Date.now())))),
+        Effect.zipRight(Effect.suspend(() =>
+          wallSleep(Math.max(0, Math.max(lastNotifyAt + notifyWindowMillis, trailNotBefore) - Date.now()))
+        )),
         Effect.zipRight(Effect.suspend(() => {
           const entries = Array.from(trailing.values())
           trailing.clear()
@@ -314,10 +329,11 @@ const make = (
     })
 
     const service: NotifierShape = {
-      enqueued: (entries, committed) =>
-        committed
-          ? hint(entries)
-          : Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
+      enqueued: (entries, committed, notified = true) =>
+        Effect.zipRight(
+          committed ? hint(entries) : Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
+          notified || listenOn === undefined ? Effect.void : Effect.sync(() => trail(entries, committed ? 0 : hintDelayMillis))
+        ),
       notifyPayload: (entries) =>
         Effect.sync(() => {
           if (listenOn === undefined) return undefined
@@ -329,8 +345,6 @@ const make = (
             lastNotifyAt = now
             return encodeSignal(entries)
           }
-          for (const e of entries) trailing.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
-          Queue.unsafeOffer(trailingSignal, undefined)
           return undefined
         }),
       released: (releasedNames) =>
@@ -338,8 +352,7 @@ const make = (
           const names = [...releasedNames, keyReleased]
           deliver(local, names)
           if (listenOn === undefined) return
-          for (const name of names) trailing.set(name, name)
-          Queue.unsafeOffer(trailingSignal, undefined)
+          trail(names, 0)
         }),
       cancelled: (ids) =>
         Effect.sync(() => deliverCancel(ids)).pipe(

@@ -390,7 +390,7 @@ export const make = Effect.gen(function*() {
         : (yield* sql.withTransaction(
           Effect.forEach(runs, (run, i) => statements.jobInsertMany(run, nowUs, i === 0 ? notify : undefined))
         )).flat()
-      yield* notifier.enqueued(signal, !inTransaction)
+      yield* notifier.enqueued(signal, !inTransaction, notify !== undefined)
       yield* Effect.sync(() => {
         for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
       })
@@ -423,13 +423,10 @@ export const make = Effect.gen(function*() {
       }
       const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
       const signal: ReadonlyArray<Enqueued> = [runAtUs <= now ? [job.name, priority] : job.name]
-      const result = yield* statements.jobInsertUnique(
-        { ...row, uniqueKey, uniqueStates },
-        now,
-        yield* notifier.notifyPayload(signal)
-      )
+      const notify = yield* notifier.notifyPayload(signal)
+      const result = yield* statements.jobInsertUnique({ ...row, uniqueKey, uniqueStates }, now, notify)
       if (result.inserted) {
-        yield* notifier.enqueued(signal, !inTransaction)
+        yield* notifier.enqueued(signal, !inTransaction, notify !== undefined)
         yield* Effect.sync(() => ofJobName(job.name).enqueued.unsafeUpdate(1, []))
       }
       return { id: result.id, duplicate: !result.inserted } satisfies InsertResult
@@ -483,7 +480,8 @@ export const make = Effect.gen(function*() {
         const retried = yield* statements.jobRetry(id, yield* nowMicros)
         if (retried) {
           const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-          yield* notifier.enqueued([info.name], !inTransaction)
+          // The retry's UPDATE sends no NOTIFY: other processes get the trailing one.
+          yield* notifier.enqueued([info.name], !inTransaction, false)
         }
         return retried
       }),

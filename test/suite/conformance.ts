@@ -482,6 +482,18 @@ export const conformance = (target: Target) => {
             assert.notStrictEqual(after.synchronous_commit, "off")
           }), { pollInterval: "1 hour", maxConnections: 2 }))
 
+      it.live(name("a burst of enqueues in another process: the limiter's trailing NOTIFY wakes the worker for the rest"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const started: Array<number> = []
+            yield* Worker.make({ concurrency: 20, handlers: [Job.handler(Noop, (p) => Effect.sync(() => started.push(p.i)))] })
+            yield* realSleep(500) // the worker has probed once and is now asleep for an hour
+            const code = yield* runProcess(["burst", target.dialect, target.url, prefix, "x", "12"])
+            assert.strictEqual(code, 0)
+            // The poll is 1 hour: only NOTIFY (leading and trailing) can explain all 12 starting.
+            yield* waitUntil(Effect.sync(() => started.length === 12), 10_000, "all 12 jobs to start")
+          }), { pollInterval: "1 hour" }))
+
       it.live(name("the NOTIFY limiter: a few enqueues per window notify on their own commit, the rest trail"), () =>
         withQueue(target, () =>
           Effect.gen(function*() {

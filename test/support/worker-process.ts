@@ -5,6 +5,7 @@
  *
  * - work:     runs "noop" jobs, recording each run in <prefix>ledger, until <arg> jobs are completed
  * - enqueue:  enqueues <arg> "noop" jobs and exits
+ * - burst:    enqueues <arg> "noop" jobs at once (concurrently, a statement each) and exits
  * - hang:     runs "hang" jobs (recording the start, then sleeping an hour) until killed
  * - suicide:  runs "suicide" jobs, which record the start and SIGKILL this process; exits when none
  *             is left pending or running
@@ -53,6 +54,13 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
   enqueue: Effect.gen(function*() {
     const queue = yield* Queue.Queue
     for (let i = 0; i < Number(arg); i++) yield* queue.enqueue(Noop, { i })
+  }),
+  burst: Effect.gen(function*() {
+    const queue = yield* Queue.Queue
+    yield* Effect.forEach(Array.from({ length: Number(arg) }, (_, i) => i), (i) => queue.enqueue(Noop, { i }), {
+      concurrency: "unbounded",
+      discard: true
+    })
   }),
   hang: Effect.gen(function*() {
     yield* Worker.make({ handlers: [Job.handler(Hang, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("1 hour"))))] })
