@@ -30,6 +30,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Queue from "effect/Queue"
 import * as Runtime from "effect/Runtime"
+import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -128,6 +129,31 @@ const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>):
   const seen = new Set(extra.map((g) => `${g.priority}:${g.name}`))
   return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
 }
+
+/**
+ * `effect`, failed with `onTimeout()` when it has not ended after `millis` (Effect's `Clock`) and is
+ * then interrupted. While it cannot be interrupted (say, its transaction's COMMIT is in flight, which
+ * `withTransaction` runs uninterruptibly) the interruption waits, and if it ends meanwhile its end
+ * stands: an attempt whose work committed is not recorded as timed out, to run again.
+ * (`Effect.timeoutFail` reports the timeout even then, and the success is lost to the interruption.)
+ */
+const timeoutUnlessDone = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: number, onTimeout: () => JobTimeout) =>
+  Effect.raceWith(effect, Effect.sleep(millis), {
+    onSelfDone: (exit, timer) => Effect.zipRight(Fiber.interrupt(timer), exit),
+    onOtherDone: (_, self) =>
+      Effect.gen(function*() {
+        while (true) {
+          const ended = yield* Fiber.poll(self)
+          if (Option.isSome(ended)) return yield* ended.value
+          // raceWith's fibers are runtime fibers
+          const status = yield* Fiber.status(self as Fiber.RuntimeFiber<A, E>)
+          if (status._tag === "Done" || RuntimeFlags.interruption(status.runtimeFlags)) break
+          yield* wallSleep(1)
+        }
+        yield* Fiber.interrupt(self)
+        return yield* Effect.fail(onTimeout())
+      }).pipe(Effect.onInterrupt(() => Fiber.interrupt(self)))
+  })
 
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
@@ -444,10 +470,7 @@ export const make = <R>(
         (effect) =>
           timeoutMillis === undefined
             ? effect
-            : Effect.timeoutFail(effect, {
-              duration: Math.ceil(timeoutMillis),
-              onTimeout: () => new JobTimeout({ millis: timeoutMillis })
-            }),
+            : timeoutUnlessDone(effect, Math.ceil(timeoutMillis), () => new JobTimeout({ millis: timeoutMillis })),
         // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
         withJobSpan === false ? identity : Effect.withSpan(`sqlane.job ${job.name}`, {
           attributes: { "sqlane.job.id": row.id, "sqlane.job.name": row.name, "sqlane.job.attempt": row.attempts },

@@ -326,6 +326,36 @@ export const safety = (target: Target) => {
         }))
     }, 60_000)
 
+    it.live(name("timeout: an attempt that cannot be interrupted and then succeeds (a COMMIT in flight) is completed, not run again"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // The soak found it: a handler's transaction committed while its timeout fired (withTransaction
+          // runs COMMIT uninterruptibly), the attempt was recorded as timed out, and the job ran twice.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ledger = yield* ledgerOf(prefix)
+          const Committing = Job.make("committing", {
+            payload: Schema.Struct({}),
+            timeout: "200 millis",
+            retry: Job.attempts(3, Schedule.spaced("10 millis"))
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Committing, (_, ctx) =>
+              // The timeout fires while the transaction cannot be interrupted (as while its COMMIT is in
+              // flight: withTransaction runs it uninterruptibly); the transaction then commits.
+              Effect.uninterruptible(sql.withTransaction(ledger.record(ctx.id, `attempt ${ctx.attempt}`).pipe(
+                Effect.zipRight(realSleep(600))
+              ))).pipe(Effect.orDie))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Committing, {})
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state !== "pending" && j.state !== "running"), 20_000)
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.state, "completed")
+          assert.strictEqual(info.attempts, 1)
+          assert.deepStrictEqual(info.errors, [])
+          assert.strictEqual(yield* ledger.count(id), 1)
+        })), 60_000)
+
     if (target.dialect === "pg") {
       it.live(name("the LISTEN connection is terminated: jobs still start, and NOTIFY works again after the reconnect"), () =>
         withQueue(target, (prefix) =>
