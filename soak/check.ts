@@ -36,7 +36,7 @@ export interface Kill {
 export interface Violations {
   /** Enqueued jobs that did not end as their kind must (missing, wrong state, wrong attempts, or completed without a run). */
   readonly lost: number
-  /** Runs beyond a job's first whose previous run's worker was SIGKILLed after that run started. */
+  /** Runs beyond a job's first whose previous run's worker was SIGKILLed between the start of that run and the start of this one. */
   readonly duplicatesAfterKill: number
   /** Runs beyond a job's first with no such kill. */
   readonly duplicatesUnexplained: number
@@ -107,7 +107,10 @@ export const check = (
     list.sort((a, b) => a.startedUs - b.startedUs)
     for (let i = 1; i < list.length; i++) {
       const prev = list[i - 1]
-      if (kills.some((k) => k.pid === prev.workerPid && k.atUs >= prev.startedUs)) duplicatesAfterKill++
+      const next = list[i]
+      if (kills.some((k) => k.pid === prev.workerPid && k.atUs >= prev.startedUs && k.atUs <= next.startedUs)) {
+        duplicatesAfterKill++
+      }
       else {
         duplicatesUnexplained++
         example(`duplicate: job ${jobId} ran in attempt ${prev.attempt} (pid ${prev.workerPid}) and again in attempt ${
