@@ -38,7 +38,13 @@ export interface Violations {
   readonly lost: number
   /** Runs beyond a job's first whose previous run's worker was SIGKILLed between the start of that run and the start of this one. */
   readonly duplicatesAfterKill: number
-  /** Runs beyond a job's first with no such kill. */
+  /**
+   * Runs beyond a job's first whose previous run committed its ledger row while the handler failed
+   * with a connection error: the COMMIT's answer was lost to a cut connection or the server restart
+   * (the handler's own transaction, which no queue can settle). Not counted as unexplained.
+   */
+  readonly duplicatesAfterLostCommit: number
+  /** Runs beyond a job's first with neither explanation. */
   readonly duplicatesUnexplained: number
   /** Pairs of runs of one mutex key whose [started, finished] intervals overlap. */
   readonly mutexOverlaps: number
@@ -50,6 +56,20 @@ export interface Violations {
   readonly unaccounted: number
   /** Examples of each violation, for the report. */
   readonly examples: ReadonlyArray<string>
+}
+
+/** A connection error: the statement's (or COMMIT's) outcome is unknown to the client. */
+const connectionError =
+  /connection|terminat|ECONNRESET|ECONNREFUSED|EPIPE|socket|closed state|server has gone away|lost connection|shutdown/i
+
+/** Whether attempt `attempt` of a job failed with a connection error, per its error history (JSON). */
+const lostCommit = (errors: string | null, attempt: number): boolean => {
+  try {
+    const history = JSON.parse(errors ?? "[]") as Array<{ attempt: number; kind: string; message: string }>
+    return history.some((e) => e.attempt === attempt && e.kind === "defect" && connectionError.test(e.message))
+  } catch {
+    return false
+  }
 }
 
 export const check = (
@@ -102,6 +122,7 @@ export const check = (
 
   let duplicatesAfterKill = 0
   let duplicatesUnexplained = 0
+  let duplicatesAfterLostCommit = 0
   for (const [jobId, list] of runs) {
     if (list.length < 2) continue
     list.sort((a, b) => a.startedUs - b.startedUs)
@@ -110,6 +131,11 @@ export const check = (
       const next = list[i]
       if (kills.some((k) => k.pid === prev.workerPid && k.atUs >= prev.startedUs && k.atUs <= next.startedUs)) {
         duplicatesAfterKill++
+      } else if (lostCommit(jobById.get(jobId)?.errors ?? null, prev.attempt)) {
+        duplicatesAfterLostCommit++
+        example(`duplicate after a lost COMMIT answer: job ${jobId}, attempt ${prev.attempt}: ${
+          jobById.get(jobId)?.errors
+        }`)
       }
       else {
         duplicatesUnexplained++
@@ -160,5 +186,5 @@ export const check = (
     }
   }
 
-  return { lost, duplicatesAfterKill, duplicatesUnexplained, mutexOverlaps, uniqueDuplicates, stuck, unaccounted, examples }
+  return { lost, duplicatesAfterKill, duplicatesAfterLostCommit, duplicatesUnexplained, mutexOverlaps, uniqueDuplicates, stuck, unaccounted, examples }
 }

@@ -89,7 +89,12 @@ export const handlers = (sql: SqlClient.SqlClient) => {
     sql.withTransaction(
       sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key)
           VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey})`
-    ).pipe(Effect.asVoid, Effect.orDie) // a database error fails the attempt (a defect): it is retried
+    ).pipe(
+      Effect.asVoid,
+      // A database error fails the attempt (a defect, retried), with the driver's message in the job's
+      // error history: the checks tell a lost COMMIT answer by it.
+      Effect.catchAll((e) => Effect.die(new Error(`ledger write failed: ${String((e.cause as any)?.message ?? e.cause)}`)))
+    )
   return [
     Job.handler(Quick, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),
     Job.handler(Unique, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),

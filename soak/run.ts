@@ -54,6 +54,7 @@ export interface SoakResult {
   readonly lost: number
   readonly duplicates_after_kill: number
   readonly duplicates_unexplained: number
+  readonly duplicates_after_lost_commit: number
   readonly mutex_overlaps: number
   readonly unique_duplicates: number
   readonly stuck: number
@@ -74,6 +75,8 @@ export interface SoakResult {
   readonly attempts: number
   readonly runs: number
   readonly kinds: Record<string, number>
+  /** How long the chaos lasted: `minutes`, or longer while the producer waited for the workers. */
+  readonly chaos_s: number
   readonly drain_s: number
   readonly examples: ReadonlyArray<string>
 }
@@ -107,6 +110,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
   const terminateEvery = options.terminateEvery ?? [4, 8]
   const faults = new Set(options.faults ?? ["kill", "terminate", "restart"])
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-soak-logs-"))
+  const workerArgs = await workerCommand()
   const server: Server = await startServer(options.db)
   log(`soak: ${server.id} (pid ${server.pid()}), ${options.jobs} jobs, ${options.workers} workers × ${options.concurrency}, ${options.minutes} min; logs in ${logDir}`)
   const client = server.dialect === "pg"
@@ -144,7 +148,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     const kills: Array<Kill> = []
     const startWorker = (): Life => {
       const out = fs.openSync(path.join(logDir, `worker-${++lifeNo}.log`), "w")
-      const child = spawn(process.execPath, ["--import", "tsx", workerScript, server.dialect, server.url, String(options.concurrency)], {
+      const child = spawn(process.execPath, [...workerArgs, server.dialect, server.url, String(options.concurrency)], {
         stdio: ["ignore", out, out, "ipc"]
       })
       fs.closeSync(out)
@@ -257,10 +261,11 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     let restarts = 0
     let downMs = 0
     let restarting = false
+    let producing = true
     const killer = (async () => {
       if (!faults.has("kill")) return
       await sleep(2000)
-      while (Date.now() < until) {
+      while (Date.now() < until || producing) {
         const ready = Array.from(lives).filter((l) => l.ready && !l.killed)
         if (ready.length > 0) {
           const victim = ready[Math.floor(Math.random() * ready.length)]
@@ -275,7 +280,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     const terminator = (async () => {
       if (!faults.has("terminate")) return
       await sleep(3000)
-      while (Date.now() < until) {
+      while (Date.now() < until || producing) {
         if (!restarting) {
           const n = await terminateConnections(server).catch(() => -1)
           if (n >= 0) {
@@ -304,16 +309,25 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     log(`soak: ${backlog} jobs enqueued as a backlog in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`)
     const paceMs = durationMs * 0.75
     let lastReport = Date.now()
+    const openJobs = () =>
+      run(persist(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ n: number }>`SELECT COUNT(*) AS n FROM soak_jobs WHERE state IN ('pending', 'running')`)).pipe(
+        Effect.map((r) => Number(r[0].n))
+      ))
     while (produced < options.jobs) {
       const elapsed = Date.now() - startedAt
       const target = Math.min(options.jobs, backlog + Math.floor((options.jobs - backlog) * Math.min(1, elapsed / paceMs)))
-      if (target > produced) await produce(target)
+      // Never more than `backlog` jobs open: when the workers fall behind the pace, the producer waits
+      // (and the chaos goes on until every job is enqueued).
+      const room = backlog - (await openJobs())
+      if (target > produced && room > 0) await produce(Math.min(target, produced + room))
       if (Date.now() - lastReport > 30_000) {
         lastReport = Date.now()
         log(`soak: ${Math.round((Date.now() - startedAt) / 1000)} s: ${produced} enqueued, ${kills.length} workers killed, ${terminated} connections terminated, ${restarts} restart(s)`)
       }
       await sleep(250)
     }
+    producing = false
     await sleep(until - Date.now())
     await Promise.all([killer, terminator, restarter])
     const chaosEnd = Date.now()
@@ -325,7 +339,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
         sql<{ n: number }>`SELECT COUNT(*) AS n FROM soak_jobs WHERE state IN ('pending', 'running')`)).pipe(
         Effect.map((r) => Number(r[0].n))
       ))
-    const drainLimit = (options.drainSeconds ?? 120) * 1000
+    const drainLimit = (options.drainSeconds ?? 180) * 1000
     while ((await open()) > 0 && Date.now() - chaosEnd < drainLimit) await sleep(250)
     const drainS = (Date.now() - chaosEnd) / 1000
     log(`soak: drained in ${drainS.toFixed(1)} s`)
@@ -361,6 +375,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       mutexKey: r.mutex_key ?? null
     }))
     const v: Violations = check(enqueued, jobs, ledger, kills)
+    // The raw material of the checks, to look into a violation after the server is gone.
+    fs.writeFileSync(path.join(logDir, "data.json"), JSON.stringify({ enqueued, jobs, ledger, kills }))
     if (enqueued.length !== options.jobs) {
       log(`soak: the driver recorded ${enqueued.length} enqueued jobs of ${options.jobs}`)
     }
@@ -379,6 +395,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       lost: v.lost + (options.jobs - enqueued.length),
       duplicates_after_kill: v.duplicatesAfterKill,
       duplicates_unexplained: v.duplicatesUnexplained,
+      duplicates_after_lost_commit: v.duplicatesAfterLostCommit,
       mutex_overlaps: v.mutexOverlaps,
       unique_duplicates: v.uniqueDuplicates + uniqueMismatches,
       stuck: v.stuck,
@@ -398,6 +415,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       attempts: jobs.reduce((n, j) => n + j.attempts, 0),
       runs: ledger.length,
       kinds,
+      chaos_s: Math.round((chaosEnd - startedAt) / 100) / 10,
       drain_s: Math.round(drainS * 10) / 10,
       examples: v.examples
     }
@@ -410,6 +428,30 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     for (const l of lives) l.child.kill("SIGKILL")
     await runtime.dispose().catch(() => {})
     await server.stop()
+  }
+}
+
+/**
+ * How to start a worker process: the worker bundled once by esbuild (what `tsx` uses; it starts in
+ * a fraction of the time, which matters with a worker restarted every few seconds), or through `tsx`.
+ */
+const workerCommand = async (): Promise<ReadonlyArray<string>> => {
+  try {
+    const esbuild = await import("esbuild")
+    // Under node_modules, so that the bundle's imports of packages resolve as the sources' do.
+    const outfile = path.join(import.meta.dirname, "..", "node_modules", ".cache", "sqlane-soak", "worker.mjs")
+    await esbuild.build({
+      entryPoints: [workerScript],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      packages: "external",
+      outfile,
+      logLevel: "error"
+    })
+    return [outfile]
+  } catch {
+    return ["--import", "tsx", workerScript]
   }
 }
 
@@ -466,6 +508,7 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["jobs", r.jobs],
     ["jobs lost (must be 0)", r.lost],
     ["jobs run more than once after their worker was killed", r.duplicates_after_kill],
+    ["jobs run more than once after a COMMIT answer was lost", r.duplicates_after_lost_commit],
     ["jobs run more than once otherwise (must be 0)", r.duplicates_unexplained],
     ["mutex-key overlaps (must be 0)", r.mutex_overlaps],
     ["unique-key duplicates (must be 0)", r.unique_duplicates],
@@ -478,6 +521,7 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["connections terminated (rounds)", `${r.connections_terminated} (${r.connection_terminations})`],
     ["server restarts (down ms)", `${r.server_restarts} (${r.server_down_ms})`],
     ["attempts / handler runs recorded", `${r.attempts} / ${r.runs}`],
+    ["chaos (s)", r.chaos_s],
     ["drain after the chaos (s)", r.drain_s]
   ]
   const width = Math.max(...rows.map(([k]) => k.length))
