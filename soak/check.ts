@@ -58,15 +58,16 @@ export interface Violations {
   readonly examples: ReadonlyArray<string>
 }
 
-/** A connection error: the statement's (or COMMIT's) outcome is unknown to the client. */
-const connectionError =
-  /connection|terminat|ECONNRESET|ECONNREFUSED|EPIPE|socket|closed state|server has gone away|lost connection|shutdown/i
-
-/** Whether attempt `attempt` of a job failed with a connection error, per its error history (JSON). */
+/**
+ * Whether attempt `attempt` of a job failed because its handler's COMMIT failed (per its error history,
+ * JSON): the soak's handlers record such a failure as "COMMIT failed: …". When that run's ledger row
+ * exists, the COMMIT was applied and only its answer was lost (a connection killed during the COMMIT:
+ * MariaDB then answers with an error although InnoDB committed).
+ */
 const lostCommit = (errors: string | null, attempt: number): boolean => {
   try {
     const history = JSON.parse(errors ?? "[]") as Array<{ attempt: number; kind: string; message: string }>
-    return history.some((e) => e.attempt === attempt && e.kind === "defect" && connectionError.test(e.message))
+    return history.some((e) => e.attempt === attempt && e.kind === "defect" && /^(Error: )?COMMIT failed/.test(e.message))
   } catch {
     return false
   }

@@ -7,7 +7,9 @@
  * machine's wall clock. A failing attempt records nothing.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Job } from "../src/index.js"
@@ -92,8 +94,16 @@ export const handlers = (sql: SqlClient.SqlClient) => {
     ).pipe(
       Effect.asVoid,
       // A database error fails the attempt (a defect, retried), with the driver's message in the job's
-      // error history: the checks tell a lost COMMIT answer by it.
-      Effect.catchAll((e) => Effect.die(new Error(`ledger write failed: ${String((e.cause as any)?.message ?? e.cause)}`)))
+      // error history. `withTransaction` fails with the INSERT's error (the transaction rolled back)
+      // but dies with the COMMIT's (the COMMIT may have been applied): the checks tell them apart.
+      Effect.catchAllCause((cause) => {
+        const died = Cause.dieOption(cause)
+        const error: any = Option.isSome(died) ? died.value : Cause.squash(cause)
+        const message = `${String(error?.message ?? error)}: ${String(error?.cause?.message ?? error?.cause ?? "")}`
+        return Option.isSome(died)
+          ? Effect.die(new Error(`COMMIT failed: ${message}`))
+          : Effect.die(new Error(`ledger write failed: ${message}`))
+      })
     )
   return [
     Job.handler(Quick, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),
