@@ -188,7 +188,14 @@ export interface Statements {
     /** Also list running jobs of this worker id (the caller keeps those it is running). */
     selfId: string
   ) => Effect.Effect<
-    ReadonlyArray<ClaimedRow & { readonly workerId: string | null; readonly claimedAtUs: number }>,
+    ReadonlyArray<
+      ClaimedRow & {
+        readonly workerId: string | null
+        readonly claimedAtUs: number
+        /** Its worker has no row, or a heartbeat older than `leaseCutoffUs` (not just a free lock). */
+        readonly expired: boolean
+      }
+    >,
     SqlError
   >
   readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
@@ -671,7 +678,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     jobListOrphaned: (names, leaseCutoffUs, selfId) =>
       Effect.map(
         sql`SELECT ${claimedColumnsJ}, j.worker_id,
-              (EXTRACT(EPOCH FROM j.claimed_at) * 1000000)::bigint AS claimed_at_us
+              (EXTRACT(EPOCH FROM j.claimed_at) * 1000000)::bigint AS claimed_at_us,
+              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
@@ -682,7 +690,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
                   AND l.classid::bigint = ${pgLockSpace}
                   AND l.objid::bigint = (hashtext(${sql.literal("'sqlane:w:'")} || j.worker_id)::bigint & 4294967295)))
             LIMIT 1000`,
-        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null, claimedAtUs: num(r.claimed_at_us) }))
+        (rows) =>
+          rows.map((r: any) => ({
+            ...toClaimed(r),
+            workerId: r.worker_id ?? null,
+            claimedAtUs: num(r.claimed_at_us),
+            expired: r.expired === true || Number(r.expired) === 1
+          }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
@@ -1067,14 +1081,21 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
       ),
     jobListOrphaned: (names, leaseCutoffUs, selfId) =>
       Effect.map(
-        sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us
+        sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
+              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT('sqlane:w:', j.worker_id)) = 1)
             LIMIT 1000`.unprepared,
-        (rows) => rows.map((r: any) => ({ ...toClaimed(r), workerId: r.worker_id ?? null, claimedAtUs: num(r.claimed_at_us) }))
+        (rows) =>
+          rows.map((r: any) => ({
+            ...toClaimed(r),
+            workerId: r.worker_id ?? null,
+            claimedAtUs: num(r.claimed_at_us),
+            expired: r.expired === true || Number(r.expired) === 1
+          }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)

@@ -34,6 +34,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Queue from "effect/Queue"
 import * as Runtime from "effect/Runtime"
+import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -129,6 +130,40 @@ const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>):
   return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
 }
 
+/**
+ * `effect`, failed with `onTimeout()` when it has not ended after `millis` (Effect's `Clock`) and is
+ * then interrupted. While it cannot be interrupted (say, its transaction's COMMIT is in flight, which
+ * `withTransaction` runs uninterruptibly) the interruption waits, and if it ends meanwhile its end
+ * stands: an attempt whose work committed is not recorded as timed out, to run again.
+ * (`Effect.timeoutFail` reports the timeout even then, and the success is lost to the interruption.)
+ */
+const timeoutUnlessDone = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: number, onTimeout: () => JobTimeout) =>
+  Effect.raceWith(effect, Effect.sleep(millis), {
+    onSelfDone: (exit, timer) => Effect.zipRight(Fiber.interrupt(timer), exit),
+    onOtherDone: (_, self) =>
+      Effect.gen(function*() {
+        while (true) {
+          const ended = yield* Fiber.poll(self)
+          if (Option.isSome(ended)) return yield* ended.value
+          // raceWith's fibers are runtime fibers
+          const status = yield* Fiber.status(self as Fiber.RuntimeFiber<A, E>)
+          if (status._tag === "Done" || RuntimeFlags.interruption(status.runtimeFlags)) break
+          yield* wallSleep(1)
+        }
+        yield* Fiber.interrupt(self)
+        return yield* Effect.fail(onTimeout())
+      }).pipe(Effect.onInterrupt(() => Fiber.interrupt(self)))
+  })
+
+/**
+ * A running job whose worker's session lock is free (but whose heartbeat is fresh) is rescued by the
+ * `lockGracePasses`-th rescue pass in a row that finds it so: about `2 × rescueInterval` after its
+ * worker died. A worker whose lock connection was cut takes its lock again within `rescueInterval / 2`
+ * of noticing (it checks that connection every `rescueInterval / 2`), so its jobs are not taken from
+ * it while it runs them.
+ */
+const lockGracePasses = 3
+
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
   reason: "cancel" | "shutdown" | undefined
@@ -150,6 +185,8 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
     const config = yield* QueueConfig
     const { statements } = yield* Database
     const [lockSql, lockParams] = statements.workerLockStatement(workerId)
+    /** How often the lock's connection is checked, and the longest wait between attempts to take the lock again. */
+    const checkMillis = Math.max(10, Math.min(Duration.toMillis(config.rescueInterval) / 2, Duration.toMillis(config.heartbeatInterval)))
     const unlockSql = statements.dialect === "pg"
       ? "SELECT pg_advisory_unlock($1, hashtext($2))"
       : "SELECT RELEASE_LOCK(?)"
@@ -170,10 +207,14 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
           () => Effect.ignore(conn.executeRaw(unlockSql, lockParams).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
         )
         yield* Deferred.succeed(acquired, undefined)
-        // Check the lock's connection at every heartbeat; a failure re-acquires it.
+        // Check the lock's connection every `checkMillis` (a failure re-acquires the lock, before
+        // rescuers take the jobs: they wait `lockGracePasses` passes), and heartbeat when due.
+        let beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
         while (true) {
-          yield* Effect.sleep(config.heartbeatInterval)
+          yield* Effect.sleep(Math.min(checkMillis, Math.max(0, beatAtMs - (yield* Clock.currentTimeMillis))))
           yield* conn.executeRaw("SELECT 1", [])
+          if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
+          beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
           yield* statements.workerHeartbeat(workerId, yield* nowMicros)
           yield* onHeartbeat
         }
@@ -188,7 +229,7 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
     yield* hold(acquired).pipe(
       Effect.catchAllDefect((defect) => Deferred.die(acquired, defect)),
       Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker lock connection lost; re-acquiring", cause)),
-      Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced(checkMillis)))),
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
       Effect.interruptible,
       Effect.forkScoped
@@ -506,10 +547,7 @@ export const make = <R>(
         (effect) =>
           timeoutMillis === undefined
             ? effect
-            : Effect.timeoutFail(effect, {
-              duration: Math.ceil(timeoutMillis),
-              onTimeout: () => new JobTimeout({ millis: timeoutMillis })
-            }),
+            : timeoutUnlessDone(effect, Math.ceil(timeoutMillis), () => new JobTimeout({ millis: timeoutMillis })),
         // A stack trace per job costs more CPU than the rest of the job's bookkeeping.
         withJobSpan === false ? identity : Effect.withSpan(`sqlane.job ${job.name}`, {
           attributes: { "sqlane.job.id": row.id, "sqlane.job.name": row.name, "sqlane.job.attempt": row.attempts },
@@ -724,6 +762,8 @@ export const make = <R>(
     // The rescuer: jobs of these names whose worker was lost (its session lock is free, or its
     // heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of attempts.
     // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB).
+    /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
+    const lockFree = new Map<string, number>()
     const rescue = Effect.gen(function*() {
       if (names.length === 0) return
       const nowUs = yield* nowMicros
@@ -733,17 +773,27 @@ export const make = <R>(
         workerId
       )
       let rescued = 0
+      const seen = new Set<string>()
       for (const row of orphans) {
         // Jobs of this id that this instance is not running were left by an earlier life of it.
-        if (
-          row.workerId === workerId &&
-          (row.claimedAtUs >= startedAtUs || inflight.has(row.id) || claiming.has(row.id))
-        ) continue
+        if (row.workerId === workerId) {
+          if (row.claimedAtUs >= startedAtUs || inflight.has(row.id) || claiming.has(row.id)) continue
+        } else if (!row.expired) {
+          // Only its lock is free: the worker may be alive and taking its lock again on a new
+          // connection (its connection was cut, the server restarted). Rescue once this pass and the
+          // ones before have seen it free `lockGracePasses` times in a row.
+          const key = `${row.id}:${row.attempts}`
+          seen.add(key)
+          const passes = (lockFree.get(key) ?? 0) + 1
+          lockFree.set(key, passes)
+          if (passes < lockGracePasses) continue
+        }
         const outcome = yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         yield* completer.finish(outcome)
         count(row.name, outcome)
         rescued++
       }
+      for (const key of lockFree.keys()) if (!seen.has(key)) lockFree.delete(key)
       if (rescued > 0) {
         yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
         yield* wakeSelf

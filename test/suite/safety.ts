@@ -326,6 +326,66 @@ export const safety = (target: Target) => {
         }))
     }, 60_000)
 
+    it.live(name("timeout: an attempt that cannot be interrupted and then succeeds (a COMMIT in flight) is completed, not run again"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // The soak found it: a handler's transaction committed while its timeout fired (withTransaction
+          // runs COMMIT uninterruptibly), the attempt was recorded as timed out, and the job ran twice.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ledger = yield* ledgerOf(prefix)
+          const Committing = Job.make("committing", {
+            payload: Schema.Struct({}),
+            timeout: "200 millis",
+            retry: Job.attempts(3, Schedule.spaced("10 millis"))
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Committing, (_, ctx) =>
+              // The timeout fires while the transaction cannot be interrupted (as while its COMMIT is in
+              // flight: withTransaction runs it uninterruptibly); the transaction then commits.
+              Effect.uninterruptible(sql.withTransaction(ledger.record(ctx.id, `attempt ${ctx.attempt}`).pipe(
+                Effect.zipRight(realSleep(600))
+              ))).pipe(Effect.orDie))]
+          })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Committing, {})
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state !== "pending" && j.state !== "running"), 20_000)
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.state, "completed")
+          assert.strictEqual(info.attempts, 1)
+          assert.deepStrictEqual(info.errors, [])
+          assert.strictEqual(yield* ledger.count(id), 1)
+        })), 60_000)
+
+    it.live(name("a worker's lock connection is terminated mid-job: it takes its lock again, and no other worker takes the job"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          // The soak found it: a cut lock connection frees the worker's session lock, and another
+          // worker's next rescue pass (within 500 ms) put the job back while its handler still ran.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const runs: Array<string> = []
+          const handler = (worker: string) =>
+            Job.handler(Slow, () => Effect.sync(() => runs.push(worker)).pipe(Effect.zipRight(realSleep(3000))))
+          yield* Worker.make({ id: "holder", handlers: [handler("holder")] })
+          const id = yield* queue.enqueue(Slow, {})
+          yield* waitUntil(Effect.sync(() => runs.length === 1), 10_000, "the job to start")
+          yield* Worker.make({ id: "rescuer", handlers: [handler("rescuer")] })
+          yield* realSleep(300)
+          // Terminate the connection that holds the holder's session lock.
+          const killed = target.dialect === "pg"
+            ? yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+                  AND objid::bigint = (hashtext(${"sqlane:w:holder"})::bigint & 4294967295)`
+            : yield* Effect.flatMap(sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${"sqlane:w:holder"}) AS conn`, ([row]) =>
+              row.conn === null ? Effect.succeed([]) : Effect.as(sql.unsafe(`KILL CONNECTION ${Number(row.conn)}`), [row]))
+          assert.strictEqual(killed.length, 1)
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the job to complete")
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 1)
+          assert.deepStrictEqual(info.errors, [])
+          assert.deepStrictEqual(runs, ["holder"])
+        })), 60_000)
+
     if (target.dialect === "pg") {
       it.live(name("the LISTEN connection is terminated: jobs still start, and NOTIFY works again after the reconnect"), () =>
         withQueue(target, (prefix) =>
