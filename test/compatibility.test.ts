@@ -4,7 +4,9 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import { assert, describe, it } from "@effect/vitest"
-import { isTransient } from "../src/internal/statements.js"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { isTransient, retryTransient } from "../src/internal/statements.js"
 
 const sqlError = (cause: object) => new SqlError({ cause, message: "Failed to execute statement" })
 
@@ -18,4 +20,33 @@ describe("compatibility: transient errors", () => {
     assert.isFalse(isTransient(sqlError({ errno: 1062, code: "ER_DUP_ENTRY" })))
     assert.isFalse(isTransient(sqlError({ errno: 1064, code: "ER_PARSE_ERROR" })))
   })
+})
+
+describe("compatibility: retrying transient errors", () => {
+  // it.effect runs under TestClock: the retry's pauses must not wait for TestClock.adjust (a claim
+  // that met a deadlock on MariaDB 11.8 hung there for good).
+  it.effect("a statement that deadlocks twice succeeds on its third try, under TestClock", () =>
+    Effect.gen(function*() {
+      let tries = 0
+      const statement = Effect.suspend(() =>
+        ++tries <= 2 ? Effect.fail(sqlError({ errno: 1213, code: "ER_LOCK_DEADLOCK" })) : Effect.succeed("claimed")
+      )
+      // Under TestClock a timeout would not fire either: the test's own 10 s limit is the check.
+      const result = yield* retryTransient(statement)
+      assert.strictEqual(result, "claimed")
+      assert.strictEqual(tries, 3)
+    }), 10_000)
+
+  it.effect("gives up after 5 retries, and never retries a duplicate key", () =>
+    Effect.gen(function*() {
+      let tries = 0
+      const deadlocks = Effect.suspend(() => (++tries, Effect.fail(sqlError({ errno: 1020, code: "ER_CHECKREAD" }))))
+      const exit = yield* Effect.exit(retryTransient(deadlocks))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(tries, 6)
+      let dupTries = 0
+      const duplicate = Effect.suspend(() => (++dupTries, Effect.fail(sqlError({ errno: 1062, code: "ER_DUP_ENTRY" }))))
+      yield* Effect.exit(retryTransient(duplicate))
+      assert.strictEqual(dupTries, 1)
+    }), 10_000)
 })
