@@ -2,11 +2,16 @@
  * Dialect differences found by the compatibility matrix (docs/compatibility.md), checked without a
  * database where the behaviour is sqlane's own.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import { isTransient, retryTransient } from "../src/internal/statements.js"
+import * as Schema from "effect/Schema"
+import { inject } from "vitest"
+import { Job, Worker } from "../src/index.js"
+import { isTransient, retryTransient, workerLockName } from "../src/internal/statements.js"
+import { withQueue } from "./suite/conformance.js"
 
 const sqlError = (cause: object) => new SqlError({ cause, message: "Failed to execute statement" })
 
@@ -50,3 +55,28 @@ describe("compatibility: retrying transient errors", () => {
       assert.strictEqual(dupTries, 1)
     }), 10_000)
 })
+
+const Noop = Job.make("compat-noop", { payload: Schema.Struct({}) })
+
+for (const target of inject("targets")) {
+  describe(`compatibility: worker ids [${target.id}]`, () => {
+    // MySQL refuses GET_LOCK names over 64 characters (error 3057); a worker's lock is sqlane:w:<id>.
+    it.live(`[${target.id}] a worker id is at most 55 characters, so its lock name fits MySQL's 64`, () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const longest = "w".repeat(55)
+          assert.strictEqual(workerLockName(longest).length, 64)
+          yield* Worker.make({ id: longest, handlers: [Job.handler(Noop, () => Effect.void)] })
+          if (target.dialect === "mysql") {
+            const sql = yield* SqlClient.SqlClient
+            const [row] = yield* sql<{ held: number }>`SELECT IS_USED_LOCK(${workerLockName(longest)}) IS NOT NULL AS held`
+            assert.strictEqual(Number(row.held), 1)
+          }
+          const tooLong = yield* Effect.exit(
+            Effect.scoped(Worker.make({ id: "w".repeat(56), handlers: [Job.handler(Noop, () => Effect.void)] }))
+          )
+          assert.isTrue(Exit.isFailure(tooLong))
+          assert.include(String(Exit.isFailure(tooLong) && tooLong.cause), "at most 55 characters")
+        })))
+  })
+}
