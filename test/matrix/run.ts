@@ -210,8 +210,9 @@ const runDatabase = async (db: Database, url: string | undefined, dir: string): 
       } else counts.skipped++
     }
   }
-  const problem = suites.size === 0
-    ? `no tests ran (exit ${code}; see ${logFile})`
+  const ran = sum([...suites.values()])
+  const problem = ran.passed + ran.failed === 0
+    ? `no test ran (exit ${code}; see ${logFile})`
     : code !== 0 && failures.length === 0
     ? `vitest exited with ${code} (see ${logFile})`
     : undefined
@@ -238,24 +239,20 @@ const table = (rows: ReadonlyArray<Row>) => {
   // Columns in the order the suites ran (test/suite/index.ts), then any only some databases had.
   const columns: Array<string> = []
   for (const row of rows) for (const suite of row.suites.keys()) if (!columns.includes(suite)) columns.push(suite)
-  const lines = [
-    `| database | version | ${columns.join(" | ")} | total | time |`,
-    `|---|---|${columns.map(() => "---|").join("")}---|---|`
-  ]
+  const line = (cells: ReadonlyArray<string>) => `| ${cells.join(" | ")} |`
+  const lines = [line(["database", "version", ...columns, "total", "time"]), line(["database", "version", ...columns, "total", "time"].map(() => "---"))]
   for (const row of rows) {
     if (row.problem !== undefined && row.suites.size === 0) {
-      lines.push(`| ${row.id} | ${row.version ?? "?"} | ${columns.map(() => "✗").join(" | ")} | ✗ ${row.problem} | ${row.seconds} s |`)
+      lines.push(line([row.id, row.version ?? "?", ...columns.map(() => "✗"), `✗ ${row.problem}`, `${row.seconds} s`]))
       continue
     }
     const total = sum([...row.suites.values()])
     const verdict = total.failed > 0 || row.problem !== undefined ? "✗" : "✓"
-    lines.push(
-      `| ${row.id} | ${row.version ?? "?"} | ${columns.map((c) => cell(row.suites.get(c))).join(" | ")} | ` +
-        `${total.passed}/${total.passed + total.failed} ${verdict}${total.skipped > 0 ? ` (${total.skipped} skipped)` : ""}` +
-        `${row.problem !== undefined ? ` — ${row.problem}` : ""} | ${row.seconds} s |`
-    )
+    const totalCell = `${total.passed}/${total.passed + total.failed} ${verdict}` +
+      `${total.skipped > 0 ? ` (${total.skipped} skipped)` : ""}${row.problem !== undefined ? ` — ${row.problem}` : ""}`
+    lines.push(line([row.id, row.version ?? "?", ...columns.map((c) => cell(row.suites.get(c))), totalCell, `${row.seconds} s`]))
   }
-  for (const n of notTested) lines.push(`| ${n.id} | — | ${columns.map(() => "not tested here").join(" | ")} | ${n.why} | — |`)
+  for (const n of notTested) lines.push(line([n.id, "—", ...columns.map(() => "not tested here"), n.why, "—"]))
   return lines.join("\n")
 }
 
