@@ -149,7 +149,7 @@ user = mysql
 datadir = $MDB_DATA
 socket = $MDB_RUN/mariadbd.sock
 pid-file = $MDB_RUN/mariadbd.pid
-log-error = $MDB_DATA.err
+log-error = $MDB_DATA/error.log
 bind-address = 127.0.0.1
 port = $MDB_PORT
 skip-name-resolve
@@ -171,7 +171,7 @@ CNF
     mdb_admin ping >/dev/null 2>&1 && break
     sleep 0.5
   done
-  mdb_admin ping >/dev/null 2>&1 || { tail -20 "$CHROOT$MDB_DATA.err" >&2; return 1; }
+  mdb_admin ping >/dev/null 2>&1 || { tail -20 "$CHROOT$MDB_DATA/error.log" >&2; return 1; }
   # TCP from 127.0.0.1 (skip-name-resolve) logs in as root@127.0.0.1, as on the machine's MariaDB.
   in_chroot mariadb --no-defaults --socket="$MDB_RUN/mariadbd.sock" -uroot -e \
     "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;"
