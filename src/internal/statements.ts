@@ -17,8 +17,8 @@ import { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import { uniqueGuard } from "./migrations.js"
+import { wallSleep } from "./wallClock.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
 export interface ClaimedRow {
@@ -1227,23 +1227,37 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
 }
 
 /**
- * Deadlocks and serialization failures (PostgreSQL 40P01/40001, MySQL/MariaDB 1213/1205) are
- * transient: the statement is retried, up to 5 times, 10 ms apart doubling. Inside a caller's
- * transaction nothing is retried (the transaction is already aborted; the caller decides).
+ * Deadlocks and serialization failures (PostgreSQL 40P01/40001, MySQL/MariaDB 1213/1205, and
+ * MariaDB's 1020 `ER_CHECKREAD`) are transient: the statement is retried, up to 5 times, 10 ms
+ * apart doubling. Inside a caller's transaction nothing is retried (the transaction is already
+ * aborted; the caller decides).
+ *
+ * 1020 ("Record has changed since last read") comes from `innodb_snapshot_isolation`, on by
+ * default since MariaDB 11.6.2; it rolls the transaction back like a deadlock. MariaDB 11.8 raises
+ * it even in the keyed claim at READ COMMITTED (its locking read has a subquery on the jobs table).
  */
 export const isTransient = (error: SqlError): boolean => {
   const cause = error.cause as { code?: unknown; errno?: unknown } | undefined
   const code = cause?.code
   const errno = cause?.errno
-  return code === "40P01" || code === "40001" || errno === 1213 || errno === 1205 ||
-    code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT"
+  return code === "40P01" || code === "40001" || errno === 1213 || errno === 1205 || errno === 1020 ||
+    code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT" || code === "ER_CHECKREAD"
 }
 
-const transientSchedule = Schedule.exponential("10 millis").pipe(Schedule.intersect(Schedule.recurs(5)))
-
-export const retryTransient = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
-  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) =>
-    Option.isSome(tx) ? effect : Effect.retry(effect, { while: isTransient, schedule: transientSchedule }))
+/**
+ * Retries `effect` on transient errors, up to 5 times, 10 ms apart doubling. The pauses are on the
+ * wall clock (`wallSleep`): they decide nothing about jobs, and under `TestClock` a deadlock's retry
+ * would otherwise wait for a `TestClock.adjust` that never comes (a worker's claim hung there).
+ */
+export const retryTransient = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> => {
+  const attempt = (retries: number): Effect.Effect<A, SqlError, R> =>
+    Effect.catchIf(
+      effect,
+      (error) => retries < 5 && isTransient(error),
+      () => Effect.zipRight(wallSleep(10 * 2 ** retries), attempt(retries + 1))
+    )
+  return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) => Option.isSome(tx) ? effect : attempt(0))
+}
 
 /** Every statement of `statements`, retried on transient errors. */
 export const withTransientRetry = (statements: Statements): Statements => {

