@@ -507,6 +507,14 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
         FROM pick WHERE j.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsJ}`
   }
+  // The one-job insert, compiled once: its parameters are, in order, name, payload, priority,
+  // run_at (µs), created_at (µs), mutex key, trace context (and the NOTIFY channel and payload).
+  const insertOne = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+          VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})
+          RETURNING id`
+  const [insertOneText] = insertOne.compile()
+  const [insertOneNotifyText] = sql`WITH ins AS (${insertOne})
+      SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${"channel"}, ${"payload"})) AS n`.compile()
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile()
     return Effect.map(
@@ -518,16 +526,15 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     dialect: "pg",
     jobInsertMany: (rows, nowUs, notify) => {
       if (rows.length === 1) {
-        // One job (the common `enqueue`): a plain VALUES insert, cheaper to plan than the unnest.
+        // One job (the common `enqueue`): a plain VALUES insert, cheaper to plan than the unnest; its
+        // text is compiled once (see `insertOneText`), only the values change.
         const r = rows[0]
-        const one = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-          VALUES (${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey}, ${r.traceContext})
-          RETURNING id`
-        const statement = notify === undefined
-          ? one
-          : sql<{ id: string }>`WITH ins AS (${one})
-              SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
-        return Effect.map(statement, (rows: ReadonlyArray<any>) => [String(rows[0].id)])
+        const params: Array<unknown> = [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]
+        if (notify !== undefined) params.push(`${prefix}jobs`, notify)
+        return Effect.map(
+          sql.unsafe<{ id: string }>(notify === undefined ? insertOneText : insertOneNotifyText, params),
+          (rows) => [String(rows[0].id)]
+        )
       }
       const first = rows[0]
       const uniform = rows.every((r) =>

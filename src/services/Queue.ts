@@ -176,6 +176,20 @@ export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
  */
 const statementOverheadBytes = 65_536
 
+const payloadEncoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+
+/** `Schema.encodeEither` of a payload schema, made once per schema (making it costs more than using it). */
+const payloadEncoder = (schema: Schema.Schema.Any) => {
+  let encode = payloadEncoders.get(schema)
+  if (encode === undefined) {
+    encode = Schema.encodeEither(schema as Schema.Schema<unknown, unknown, never>) as (
+      u: unknown
+    ) => Either.Either<unknown, ParseResult.ParseError>
+    payloadEncoders.set(schema, encode)
+  }
+  return encode
+}
+
 /**
  * Encodes a payload to the JSON text stored in the row. `maxBytes`: the largest payload (UTF-8
  * bytes of its JSON) the database takes, if it has a limit.
@@ -190,7 +204,7 @@ export const encodePayload = <J extends Job.Any>(
   // Synchronous schemas (nearly all) are encoded without an effect per payload.
   let encoded: Either.Either<unknown, ParseResult.ParseError>
   try {
-    encoded = Schema.encodeEither(schemasOf(job).payload)(payload)
+    encoded = payloadEncoder(schemasOf(job).payload)(payload)
   } catch (e) {
     // A schema that throws, or a recursive one on a payload nested too deeply (stack overflow).
     return Either.left(schemaThrew(job, e))
