@@ -177,6 +177,16 @@ export const checkIdentifier = (value: unknown): string | undefined => {
   return undefined
 }
 
+/**
+ * Why a job name cannot be used, if it cannot: as {@link checkIdentifier}, and no trailing space —
+ * MySQL/MariaDB compare names ignoring trailing spaces (PAD SPACE), so `"a "` and `"a"` would be one
+ * name there (a worker of one would claim the other's jobs) and two on PostgreSQL.
+ */
+export const checkJobName = (value: unknown): string | undefined =>
+  checkIdentifier(value) ?? (typeof value === "string" && value.endsWith(" ")
+    ? "must not end with a space (MySQL/MariaDB compare names ignoring trailing spaces)"
+    : undefined)
+
 /** Room left in a statement for everything but an attempt's record (its SQL text, ids, times). */
 const recordOverheadBytes = 65_536
 

@@ -392,6 +392,15 @@ const numbers = (values: ReadonlyArray<string | number | null>): string => {
 const texts = (values: ReadonlyArray<string | null>): string | ReadonlyArray<string | null> =>
   values.every((v) => v === null) ? `{${values.map(() => "NULL").join(",")}}` : values
 
+/**
+ * PostgreSQL: a `timestamptz` column as integer microseconds since the epoch. `timestamptz` also holds
+ * `infinity` and `-infinity` (a row edited by hand), which have no number: they read as the largest and
+ * smallest times a job can have (years 9999 and 1000), so such a row is still claimed and read.
+ */
+const usText = (col: string) =>
+  `(CASE WHEN ${col} = 'infinity' THEN 253402300799999999 WHEN ${col} = '-infinity' THEN -30610224000000000 ` +
+  `ELSE (EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint END)`
+
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */
 const payloadSeparator = "\u001e"
 
@@ -404,16 +413,16 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     : sql.literal(" AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL")
   const workers = sql(`${prefix}workers`)
   const ts = (us: number | Statement.Fragment) => sql`(TIMESTAMPTZ 'epoch' + ${us}::bigint * INTERVAL '1 microsecond')`
-  const us = (col: string) => sql.literal(`(EXTRACT(EPOCH FROM ${col}) * 1000000)::bigint`)
+  const us = (col: string) => sql.literal(usText(col))
   const claimedColumns = sql.literal(
-    `id, name, payload, attempts, attempt_base, priority, (EXTRACT(EPOCH FROM run_at) * 1000000)::bigint AS run_at_us, ` +
-      `(EXTRACT(EPOCH FROM created_at) * 1000000)::bigint AS created_at_us, errors, trace_context`
+    `id, name, payload, attempts, attempt_base, priority, ${usText("run_at")} AS run_at_us, ` +
+      `${usText("created_at")} AS created_at_us, errors, trace_context`
   )
   const claimedColumnsOf = (t: string) =>
     sql.literal(
       `${t}.id, ${t}.name, ${t}.payload, ${t}.attempts, ${t}.attempt_base, ${t}.priority, ` +
-        `(EXTRACT(EPOCH FROM ${t}.run_at) * 1000000)::bigint AS run_at_us, ` +
-        `(EXTRACT(EPOCH FROM ${t}.created_at) * 1000000)::bigint AS created_at_us, ${t}.errors, ${t}.trace_context`
+        `${usText(`${t}.run_at`)} AS run_at_us, ` +
+        `${usText(`${t}.created_at`)} AS created_at_us, ${t}.errors, ${t}.trace_context`
     )
   const claimedColumnsJ = claimedColumnsOf("j")
   const claimedColumnsU = claimedColumnsOf("u")
@@ -469,7 +478,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     // One group (the common case): its arm alone, already in claim order.
     const pick = arms.length === 1 ? arms[0] : sql`SELECT c.id FROM (${sql.join(" UNION ALL ", false)(arms)}) c
           ORDER BY c.priority, c.run_at, c.id LIMIT ${k}`
-    return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = u.attempts + 1, claimed_at = ${ts(nowUs)},
+    return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = LEAST(u.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}
         FROM (${pick}) AS pick
         WHERE u.id = pick.id${asyncCommit}
@@ -502,7 +511,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
           ORDER BY c.priority, c.run_at, c.id
           LIMIT ${sql.literal(String(Math.floor(limit)))}
         )
-        UPDATE ${jobs} AS j SET state = 'running', attempts = j.attempts + 1, claimed_at = ${ts(nowUs)},
+        UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}
         FROM pick WHERE j.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsJ}`
@@ -685,7 +694,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     jobListOrphaned: (names, leaseCutoffUs, selfId) =>
       Effect.map(
         sql`SELECT ${claimedColumnsJ}, j.worker_id,
-              (EXTRACT(EPOCH FROM j.claimed_at) * 1000000)::bigint AS claimed_at_us,
+              ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us,
               (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
@@ -935,11 +944,11 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
           yield* conn.executeUnprepared("COMMIT", [], undefined)
           return [] as Array<ClaimedRow>
         }
-        const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = attempts + 1,
+        const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
               claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
             WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
         yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
-        return picked.map((r) => ({ ...r, attempts: r.attempts + 1 }))
+        return picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 }))
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
   return {

@@ -11,7 +11,7 @@ import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { checkIdentifier } from "../internal/sanitize.js"
+import { checkJobName } from "../internal/sanitize.js"
 
 /**
  * @since 0.1.0
@@ -175,9 +175,11 @@ export const make = <
     readonly mutexKey?: ((payload: P) => string | undefined) | undefined
   }
 ): Job<Name, P, PI, S, SI, E, EI> => {
-  const problem = checkIdentifier(name)
+  const problem = checkJobName(name)
   if (problem !== undefined) {
-    throw new globalThis.Error(`sqlane: a job name must be 1 to 255 characters without U+0000; this one ${problem}`)
+    throw new globalThis.Error(
+      `sqlane: a job name must be 1 to 255 characters without U+0000 or a trailing space; this one ${problem}`
+    )
   }
   const priority = options.priority ?? 0
   if (!Number.isSafeInteger(priority)) {

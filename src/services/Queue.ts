@@ -263,7 +263,7 @@ const checkedNames = new WeakSet<Job.Any>()
 /** Refuses a job name that cannot be stored the same on every database, before any SQL. */
 const checkName = (job: Job.Any): Effect.Effect<void, InvalidPayload> => {
   if (checkedNames.has(job)) return Effect.void
-  const problem = Sanitize.checkIdentifier(job.name)
+  const problem = Sanitize.checkJobName(job.name)
   if (problem !== undefined) {
     return new InvalidPayload({
       job: typeof job.name === "string" ? Sanitize.text(job.name, 300) : String(job.name),

@@ -493,6 +493,37 @@ export const badInput = (target: Target) => {
       return url
     }
 
+    it.live(name("rows edited to extreme values (attempts at the int limit, infinite times) run, and stall no other job"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          const Edge = Job.make("bi-edge", { payload: Schema.Struct({ i: Schema.Number }) })
+          const Other = Job.make("bi-other", { payload: Schema.Struct({ i: Schema.Number }) })
+          const maxed = yield* queue.enqueue(Edge, { i: 1 }, { delay: "1 hour" })
+          yield* sql`UPDATE ${jobs} SET attempts = 2147483647, run_at = created_at WHERE id = ${maxed}`
+          const edited = [maxed]
+          if (target.dialect === "pg") {
+            // timestamptz holds infinities: a due job "since forever", created "at the end of time".
+            const early = yield* queue.enqueue(Edge, { i: 2 }, { delay: "1 hour" })
+            yield* sql`UPDATE ${jobs} SET run_at = '-infinity' WHERE id = ${early}`
+            const created = yield* queue.enqueue(Edge, { i: 3 }, { delay: "1 hour" })
+            yield* sql`UPDATE ${jobs} SET created_at = 'infinity', run_at = now() WHERE id = ${created}`
+            edited.push(early, created)
+          }
+          const others = yield* Effect.forEach([1, 2, 3], (i) => queue.enqueue(Other, { i }))
+          yield* Worker.make({
+            handlers: [Job.handler(Edge, () => Effect.void), Job.handler(Other, () => Effect.void)]
+          })
+          for (const id of [...others, ...edited]) {
+            yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 15_000, `job ${id} to complete`)
+          }
+          assert.strictEqual((yield* queue.get(maxed)).attempts, 2147483647)
+          // A name ending with a space is refused: MySQL/MariaDB would take it for the name without it.
+          assert.throws(() => Job.make("bi-edge ", { payload: Schema.Struct({}) }), /trailing space/)
+        }), { pollInterval: "200 millis" }))
+
     it.live(name("CLI: a wrong password or a host that hangs up gives one line on stderr, at once, no password"), () =>
       Effect.gen(function*() {
         const refusing = yield* countingServer
