@@ -214,7 +214,9 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
         // rescuers take the jobs: they wait `lockGracePasses` passes), and heartbeat when due.
         let beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
         while (true) {
-          yield* Effect.sleep(Math.min(checkMillis, Math.max(0, beatAtMs - (yield* Clock.currentTimeMillis))))
+          // The check's cadence is wall-clock time (housekeeping, like the rescuer's and the pruner's):
+          // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
+          yield* wallSleep(checkMillis)
           yield* conn.executeRaw("SELECT 1", [])
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
