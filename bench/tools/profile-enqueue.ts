@@ -47,6 +47,6 @@ if (process.env.PROFILE) {
   const { profile } = await session.post("Profiler.stop")
   ;(await import("node:fs")).writeFileSync(process.env.PROFILE, JSON.stringify(profile))
 }
-console.log(`${mode}: ${jobs} jobs in ${ms.toFixed(0)} ms: ${(jobs / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs/job`)
+console.log(`${mode}: ${jobs} jobs in ${ms.toFixed(0)} ms: ${(jobs / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / jobs).toFixed(1)} µs/job (user ${(cpu.user / jobs).toFixed(1)}, system ${(cpu.system / jobs).toFixed(1)})`)
 await inst.close()
 await sqlane.drop(env)

@@ -87,6 +87,8 @@ export interface NotifierShape {
    * after the write (after `hintDelay` inside a caller's transaction, whose commit sqlane cannot see).
    */
   readonly enqueued: (entries: ReadonlyArray<Enqueued>, committed: boolean, notified?: boolean) => Effect.Effect<void>
+  /** `enqueued(entries, true, notified)` as a plain call, for a write that has committed (the enqueue's hot path). */
+  readonly unsafeEnqueuedCommitted: (entries: ReadonlyArray<Enqueued>, notified: boolean) => void
   /**
    * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` when it sends
    * none: where the database has no `LISTEN/NOTIFY`, or when this process sent {@link notifyBurst}
@@ -95,6 +97,8 @@ export interface NotifierShape {
    * never the job payload.
    */
   readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
+  /** `notifyPayload` as a plain call (the enqueue's hot path). */
+  readonly unsafeNotifyPayload: (entries: ReadonlyArray<Enqueued>) => string | undefined
   /**
    * A job that may hold a mutex key ended, so jobs waiting for its key may now run: wakes the workers
    * of `names` and every worker that subscribed to {@link keyReleased} (those with keyed names) — this process's at once, other processes' by a `NOTIFY` on PostgreSQL (through the
@@ -203,6 +207,10 @@ const deliver = (subscribers: Iterable<Subscriber>, signal: Signal) => {
 }
 
 const encodeSignal = (entries: ReadonlyArray<Enqueued>): string => {
+  if (entries.length === 1) {
+    const json = JSON.stringify(entries)
+    return json.length <= 7000 ? json : "*"
+  }
   const unique = new Map(entries.map((e) => [typeof e === "string" ? e : `${e[1]}:${e[0]}`, e]))
   const json = JSON.stringify(Array.from(unique.values()))
   return json.length <= 7000 ? json : "*"
@@ -328,25 +336,34 @@ const make = (
       )
     })
 
+    const unsafeEnqueuedCommitted = (entries: ReadonlyArray<Enqueued>, notified: boolean) => {
+      deliver(local, entries)
+      if (!notified && listenOn !== undefined) trail(entries, 0)
+    }
+    const unsafeNotifyPayload = (entries: ReadonlyArray<Enqueued>): string | undefined => {
+      if (listenOn === undefined) return undefined
+      const now = Date.now()
+      // Fewer than `notifyBurst` NOTIFYs in the window: this one rides inside the enqueue.
+      if (now - ring[ringAt] >= notifyWindowMillis) {
+        ring[ringAt] = now
+        ringAt = (ringAt + 1) % notifyBurst
+        lastNotifyAt = now
+        return encodeSignal(entries)
+      }
+      return undefined
+    }
+
     const service: NotifierShape = {
       enqueued: (entries, committed, notified = true) =>
-        Effect.zipRight(
-          committed ? hint(entries) : Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
-          notified || listenOn === undefined ? Effect.void : Effect.sync(() => trail(entries, committed ? 0 : hintDelayMillis))
-        ),
-      notifyPayload: (entries) =>
-        Effect.sync(() => {
-          if (listenOn === undefined) return undefined
-          const now = Date.now()
-          // Fewer than `notifyBurst` NOTIFYs in the window: this one rides inside the enqueue.
-          if (now - ring[ringAt] >= notifyWindowMillis) {
-            ring[ringAt] = now
-            ringAt = (ringAt + 1) % notifyBurst
-            lastNotifyAt = now
-            return encodeSignal(entries)
-          }
-          return undefined
-        }),
+        committed
+          ? Effect.sync(() => unsafeEnqueuedCommitted(entries, notified))
+          : Effect.zipRight(
+            Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
+            notified || listenOn === undefined ? Effect.void : Effect.sync(() => trail(entries, hintDelayMillis))
+          ),
+      unsafeEnqueuedCommitted,
+      notifyPayload: (entries) => Effect.sync(() => unsafeNotifyPayload(entries)),
+      unsafeNotifyPayload,
       released: (releasedNames) =>
         Effect.sync(() => {
           const names = [...releasedNames, keyReleased]

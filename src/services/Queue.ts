@@ -8,11 +8,13 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -260,9 +262,9 @@ const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): E
 /** Job definitions whose name was checked (once per definition). */
 const checkedNames = new WeakSet<Job.Any>()
 
-/** Refuses a job name that cannot be stored the same on every database, before any SQL. */
-const checkName = (job: Job.Any): Effect.Effect<void, InvalidPayload> => {
-  if (checkedNames.has(job)) return Effect.void
+/** Why a job name cannot be stored the same on every database, or `undefined` (checked once per definition). */
+const nameProblem = (job: Job.Any): InvalidPayload | undefined => {
+  if (checkedNames.has(job)) return undefined
   const problem = Sanitize.checkJobName(job.name)
   if (problem !== undefined) {
     return new InvalidPayload({
@@ -272,7 +274,7 @@ const checkName = (job: Job.Any): Effect.Effect<void, InvalidPayload> => {
     })
   }
   checkedNames.add(job)
-  return Effect.void
+  return undefined
 }
 
 const parseJson = (text: string | null): unknown => {
@@ -286,35 +288,109 @@ const parseJson = (text: string | null): unknown => {
 
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
-const checkKey = (job: Job.Any, what: string, key: unknown) => {
+const checkKey = (job: Job.Any, what: string, key: unknown): Either.Either<string, InvalidPayload> => {
   const problem = Sanitize.checkIdentifier(key)
   return problem === undefined
-    ? Effect.succeed(key as string)
-    : new InvalidPayload({
-      job: job.name,
-      reason: "key",
-      // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
-      message: `${what} ${problem}: ${
-        typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
-      }`
-    })
+    ? Either.right(key as string)
+    : Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "key",
+        // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
+        message: `${what} ${problem}: ${
+          typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
+        }`
+      })
+    )
 }
+
+const noMutexKey = Either.right(null)
 
 /**
  * The mutex key of a payload by its job's `mutexKey`, or null.
  *
  * @internal
  */
-export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>) =>
-  Effect.gen(function*() {
-    const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
-    if (f === undefined) return null
-    const key = yield* Effect.try({
-      try: () => f(payload),
-      catch: (e) => new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` })
-    })
-    return key === undefined ? null : yield* checkKey(job, "the mutex key", key)
-  })
+export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Either.Either<string | null, InvalidPayload> => {
+  const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
+  if (f === undefined) return noMutexKey
+  let key: string | undefined
+  try {
+    key = f(payload)
+  } catch (e) {
+    return Either.left(new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` }))
+  }
+  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", key)
+}
+
+/** Now, in microseconds since the epoch, from the fiber's `Clock` (as `nowMicros`, without an effect). */
+const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): number =>
+  Number(Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos() / 1000n)
+
+/** Whether the fiber runs inside a `sql.withTransaction`. */
+const inTransactionOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
+  Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+
+/**
+ * A job's priority, `run_at` and trace context from its options, or why they are out of range.
+ * `nowUs`: now (µs).
+ */
+const resolve = (
+  job: Job.Any,
+  options: EnqueueOptions | undefined,
+  nowUs: number,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
+  const priority = options?.priority ?? job.priority
+  if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "option",
+        message: `priority must be a 32-bit integer, got ${priority}`
+      })
+    )
+  }
+  let runAtUs = nowUs
+  if (options?.runAt !== undefined) {
+    runAtUs = (options.runAt instanceof Date ? options.runAt.getTime() : DateTime.toEpochMillis(options.runAt)) * 1000
+  } else if (options?.delay !== undefined) {
+    runAtUs = nowUs + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
+  }
+  // DATETIME and timestamptz both hold years 1000–9999.
+  if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "option",
+        message: "runAt (or now + delay) is not a date in years 1000–9999"
+      })
+    )
+  }
+  // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
+  // is installed: with the built-in one there is no span to link to).
+  let traceContext: string | null = null
+  if (fiber.currentTracer !== builtInTracer) {
+    const span = fiber.currentSpan
+    if (span !== undefined && span._tag === "Span") traceContext = encodeTraceContext(span)
+  }
+  return Either.right({ priority, runAtUs, traceContext })
+}
+
+/** What the Notifier is told of written rows: one entry per (name, priority) due now, one per name of delayed rows. */
+const signalOf = (rows: ReadonlyArray<InsertRow>, nowUs: number): ReadonlyArray<Enqueued> => {
+  if (rows.length === 1) return [rows[0].runAtUs <= nowUs ? [rows[0].name, rows[0].priority] : rows[0].name]
+  const entries = new Map<string, Enqueued>()
+  for (const r of rows) {
+    const e: Enqueued = r.runAtUs <= nowUs ? [r.name, r.priority] : r.name
+    entries.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
+  }
+  return Array.from(entries.values())
+}
+
+/** A producer span around an enqueue, when a tracer is installed (see `withSpanIfTraced`). */
+const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: string): Effect.Effect<A, E, R> =>
+  withSpanIfTraced(name, { kind: "producer", attributes: { "sqlane.job.name": jobName }, captureStackTrace: false })(self)
 
 /**
  * @since 0.1.0
@@ -326,42 +402,6 @@ export const make = Effect.gen(function*() {
   const notifier = yield* Notifier
   /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */
   const maxPayloadBytes = maxStatementBytes === undefined ? undefined : maxStatementBytes - statementOverheadBytes
-
-  const resolve = (job: Job.Any, options: EnqueueOptions | undefined) =>
-    Effect.gen(function*() {
-      const now = yield* nowMicros
-      const priority = options?.priority ?? job.priority
-      if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
-        return yield* new InvalidPayload({
-          job: job.name,
-          reason: "option",
-          message: `priority must be a 32-bit integer, got ${priority}`
-        })
-      }
-      let runAtUs = now
-      if (options?.runAt !== undefined) {
-        runAtUs = (options.runAt instanceof Date ? options.runAt.getTime() : DateTime.toEpochMillis(options.runAt)) *
-          1000
-      } else if (options?.delay !== undefined) {
-        runAtUs = now + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
-      }
-      // DATETIME and timestamptz both hold years 1000–9999.
-      if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
-        return yield* new InvalidPayload({
-          job: job.name,
-          reason: "option",
-          message: "runAt (or now + delay) is not a date in years 1000–9999"
-        })
-      }
-      // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
-      // is installed: with the built-in one there is no span to link to).
-      let traceContext: string | null = null
-      if ((yield* Effect.tracer) !== builtInTracer) {
-        const span = yield* Effect.option(Effect.currentSpan)
-        if (Option.isSome(span)) traceContext = encodeTraceContext(span.value)
-      }
-      return { now, priority, runAtUs, traceContext }
-    })
 
   /**
    * Rows cut into runs whose payloads fit one statement (MySQL/MariaDB: `max_allowed_packet`), in
@@ -386,101 +426,140 @@ export const make = Effect.gen(function*() {
     return runs
   }
 
-  const insert = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
-    Effect.gen(function*() {
-      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-      // Jobs due now are announced with their priority (a worker claims them without probing);
-      // delayed jobs by name (a worker probes to learn when they are due).
-      const entries = new Map<string, Enqueued>()
-      for (const r of rows) {
-        const e: Enqueued = r.runAtUs <= nowUs ? [r.name, r.priority] : r.name
-        entries.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
-      }
-      const signal = Array.from(entries.values())
-      const notify = yield* notifier.notifyPayload(signal)
-      const runs = fitStatements(rows)
-      const ids = runs.length === 1
-        ? yield* statements.jobInsertMany(rows, nowUs, notify)
-        : (yield* sql.withTransaction(
+  /**
+   * Writes `rows` and tells the Notifier; returns their ids in order. `inTransaction`: whether the
+   * statement runs inside a caller's transaction (whose commit sqlane cannot see).
+   */
+  const write = (
+    rows: ReadonlyArray<InsertRow>,
+    nowUs: number,
+    inTransaction: boolean
+  ): Effect.Effect<ReadonlyArray<string>, SqlError> => {
+    // Jobs due now are announced with their priority (a worker claims them without probing);
+    // delayed jobs by name (a worker probes to learn when they are due).
+    const signal = signalOf(rows, nowUs)
+    const notify = notifier.unsafeNotifyPayload(signal)
+    const runs = fitStatements(rows)
+    const statement = runs.length === 1
+      ? statements.jobInsertMany(rows, nowUs, notify)
+      : Effect.map(
+        sql.withTransaction(
           Effect.forEach(runs, (run, i) => statements.jobInsertMany(run, nowUs, i === 0 ? notify : undefined))
-        )).flat()
-      yield* notifier.enqueued(signal, !inTransaction, notify !== undefined)
-      yield* Effect.sync(() => {
-        for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
-      })
+        ),
+        (ids) => ids.flat()
+      )
+    const written = (ids: ReadonlyArray<string>) => {
+      for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
       return ids
-    })
+    }
+    return inTransaction
+      ? Effect.flatMap(statement, (ids) => Effect.as(notifier.enqueued(signal, false, notify !== undefined), written(ids)))
+      : Effect.map(statement, (ids) => {
+        notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
+        return written(ids)
+      })
+  }
 
-  const insertOne = <J extends Job.Any>(job: J, payload: Job.Payload<J>, options: EnqueueOptions | undefined) =>
-    Effect.gen(function*() {
-      yield* checkName(job)
-      const json = yield* encodePayload(job, payload, maxPayloadBytes)
-      const mutexKey = yield* mutexKeyOf(job, payload)
-      const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
-      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey, traceContext }
+  /** One job whose payload is encoded (`json`): its row, then the write. */
+  const insertEncoded = <J extends Job.Any>(
+    job: J,
+    payload: Job.Payload<J>,
+    json: string,
+    options: EnqueueOptions | undefined
+  ): Effect.Effect<InsertResult, InvalidPayload | SqlError> =>
+    Effect.withFiberRuntime((fiber) => {
+      const mutexKey = mutexKeyOf(job, payload)
+      if (Either.isLeft(mutexKey)) return Effect.fail(mutexKey.left)
+      const nowUs = nowOf(fiber)
+      const resolved = resolve(job, options, nowUs, fiber)
+      if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
+      const { priority, runAtUs, traceContext } = resolved.right
+      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey: mutexKey.right, traceContext }
+      const inTransaction = inTransactionOf(fiber)
       const unique = options?.unique
-      if (unique === undefined) {
-        const ids = yield* insert([row], now)
-        return { id: ids[0], duplicate: false } satisfies InsertResult
-      }
-      const uniqueKey = yield* checkKey(job, "the unique key", typeof unique === "string" ? unique : unique.key)
+      if (unique === undefined) return Effect.map(write([row], nowUs, inTransaction), (ids) => ({ id: ids[0], duplicate: false }))
+      const uniqueKey = checkKey(job, "the unique key", typeof unique === "string" ? unique : unique.key)
+      if (Either.isLeft(uniqueKey)) return Effect.fail(uniqueKey.left)
       let uniqueStates = stateBits.pending | stateBits.running
       for (const state of (typeof unique === "string" ? undefined : unique.states) ?? []) {
         if (!Schema.is(JobState)(state)) {
-          return yield* new InvalidPayload({
-            job: job.name,
-            reason: "option",
-            message: `unknown job state in unique.states: ${state}`
-          })
+          return new InvalidPayload({ job: job.name, reason: "option", message: `unknown job state in unique.states: ${state}` })
         }
         uniqueStates |= stateBits[state]
       }
-      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-      const signal: ReadonlyArray<Enqueued> = [runAtUs <= now ? [job.name, priority] : job.name]
-      const notify = yield* notifier.notifyPayload(signal)
-      const result = yield* statements.jobInsertUnique({ ...row, uniqueKey, uniqueStates }, now, notify)
-      if (result.inserted) {
-        yield* notifier.enqueued(signal, !inTransaction, notify !== undefined)
-        yield* Effect.sync(() => ofJobName(job.name).enqueued.unsafeUpdate(1, []))
-      }
-      return { id: result.id, duplicate: !result.inserted } satisfies InsertResult
+      const signal = signalOf([row], nowUs)
+      const notify = notifier.unsafeNotifyPayload(signal)
+      return Effect.flatMap(
+        statements.jobInsertUnique({ ...row, uniqueKey: uniqueKey.right, uniqueStates }, nowUs, notify),
+        (result): Effect.Effect<InsertResult> => {
+          const r = { id: result.id, duplicate: !result.inserted }
+          if (!result.inserted) return Effect.succeed(r)
+          ofJobName(job.name).enqueued.unsafeUpdate(1, [])
+          if (!inTransaction) {
+            notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
+            return Effect.succeed(r)
+          }
+          return Effect.as(notifier.enqueued(signal, false, notify !== undefined), r)
+        }
+      )
     })
+
+  /**
+   * One job. Everything before the statement is plain code for a synchronous payload schema (nearly
+   * all): each `Effect.gen` step cost about a microsecond, and an enqueue had about twenty.
+   */
+  const insertOne = <J extends Job.Any>(
+    job: J,
+    payload: Job.Payload<J>,
+    options: EnqueueOptions | undefined
+  ): Effect.Effect<InsertResult, InvalidPayload | SqlError> => {
+    const badName = nameProblem(job)
+    if (badName !== undefined) return badName
+    const json = encodePayload(job, payload, maxPayloadBytes) as
+      | Either.Either<string, InvalidPayload>
+      | Effect.Effect<string, InvalidPayload>
+    if (Either.isEither(json)) {
+      return Either.isLeft(json) ? Effect.fail(json.left) : insertEncoded(job, payload, json.right, options)
+    }
+    return Effect.flatMap(json, (json) => insertEncoded(job, payload, json, options))
+  }
 
   const service: QueueShape = {
     enqueue: (job, payload, options) =>
-      insertOne(job, payload, options).pipe(
-        Effect.map((r) => r.id),
-        withSpanIfTraced("sqlane.enqueue", { kind: "producer", attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
+      traced(
+        Effect.map(insertOne(job, payload, options), (r) => r.id),
+        "sqlane.enqueue",
+        job.name
       ),
-    insert: (job, payload, options) =>
-      insertOne(job, payload, options).pipe(
-        withSpanIfTraced("sqlane.enqueue", { kind: "producer", attributes: { "sqlane.job.name": job.name }, captureStackTrace: false })
-      ),
+    insert: (job, payload, options) => traced(insertOne(job, payload, options), "sqlane.enqueue", job.name),
     enqueueMany: (job, payloads, options) =>
-      Effect.gen(function*() {
-        yield* checkName(job)
-        const items = Array.from(payloads)
-        const json: Array<string> = []
-        for (const p of items) {
-          const encoded = encodePayload(job, p, maxPayloadBytes)
-          json.push(
-            Either.isEither(encoded) && Either.isRight(encoded) ? encoded.right as string : yield* encoded
+      traced(
+        Effect.gen(function*() {
+          const badName = nameProblem(job)
+          if (badName !== undefined) return yield* badName
+          const items = Array.from(payloads)
+          const json: Array<string> = []
+          for (const p of items) {
+            const encoded = encodePayload(job, p, maxPayloadBytes)
+            json.push(
+              Either.isEither(encoded) && Either.isRight(encoded) ? encoded.right as string : yield* encoded
+            )
+          }
+          if (json.length === 0) return []
+          const mutexKeys: Array<string | null> = []
+          for (const p of items) mutexKeys.push(yield* mutexKeyOf(job, p))
+          const fiber = yield* Effect.withFiberRuntime<Fiber.RuntimeFiber<unknown, unknown>>((fiber) => Effect.succeed(fiber))
+          const nowUs = nowOf(fiber)
+          const { priority, runAtUs, traceContext } = yield* resolve(job, options, nowUs, fiber)
+          return yield* write(
+            json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),
+            nowUs,
+            inTransactionOf(fiber)
           )
-        }
-        if (json.length === 0) return []
-        const mutexKeys = job.mutexKey === undefined
-          ? items.map(() => null)
-          : yield* Effect.forEach(items, (p) => mutexKeyOf(job, p))
-        const { now, priority, runAtUs, traceContext } = yield* resolve(job, options)
-        return yield* insert(
-          json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),
-          now
-        )
-      }).pipe(withSpanIfTraced("sqlane.enqueueMany", {
-        kind: "producer",
-        attributes: { "sqlane.job.name": job.name },
-        captureStackTrace: false
-      })),
+        }),
+        "sqlane.enqueueMany",
+        job.name
+      ),
     cancel: (id) =>
       Effect.gen(function*() {
         const info = yield* service.get(id)
