@@ -524,6 +524,28 @@ export const badInput = (target: Target) => {
           assert.throws(() => Job.make("bi-edge ", { payload: Schema.Struct({}) }), /trailing space/)
         }), { pollInterval: "200 millis" }))
 
+    it.live(name("status (Admin and `sqlane status`) with a job due since the earliest time a row can hold (-infinity on PostgreSQL)"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          const Early = Job.make("bi-early", { payload: Schema.Struct({}) })
+          const id = yield* queue.enqueue(Early, {}, { delay: "1 hour" })
+          yield* target.dialect === "pg"
+            ? sql`UPDATE ${jobs} SET run_at = '-infinity' WHERE id = ${id}`
+            : sql`UPDATE ${jobs} SET run_at = '1000-01-01 00:00:00' WHERE id = ${id}`
+          const status = yield* (yield* Admin.Admin).status
+          const early = status.names.find((n) => n.name === "bi-early")!
+          assert.deepStrictEqual([early.pending, early.due], [1, 1])
+          // Due since the year 1000 (as -infinity reads everywhere else).
+          assert.isAtLeast(early.oldestDueMs!, Date.now() - Date.UTC(1000, 0, 1) - 60_000)
+          const cli = yield* runCli(["status", "--json", "--prefix", prefix], { DATABASE_URL: target.url })
+          assert.strictEqual(cli.code, 0, cli.stderr)
+          const names = JSON.parse(cli.stdout).names as Array<{ name: string; due: number; oldestDueMs: number }>
+          assert.strictEqual(names.find((n) => n.name === "bi-early")?.due, 1)
+        })), 60_000)
+
     it.live(name("CLI: a wrong password or a host that hangs up gives one line on stderr, at once, no password"), () =>
       Effect.gen(function*() {
         const refusing = yield* countingServer
