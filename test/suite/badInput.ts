@@ -284,6 +284,8 @@ export const badInput = (target: Target) => {
             cyclicResult: Effect.succeed(cyclic),
             bigintResult: Effect.succeed({ n: 10n }),
             nanResult: Effect.succeed({ x: NaN }),
+            mapResult: Effect.succeed({ m: new Map([[1, 2]]) }),
+            nanFailure: Effect.fail({ x: NaN, y: -Infinity, z: 1, big: 10n }),
             nulError: Effect.fail(new Error("bad\u0000byte \ud800 lone")),
             hugeError: Effect.die(new Error("e".repeat(1_000_000))),
             nullProtoDefect: Effect.die(nullProto),
@@ -318,6 +320,9 @@ export const badInput = (target: Target) => {
           assert.match(message("cyclicResult"), /result of "bi-ends" is not JSON-serializable at \$\.self: a cyclic reference/)
           assert.match(message("bigintResult"), /at \$\.n: a bigint/)
           assert.match(message("nanResult"), /at \$\.x: NaN/)
+          assert.match(message("mapResult"), /at \$\.m: a Map \(JSON would store \{\}\)/)
+          // A typed failure's record keeps NaN, ±Infinity and bigints readable, as strings.
+          assert.deepStrictEqual(info.nanFailure.errors[0].error, { x: "NaN", y: "-Infinity", z: 1, big: "10" })
           assert.strictEqual(message("nulError"), "Error: bad\uFFFDbyte \uFFFD lone")
           assert.strictEqual(Option.getOrThrow(info.nulError.lastError), "Error: bad\uFFFDbyte \uFFFD lone")
           assert.isAtMost(message("hugeError").length, 16_384)
@@ -405,6 +410,34 @@ export const badInput = (target: Target) => {
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
           assert.strictEqual((yield* queue.get(id)).name, Max.name)
           assert.strictEqual(ran, 1)
+        })))
+
+    it.live(name("Schema.Unknown payloads JSON would change (an invalid Date, a Map or Set, array holes, functions and symbols in arrays) are refused with the path"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const cases: Array<readonly [unknown, string, string]> = [
+            [{ at: new Date(NaN) }, "$.at", "an invalid Date (JSON would store null)"],
+            [{ m: new Map([["a", 1]]) }, "$.m", "a Map (JSON would store {})"],
+            [{ s: [1, new Set([1])] }, "$.s[1]", "a Set (JSON would store {})"],
+            // eslint-disable-next-line no-sparse-arrays
+            [{ a: [1, , 3] }, "$.a[1]", "an array hole (JSON would store null)"],
+            [{ a: [Symbol("s")] }, "$.a[0]", "a symbol in an array (JSON would store null)"],
+            [{ a: [1, () => 1] }, "$.a[1]", "a function in an array (JSON would store null)"],
+            [{ a: [undefined] }, "$.a[0]", "undefined in an array (JSON would store null)"],
+            [new Date(NaN), "$", "an invalid Date (JSON would store null)"]
+          ]
+          const refused = yield* countStatements(Effect.forEach(cases, ([payload, path, reason]) =>
+            Effect.map(refusal(queue.enqueue(Loose, payload)), (e) => {
+              assert.deepStrictEqual([e.reason, e.path], ["json", path], reason)
+              assert.include(e.message, `at ${path}: ${reason}`)
+            })))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // Object properties that are undefined, functions or symbols are left out, as JSON does (documented).
+          const id = yield* queue.enqueue(Loose, { keep: 1, u: undefined, f: () => 1, s: Symbol("s"), d: new Date(0), e: {}, n: null })
+          assert.deepStrictEqual((yield* queue.get(id)).payload, { keep: 1, d: "1970-01-01T00:00:00.000Z", e: {}, n: null })
         })))
 
     it.live(name("rows edited by hand: the database refuses invalid states and counts; undecodable payloads are dead-lettered with the reason, and the worker goes on"), () =>
