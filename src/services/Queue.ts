@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
+import { checkEnqueueOptions } from "../internal/options.js"
 import * as Sanitize from "../internal/sanitize.js"
 import type { InsertRow } from "../internal/statements.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
@@ -329,6 +330,8 @@ export const make = Effect.gen(function*() {
 
   const resolve = (job: Job.Any, options: EnqueueOptions | undefined) =>
     Effect.gen(function*() {
+      const invalid = checkEnqueueOptions(job.name, options)
+      if (invalid !== undefined) return yield* invalid
       const now = yield* nowMicros
       const priority = options?.priority ?? job.priority
       if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {

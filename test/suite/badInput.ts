@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -16,7 +17,7 @@ import * as Tracer from "effect/Tracer"
 import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Admin, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Admin, Errors, Job, PeriodicJob, Queue, Worker } from "../../src/index.js"
 import { countJobs, waitUntil } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
@@ -410,6 +411,74 @@ export const badInput = (target: Target) => {
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
           assert.strictEqual((yield* queue.get(id)).name, Max.name)
           assert.strictEqual(ran, 1)
+        })))
+
+    it.live(name("options the types cannot see (unique: 42, delay \"banana\" or NaN, an invalid runAt, priority NaN): a typed error naming the option and what it got, before any SQL"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Plain = Job.make("bi-options", { payload: Schema.Struct({ i: Schema.Number }) })
+          const refused = yield* countStatements(Effect.gen(function*() {
+            const unique = yield* refusal(queue.enqueue(Plain, { i: 1 }, { unique: 42 as any }))
+            assert.strictEqual(unique.reason, "key")
+            assert.strictEqual(unique.message, "unique must be a key (a string) or { key, states }, got 42")
+            const uniqueKey = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: 42 as any } }))
+            assert.strictEqual(uniqueKey.message, "the unique key must be a string, got number: 42")
+            const states = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: "k", states: "pending" as any } }))
+            assert.strictEqual(states.message, "unique.states must be an array of job states, got \"pending\"")
+            const delays: Array<readonly [unknown, string]> = [
+              ["banana", "must be a duration (milliseconds or e.g. \"5 seconds\"), got \"banana\""],
+              [NaN, "must be a finite duration, got NaN"],
+              [Infinity, "must be a finite duration, got Infinity"],
+              [-Infinity, "must be a finite duration, got -Infinity"],
+              [Duration.infinity, "must be a finite duration, got the Duration Infinity"],
+              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}"]
+            ]
+            for (const [delay, message] of delays) {
+              const one = yield* refusal(queue.enqueue(Plain, { i: 1 }, { delay: delay as any }))
+              assert.deepStrictEqual([one.reason, one.message], ["option", `delay ${message}`], String(delay))
+              const many = yield* refusal(queue.enqueueMany(Plain, [{ i: 1 }], { delay: delay as any }))
+              assert.strictEqual(many.message, `delay ${message}`)
+            }
+            const invalidDate = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date(NaN) }))
+            assert.deepStrictEqual([invalidDate.reason, invalidDate.message], [
+              "option",
+              "runAt must be a valid Date or a DateTime, got an invalid Date"
+            ])
+            const dateText = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: "2030-01-01" as any }))
+            assert.strictEqual(dateText.message, "runAt must be a valid Date or a DateTime, got \"2030-01-01\"")
+            for (const priority of [NaN, 1.5, Infinity]) {
+              const p = yield* refusal(queue.enqueue(Plain, { i: 1 }, { priority }))
+              assert.deepStrictEqual([p.reason, p.message], ["option", `priority must be a 32-bit integer, got ${priority}`])
+            }
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // A negative delay is due now, as Effect reads a negative duration (documented).
+          const now = yield* queue.enqueue(Plain, { i: 1 }, { delay: -5000 })
+          assert.isAtMost((yield* queue.get(now)).runAt.getTime(), Date.now())
+          // At definition: a timeout or an attempt count that is not one throws.
+          const payload = Schema.Struct({})
+          assert.throws(() => Job.make("bi-t", { payload, timeout: NaN }), "sqlane: timeout must be a finite duration, got NaN")
+          assert.throws(() => Job.make("bi-t", { payload, timeout: "banana" as any }), /timeout must be a duration.*got "banana"/)
+          assert.throws(() => Job.make("bi-t", { payload, timeout: 0 }), "sqlane: timeout must be longer than 0, got 0")
+          assert.throws(() => Job.make("bi-t", { payload, timeout: Duration.infinity }), /timeout must be a finite duration/)
+          assert.throws(() => Job.make("bi-t", { payload, priority: NaN }), "priority must be an integer, got NaN")
+          for (const n of [NaN, 2.5, 0, -1]) assert.throws(() => Job.attempts(n), `at least 1; got ${n}`)
+          // A periodic job's name is checked as a job name.
+          const periodic = (name: string) =>
+            Either.match(PeriodicJob.make(name, { cron: "* * * * *", job: Plain, payload: { i: 1 } }), {
+              onLeft: (e) => e.message,
+              onRight: () => "accepted"
+            })
+          assert.match(periodic("a\u0000b"), /must not contain U\+0000/)
+          assert.match(periodic("a\ud800"), /must not contain a lone surrogate/)
+          assert.match(periodic("a "), /must not end with a space/)
+          assert.match(periodic(""), /must not be empty/)
+          assert.match(periodic(42 as any), /must be a string, got number/)
+          assert.strictEqual(periodic("p".repeat(201)), "a periodic job name must be 1 to 200 characters, got 201")
+          assert.strictEqual(periodic("p".repeat(200)), "accepted")
         })))
 
     it.live(name("Schema.Unknown payloads JSON would change (an invalid Date, a Map or Set, array holes, functions and symbols in arrays) are refused with the path"), () =>
