@@ -3,12 +3,18 @@
  * (`soak_enqueued`, written in the enqueue's transaction), the job rows, the ledger of handler runs
  * (`soak_ledger`) and the chaos driver's kill log.
  */
-import { expected, type Kind } from "./jobs.js"
+import { expected, firstSucceedingAttempt, type Kind } from "./jobs.js"
 
 export interface EnqueuedRow {
   readonly seq: number
   readonly kind: Kind
   readonly jobId: string
+  /**
+   * For the `delayed` kind: the earliest time it may run, in µs of the machine's clock (`nowUs`) —
+   * the driver's clock read before the enqueue, plus the delay. The queue reads its clock later, so
+   * the job's `run_at` is at or after this. `null` for the other kinds.
+   */
+  readonly notBeforeUs: number | null
 }
 export interface JobRow {
   readonly id: string
@@ -17,7 +23,7 @@ export interface JobRow {
   readonly attempts: number
   readonly uniqueKey: string | null
   readonly finishedUs: number | null
-  /** The job's error history (JSON), for the examples. */
+  /** The job's error history (JSON): one record per failed attempt, `{ attempt, kind, message, … }`. */
   readonly errors: string | null
 }
 export interface LedgerRow {
@@ -36,7 +42,11 @@ export interface Kill {
 export interface Violations {
   /** Enqueued jobs that did not end as their kind must (missing, wrong state, wrong attempts, or completed without a run). */
   readonly lost: number
-  /** Runs beyond a job's first whose previous run's worker was SIGKILLed between the start of that run and the start of this one. */
+  /**
+   * Runs beyond a job's first whose previous run's worker was SIGKILLed after that run started and
+   * before this one started, and whose previous attempt the job's error history records as
+   * `worker lost` (a rescuer took the job back from the dead worker).
+   */
   readonly duplicatesAfterKill: number
   /**
    * Runs beyond a job's first whose previous run committed its ledger row while the handler failed
@@ -54,36 +64,80 @@ export interface Violations {
   readonly stuck: number
   /** Job rows of soak names the driver never recorded enqueueing (an enqueue written twice). */
   readonly unaccounted: number
+  /** Ledger rows of attempts that must fail (see `failingAttempts` in soak/jobs.ts): timeout attempt 1. */
+  readonly timeoutFirstAttemptRecorded: number
+  /** Ledger rows of attempts that must fail: flaky attempts 1 and 2. */
+  readonly flakyFailingAttemptRecorded: number
+  /** Ledger rows of delayed jobs that started before their delay was over. */
+  readonly delayedRanEarly: number
+  /** Completed jobs with runs in the ledger, none of them of the attempt the job completed in. */
+  readonly completedFinalAttemptUnrecorded: number
+  /** The least time between a delayed job's earliest start and its first run (ms), for the report. */
+  readonly delayedMinMarginMs: number | null
   /** Examples of each violation, for the report. */
   readonly examples: ReadonlyArray<string>
 }
 
-/**
- * Whether attempt `attempt` of a job failed because its handler's COMMIT failed (per its error history,
- * JSON): the soak's handlers record such a failure as "COMMIT failed: …". When that run's ledger row
- * exists, the COMMIT was applied and only its answer was lost (a connection killed during the COMMIT:
- * MariaDB then answers with an error although InnoDB committed).
- */
-const lostCommit = (errors: string | null, attempt: number): boolean => {
+interface AttemptRecord {
+  readonly attempt: number
+  readonly kind: string
+  readonly message: string
+}
+
+const history = (errors: string | null): ReadonlyArray<AttemptRecord> => {
   try {
-    const history = JSON.parse(errors ?? "[]") as Array<{ attempt: number; kind: string; message: string }>
-    return history.some((e) => e.attempt === attempt && e.kind === "defect" && /^(Error: )?COMMIT failed/.test(e.message))
+    const parsed = JSON.parse(errors ?? "[]")
+    return Array.isArray(parsed) ? parsed : []
   } catch {
-    return false
+    return []
   }
+}
+
+/**
+ * Whether attempt `attempt` of a job failed because its handler's COMMIT failed (per its error
+ * history): the soak's handlers record such a failure as a defect "COMMIT failed: …". When that
+ * run's ledger row exists, the COMMIT was applied and only its answer was lost (a connection killed
+ * during the COMMIT: MariaDB then answers with an error although InnoDB committed).
+ */
+export const lostCommit = (errors: ReadonlyArray<AttemptRecord>, attempt: number): boolean =>
+  errors.some((e) => e.attempt === attempt && e.kind === "defect" && /^(Error: )?COMMIT failed/.test(e.message))
+
+/**
+ * Whether attempt `attempt` of a job was ended by a rescuer because its worker was lost: the record
+ * src/services/Worker.ts writes (`failure(row, …, "lost", undefined, "worker lost")`) when another
+ * worker finds the job running under a worker whose session lock is free or whose heartbeat expired.
+ * It is the only record of an attempt whose worker died: the dead worker writes nothing, and a
+ * release (graceful shutdown) writes no record and does not count the attempt.
+ */
+export const workerLost = (errors: ReadonlyArray<AttemptRecord>, attempt: number): boolean =>
+  errors.some((e) => e.attempt === attempt && e.kind === "lost" && e.message === "worker lost")
+
+export interface CheckOptions {
+  /**
+   * How much earlier than its `notBeforeUs` a delayed job's run may start, in µs: clock skew between
+   * the driver and the worker processes. 0 here: every process reads the same machine clock.
+   */
+  readonly skewUs?: number
 }
 
 export const check = (
   enqueued: ReadonlyArray<EnqueuedRow>,
   jobs: ReadonlyArray<JobRow>,
   ledger: ReadonlyArray<LedgerRow>,
-  kills: ReadonlyArray<Kill>
+  kills: ReadonlyArray<Kill>,
+  options: CheckOptions = {}
 ): Violations => {
+  const skewUs = options.skewUs ?? 0
   const examples: Array<string> = []
-  const example = (s: string) => {
-    if (examples.length < 20) examples.push(s)
+  const seen = new Map<string, number>()
+  /** Up to 20 examples, at most 5 of each category, so one category cannot hide the others. */
+  const example = (category: string, s: string) => {
+    const n = seen.get(category) ?? 0
+    seen.set(category, n + 1)
+    if (examples.length < 20 && n < 5) examples.push(`${category}: ${s}`)
   }
   const jobById = new Map(jobs.map((j) => [j.id, j]))
+  const kindById = new Map(enqueued.map((e) => [e.jobId, e.kind]))
   const runs = new Map<string, Array<LedgerRow>>()
   for (const r of ledger) {
     const list = runs.get(r.jobId)
@@ -92,32 +146,64 @@ export const check = (
   }
 
   let lost = 0
+  let completedFinalAttemptUnrecorded = 0
+  let delayedRanEarly = 0
+  let delayedMinMarginUs: number | null = null
   const known = new Set<string>()
   for (const e of enqueued) {
     known.add(e.jobId)
     const job = jobById.get(e.jobId)
     const want = expected[e.kind]
-    const ran = runs.get(e.jobId)?.length ?? 0
+    const ran = runs.get(e.jobId) ?? []
     const why = job === undefined
       ? "missing"
       : job.state !== want.state
       ? `state ${job.state}, expected ${want.state}`
       : want.attempts !== undefined && job.attempts !== want.attempts
       ? `${job.attempts} attempts, expected ${want.attempts}`
-      : job.state === "completed" && ran === 0
+      : job.state === "completed" && ran.length === 0
       ? "completed without a run in the ledger"
       : undefined
     if (why !== undefined) {
       lost++
-      example(`lost: job ${e.jobId} (${e.kind}, seq ${e.seq}): ${why}`)
+      example("lost", `job ${e.jobId} (${e.kind}, seq ${e.seq}): ${why}`)
+    } else if (job!.state === "completed" && !ran.some((r) => r.attempt === job!.attempts)) {
+      completedFinalAttemptUnrecorded++
+      example(
+        "completed, final attempt not in the ledger",
+        `job ${e.jobId} (${e.kind}) completed in attempt ${job!.attempts}; the ledger has attempts ${
+          ran.map((r) => r.attempt).join(", ")
+        }`
+      )
     }
+    if (e.kind === "delayed" && e.notBeforeUs !== null) {
+      for (const r of ran) {
+        const margin = r.startedUs - e.notBeforeUs
+        if (delayedMinMarginUs === null || margin < delayedMinMarginUs) delayedMinMarginUs = margin
+        if (margin < -skewUs) {
+          delayedRanEarly++
+          example("delayed ran early", `job ${e.jobId} attempt ${r.attempt} started ${-margin} µs before its delay was over`)
+        }
+      }
+    }
+  }
+
+  let timeoutFirstAttemptRecorded = 0
+  let flakyFailingAttemptRecorded = 0
+  for (const r of ledger) {
+    const kind = kindById.get(r.jobId)
+    const first = kind === undefined ? undefined : firstSucceedingAttempt[kind]
+    if (first === undefined || r.attempt >= first) continue
+    if (kind === "timeout") timeoutFirstAttemptRecorded++
+    else flakyFailingAttemptRecorded++
+    example(`${kind} attempt that must fail recorded a run`, `job ${r.jobId} attempt ${r.attempt} (pid ${r.workerPid})`)
   }
 
   let unaccounted = 0
   for (const j of jobs) {
     if (!known.has(j.id)) {
       unaccounted++
-      example(`unaccounted: job ${j.id} (${j.name}, ${j.state})`)
+      example("unaccounted", `job ${j.id} (${j.name}, ${j.state})`)
     }
   }
 
@@ -127,24 +213,29 @@ export const check = (
   for (const [jobId, list] of runs) {
     if (list.length < 2) continue
     list.sort((a, b) => a.startedUs - b.startedUs)
+    const errors = jobById.get(jobId)?.errors ?? null
+    const records = history(errors)
     for (let i = 1; i < list.length; i++) {
       const prev = list[i - 1]
       const next = list[i]
-      if (kills.some((k) => k.pid === prev.workerPid && k.atUs >= prev.startedUs && k.atUs <= next.startedUs)) {
-        duplicatesAfterKill++
-      } else if (lostCommit(jobById.get(jobId)?.errors ?? null, prev.attempt)) {
+      // The lost COMMIT answer first: its worker may well have been killed later, before the next run.
+      if (lostCommit(records, prev.attempt)) {
         duplicatesAfterLostCommit++
-        example(`duplicate after a lost COMMIT answer: job ${jobId}, attempt ${prev.attempt}: ${
-          jobById.get(jobId)?.errors
-        }`)
-      }
-      else {
+        example("duplicate after a lost COMMIT answer", `job ${jobId}, attempt ${prev.attempt}: ${errors}`)
+      } else if (
+        workerLost(records, prev.attempt) &&
+        kills.some((k) => k.pid === prev.workerPid && k.atUs >= prev.startedUs && k.atUs <= next.startedUs)
+      ) {
+        duplicatesAfterKill++
+      } else {
         duplicatesUnexplained++
-        example(`duplicate: job ${jobId} ran in attempt ${prev.attempt} (pid ${prev.workerPid}) and again in attempt ${
-          list[i].attempt
-        } (pid ${list[i].workerPid}); pid ${prev.workerPid} was not killed after it started; errors: ${
-          jobById.get(jobId)?.errors
-        }`)
+        const killed = kills.filter((k) => k.pid === prev.workerPid).map((k) => k.atUs)
+        example(
+          "duplicate",
+          `job ${jobId} ran in attempt ${prev.attempt} (pid ${prev.workerPid}, from ${prev.startedUs} µs) and again in attempt ${next.attempt} (pid ${next.workerPid}, from ${next.startedUs} µs); pid ${prev.workerPid} ${
+            killed.length === 0 ? "was never killed" : `was killed at ${killed.join(", ")} µs`
+          }; errors: ${errors}`
+        )
       }
     }
   }
@@ -162,7 +253,7 @@ export const check = (
     for (let i = 0; i < list.length; i++) {
       for (let j = i + 1; j < list.length && list[j].startedUs < list[i].finishedUs; j++) {
         mutexOverlaps++
-        example(`mutex overlap on ${key}: job ${list[i].jobId} (pid ${list[i].workerPid}, ${
+        example("mutex overlap", `${key}: job ${list[i].jobId} (pid ${list[i].workerPid}, ${
           list[i].startedUs
         }..${list[i].finishedUs} µs) and job ${list[j].jobId} (pid ${list[j].workerPid}, from ${list[j].startedUs} µs)`)
       }
@@ -175,7 +266,7 @@ export const check = (
   for (const [key, n] of byUnique) {
     if (n > 1) {
       uniqueDuplicates += n - 1
-      example(`unique duplicate: ${n} rows with key ${key}`)
+      example("unique duplicate", `${n} rows with key ${key}`)
     }
   }
 
@@ -183,9 +274,24 @@ export const check = (
   for (const j of jobs) {
     if (j.state === "running" || j.state === "pending") {
       stuck++
-      example(`stuck: job ${j.id} (${j.name}) is ${j.state} after the drain`)
+      example("stuck", `job ${j.id} (${j.name}) is ${j.state} after the drain`)
     }
   }
 
-  return { lost, duplicatesAfterKill, duplicatesAfterLostCommit, duplicatesUnexplained, mutexOverlaps, uniqueDuplicates, stuck, unaccounted, examples }
+  return {
+    lost,
+    duplicatesAfterKill,
+    duplicatesAfterLostCommit,
+    duplicatesUnexplained,
+    mutexOverlaps,
+    uniqueDuplicates,
+    stuck,
+    unaccounted,
+    timeoutFirstAttemptRecorded,
+    flakyFailingAttemptRecorded,
+    delayedRanEarly,
+    completedFinalAttemptUnrecorded,
+    delayedMinMarginMs: delayedMinMarginUs === null ? null : Math.round(delayedMinMarginUs / 100) / 10,
+    examples
+  }
 }

@@ -61,6 +61,16 @@ export interface SoakResult {
   readonly jobs_per_s: number
   readonly unaccounted: number
   readonly worker_crashes: number
+  /** Ledger rows of a timeout job's first attempt (it must time out, so it cannot have committed). */
+  readonly timeout_first_attempt_recorded: number
+  /** Ledger rows of a flaky job's attempts 1–2 (they must fail). */
+  readonly flaky_failing_attempt_recorded: number
+  /** Ledger rows of delayed jobs that started before their delay was over. */
+  readonly delayed_ran_early: number
+  /** The least time between a delayed job's earliest start (as the driver recorded it) and a run of it, in ms. */
+  readonly delayed_min_margin_ms: number | null
+  /** Completed jobs whose final attempt has no run in the ledger. */
+  readonly completed_final_attempt_unrecorded: number
   /** The most jobs finished in any 10 s window, per second. */
   readonly peak_jobs_per_s: number
   readonly minutes: number
@@ -89,7 +99,11 @@ export const violations = (r: SoakResult) => ({
   unique_duplicates: r.unique_duplicates,
   stuck: r.stuck,
   unaccounted: r.unaccounted,
-  worker_crashes: r.worker_crashes
+  worker_crashes: r.worker_crashes,
+  timeout_first_attempt_recorded: r.timeout_first_attempt_recorded,
+  flaky_failing_attempt_recorded: r.flaky_failing_attempt_recorded,
+  delayed_ran_early: r.delayed_ran_early,
+  completed_final_attempt_unrecorded: r.completed_final_attempt_unrecorded
 })
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
@@ -110,8 +124,12 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
   const terminateEvery = options.terminateEvery ?? [4, 8]
   const faults = new Set(options.faults ?? ["kill", "terminate", "restart"])
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-soak-logs-"))
-  const workerArgs = await workerCommand()
-  const server: Server = await startServer(options.db)
+  const bundle = await workerCommand()
+  const workerArgs = bundle.args
+  const server: Server = await startServer(options.db).catch(async (e) => {
+    bundle.cleanup()
+    throw e
+  })
   log(`soak: ${server.id} (pid ${server.pid()}), ${options.jobs} jobs, ${options.workers} workers × ${options.concurrency}, ${options.minutes} min; logs in ${logDir}`)
   const client = server.dialect === "pg"
     ? PgClient.layer({ url: Redacted.make(server.url), maxConnections: 8 })
@@ -138,7 +156,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE soak_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker_pid INT NOT NULL,
         started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL)`
-      yield* sql`CREATE TABLE soak_enqueued (seq INT NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, job_id BIGINT NOT NULL)`
+      yield* sql`CREATE TABLE soak_enqueued (seq INT NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, job_id BIGINT NOT NULL,
+        not_before_us BIGINT NULL)`
     }))
 
     // --- workers -------------------------------------------------------------------------------
@@ -208,10 +227,14 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
           const done = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM soak_enqueued WHERE seq IN ${sql.in(seqs)}`
           if (Number(done[0].n) > 0) return
           const delay = kind === "delayed" ? 1000 + Math.floor(Math.random() * (maxDelayMs - 1000)) : undefined
+          // The earliest the jobs may run: the clock read before the enqueue reads its own, plus the delay.
+          const notBeforeUs = delay === undefined ? null : nowUs() + delay * 1000
           const ids = kind === "mutex"
             ? yield* queue.enqueueMany(jobOf.mutex, seqs.map((seq) => ({ seq, key: `m${seq % mutexKeys}` })))
             : yield* queue.enqueueMany(jobOf[kind], seqs.map((seq) => ({ seq })), delay === undefined ? undefined : { delay })
-          yield* sql`INSERT INTO soak_enqueued ${sql.insert(seqs.map((seq, i) => ({ seq, kind, job_id: ids[i] })))}`
+          yield* sql`INSERT INTO soak_enqueued ${
+            sql.insert(seqs.map((seq, i) => ({ seq, kind, job_id: ids[i], not_before_us: notBeforeUs })))
+          }`
         }))
       }))
     let uniqueMismatches = 0
@@ -347,7 +370,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     // --- checks --------------------------------------------------------------------------------
     const data = await run(persist(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const enq = yield* sql<{ seq: number; kind: Kind; job_id: string }>`SELECT seq, kind, job_id FROM soak_enqueued`
+      const enq = yield* sql<{ seq: number; kind: Kind; job_id: string; not_before_us: string | number | null }>`
+        SELECT seq, kind, job_id, not_before_us FROM soak_enqueued`
       const jobs = server.dialect === "pg"
         ? yield* sql<any>`SELECT id, name, state, attempts, unique_key, errors,
             (EXTRACT(EPOCH FROM finished_at) * 1000000)::bigint AS finished_us FROM soak_jobs`
@@ -356,7 +380,12 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key FROM soak_ledger`
       return { enq, jobs, ledger }
     })))
-    const enqueued: Array<EnqueuedRow> = data.enq.map((r) => ({ seq: Number(r.seq), kind: r.kind, jobId: String(r.job_id) }))
+    const enqueued: Array<EnqueuedRow> = data.enq.map((r) => ({
+      seq: Number(r.seq),
+      kind: r.kind,
+      jobId: String(r.job_id),
+      notBeforeUs: r.not_before_us === null ? null : Number(r.not_before_us)
+    }))
     const jobs: Array<JobRow> = data.jobs.map((r: any) => ({
       id: String(r.id),
       name: r.name,
@@ -402,6 +431,11 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       jobs_per_s: Math.round(finished.length / ((lastUs - startUs) / 1e6)),
       unaccounted: v.unaccounted,
       worker_crashes: crashes,
+      timeout_first_attempt_recorded: v.timeoutFirstAttemptRecorded,
+      flaky_failing_attempt_recorded: v.flakyFailingAttemptRecorded,
+      delayed_ran_early: v.delayedRanEarly,
+      delayed_min_margin_ms: v.delayedMinMarginMs,
+      completed_final_attempt_unrecorded: v.completedFinalAttemptUnrecorded,
       peak_jobs_per_s: Math.round(peak / 10),
       minutes: options.minutes,
       workers: options.workers,
@@ -428,18 +462,28 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     for (const l of lives) l.child.kill("SIGKILL")
     await runtime.dispose().catch(() => {})
     await server.stop()
+    bundle.cleanup()
   }
 }
 
 /**
  * How to start a worker process: the worker bundled once by esbuild (what `tsx` uses; it starts in
  * a fraction of the time, which matters with a worker restarted every few seconds), or through `tsx`.
+ * The bundle is this run's own (a directory per run: soaks may run side by side, e.g. the brief one
+ * of `npm test` and a manual one); `cleanup` deletes it.
  */
-const workerCommand = async (): Promise<ReadonlyArray<string>> => {
+const workerCommand = async (): Promise<{ readonly args: ReadonlyArray<string>; readonly cleanup: () => void }> => {
+  let dir: string | undefined
+  const cleanup = () => {
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
+  }
   try {
     const esbuild = await import("esbuild")
     // Under node_modules, so that the bundle's imports of packages resolve as the sources' do.
-    const outfile = path.join(import.meta.dirname, "..", "node_modules", ".cache", "sqlane-soak", "worker.mjs")
+    const cache = path.join(import.meta.dirname, "..", "node_modules", ".cache")
+    fs.mkdirSync(cache, { recursive: true })
+    dir = fs.mkdtempSync(path.join(cache, `sqlane-soak-${process.pid}-`))
+    const outfile = path.join(dir, "worker.mjs")
     await esbuild.build({
       entryPoints: [workerScript],
       bundle: true,
@@ -449,9 +493,11 @@ const workerCommand = async (): Promise<ReadonlyArray<string>> => {
       outfile,
       logLevel: "error"
     })
-    return [outfile]
+    return { args: [outfile], cleanup }
   } catch {
-    return ["--import", "tsx", workerScript]
+    cleanup()
+    dir = undefined
+    return { args: ["--import", "tsx", workerScript], cleanup }
   }
 }
 
@@ -515,6 +561,11 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["jobs left running or pending (must be 0)", r.stuck],
     ["job rows never enqueued by the driver (must be 0)", r.unaccounted],
     ["worker processes that died by themselves (must be 0)", r.worker_crashes],
+    ["timeout jobs whose first attempt recorded a run (must be 0)", r.timeout_first_attempt_recorded],
+    ["flaky jobs whose attempt 1 or 2 recorded a run (must be 0)", r.flaky_failing_attempt_recorded],
+    ["delayed jobs that ran before their delay (must be 0)", r.delayed_ran_early],
+    ["completed jobs whose final attempt is not in the ledger (must be 0)", r.completed_final_attempt_unrecorded],
+    ["delayed jobs: least margin after the delay (ms)", r.delayed_min_margin_ms ?? "-"],
     ["throughput under chaos, whole run (jobs/s; the enqueue pace bounds it)", r.jobs_per_s],
     ["throughput under chaos, best 10 s (jobs/s)", r.peak_jobs_per_s],
     ["workers killed (SIGKILL)", r.worker_kills],

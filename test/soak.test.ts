@@ -35,7 +35,11 @@ describe("soak with faults", () => {
         unique_duplicates: 0,
         stuck: 0,
         unaccounted: 0,
-        worker_crashes: 0
+        worker_crashes: 0,
+        timeout_first_attempt_recorded: 0,
+        flaky_failing_attempt_recorded: 0,
+        delayed_ran_early: 0,
+        completed_final_attempt_unrecorded: 0
       })
     }, 150_000)
   }

@@ -2,11 +2,17 @@
  * Turning values sqlane did not make — payloads, handler results, errors, names — into what a row
  * can hold, in one place.
  *
- * - {@link toJson}: a value as JSON text, or why not (and where): NaN and ±Infinity (JSON would
- *   write `null`), bigints, cycles and nesting too deep to serialize are refused, never silently
- *   changed. JSON text never holds a raw U+0000 or a lone surrogate: `JSON.stringify` writes them as
- *   the escapes `\u0000` and `\ud800`, which `text` and `LONGTEXT` columns store as they are, so
- *   they round-trip losslessly on every database.
+ * - {@link toJson}: a value as JSON text, or why not (and where): values `JSON.stringify` would
+ *   change are refused, never silently changed — NaN and ±Infinity and an invalid `Date` (JSON would
+ *   write `null`), a `Map`, `Set`, `WeakMap` or `WeakSet` (`{}`), an array hole or an array element
+ *   that is `undefined`, a function or a symbol (`null`) — and so are bigints, cycles and nesting
+ *   too deep to serialize. An object property whose value is `undefined`, a function or a symbol is
+ *   left out, as `JSON.stringify` does (an absent property). JSON text never holds a raw U+0000 or a
+ *   lone surrogate: `JSON.stringify` writes them as the escapes `\u0000` and `\ud800`, which `text`
+ *   and `LONGTEXT` columns store as they are, so they round-trip losslessly on every database.
+ * - {@link errorJson}: a typed failure's encoded value as JSON text for its attempt's record,
+ *   leniently: NaN and ±Infinity as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`, bigints as
+ *   strings of digits.
  * - {@link text}: a free text (an error message) as a column can hold it on every database: U+0000
  *   (PostgreSQL `text` cannot hold it) and lone surrogates (not UTF-8: the drivers would write
  *   U+FFFD) become U+FFFD, and it is cut to a length.
@@ -36,6 +42,26 @@ export interface NotJson {
   readonly reason: string
 }
 
+/** Why a value would change in JSON, checked before its `toJSON` (a `Date`'s gives `null` when invalid). */
+const changedBeforeToJson = (value: unknown): string | undefined =>
+  value instanceof Date && Number.isNaN(value.getTime()) ? "an invalid Date (JSON would store null)" : undefined
+
+/** Why a value would change in JSON, checked after its `toJSON`. */
+const changedAfterToJson = (value: unknown): string | undefined =>
+  value instanceof Map
+    ? "a Map (JSON would store {}); encode it with a schema such as Schema.ReadonlyMap"
+    : value instanceof Set
+    ? "a Set (JSON would store {}); encode it with a schema such as Schema.ReadonlySet"
+    : value instanceof WeakMap || value instanceof WeakSet
+    ? "a WeakMap or WeakSet (JSON would store {})"
+    : undefined
+
+/** Why an array element would change in JSON (`null`): `undefined`, a function or a symbol. */
+const changedInArray = (value: unknown): string | undefined =>
+  value === undefined || typeof value === "function" || typeof value === "symbol"
+    ? `${value === undefined ? "undefined" : `a ${typeof value}`} in an array (JSON would store null)`
+    : undefined
+
 const keyPath = (path: string, key: string | number) =>
   typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
 
@@ -45,15 +71,18 @@ const keyPath = (path: string, key: string | number) =>
  */
 const findNotJson = (root: unknown): NotJson => {
   const ancestors = new Map<object, number>()
-  // [value, path, depth, exit marker]
-  const stack: Array<readonly [unknown, string, number, boolean]> = [[root, "$", 0, false]]
+  // [value, path, depth, exit marker, an array's element (0: no, 1: yes, 2: a hole)]
+  const stack: Array<readonly [unknown, string, number, boolean, 0 | 1 | 2]> = [[root, "$", 0, false, 0]]
   let deepest: readonly [string, number] = ["$", 0]
   while (stack.length > 0) {
-    const [raw, path, depth, exit] = stack.pop()!
+    const [raw, path, depth, exit, element] = stack.pop()!
     if (exit) {
       ancestors.delete(raw as object)
       continue
     }
+    if (element === 2) return { path, reason: "an array hole (JSON would store null)" }
+    const before = changedBeforeToJson(raw)
+    if (before !== undefined) return { path, reason: before }
     let value = raw
     if (value !== null && typeof value === "object" && typeof (value as any).toJSON === "function") {
       try {
@@ -64,24 +93,54 @@ const findNotJson = (root: unknown): NotJson => {
     }
     if (typeof value === "number" && !Number.isFinite(value)) return { path, reason: `${value} is not a JSON number` }
     if (typeof value === "bigint") return { path, reason: `a bigint (${value}n) is not a JSON number; use Schema.BigInt` }
+    const inArray = element === 1 ? changedInArray(value) : undefined
+    if (inArray !== undefined) return { path, reason: inArray }
     if (value === null || typeof value !== "object") continue
+    const after = changedAfterToJson(value)
+    if (after !== undefined) return { path, reason: after }
     if (ancestors.has(value)) return { path, reason: "a cyclic reference" }
     if (depth > deepest[1]) deepest = [path, depth]
     ancestors.set(value, depth)
-    stack.push([value, path, depth, true])
-    const entries: Array<readonly [string | number, unknown]> = Array.isArray(value)
-      ? value.map((v, i) => [i, v] as const)
-      : Object.keys(value).map((k) => [k, (value as any)[k]] as const)
-    for (let i = entries.length - 1; i >= 0; i--) {
-      stack.push([entries[i][1], keyPath(path, entries[i][0]), depth + 1, false])
+    stack.push([value, path, depth, true, 0])
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) {
+        stack.push([value[i], keyPath(path, i), depth + 1, false, i in value ? 1 : 2])
+      }
+    } else {
+      const keys = Object.keys(value)
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push([(value as any)[keys[i]], keyPath(path, keys[i]), depth + 1, false, 0])
+      }
     }
   }
   return { path: deepest[0], reason: `nested ${deepest[1]} levels deep, deeper than JSON.stringify can go` }
 }
 
-const refuseNonFinite = (_key: string, value: unknown) => {
-  if (typeof value === "number" && !Number.isFinite(value)) throw new RangeError("not finite")
-  return value
+/**
+ * The replacer of the second, strict pass: throws at the first value JSON would change (then
+ * {@link findNotJson} says which and where). `this` is the holder of `key`: its value before `toJSON`.
+ */
+function refuseChanged(this: any, key: string, value: unknown) {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value
+    case "number":
+      if (!Number.isFinite(value)) throw new RangeError("not finite")
+      return value
+    case "object":
+      if (value === null) {
+        if (changedBeforeToJson(this[key]) !== undefined) throw new RangeError("changed")
+        if (Array.isArray(this) && !(key in this)) throw new RangeError("a hole") // the replacer sees a hole as undefined
+        return value
+      }
+      if (changedAfterToJson(value) !== undefined) throw new RangeError("changed")
+      return value
+    default:
+      // undefined, a function or a symbol: left out of an object, `null` in an array.
+      if (Array.isArray(this)) throw new RangeError("changed")
+      return value
+  }
 }
 
 /**
@@ -91,10 +150,13 @@ const refuseNonFinite = (_key: string, value: unknown) => {
  */
 export const toJson = (value: unknown): { readonly json: string } | NotJson => {
   try {
-    // NaN and ±Infinity come out as `null`: only JSON with a `null` in it is checked again with the
-    // (three times slower) replacer that refuses them.
+    // What JSON would change comes out as `null` (NaN, ±Infinity, an invalid Date, holes and
+    // undefined, functions and symbols in arrays) or `{}` (Map, Set): only JSON with one of them in
+    // it is checked again with the (three times slower) replacer that refuses them.
     const plain = JSON.stringify(value)
-    const json = plain !== undefined && plain.includes("null") ? JSON.stringify(value, refuseNonFinite) : plain
+    const json = plain !== undefined && (plain.includes("null") || plain.includes("{}"))
+      ? JSON.stringify(value, refuseChanged)
+      : plain
     if (json !== undefined) return { json }
     return { path: "$", reason: `${typeof value} is not a JSON value` }
   } catch {
@@ -106,6 +168,28 @@ export const toJson = (value: unknown): { readonly json: string } | NotJson => {
         : { ...found, path: `${found.path.slice(0, 150)}…${found.path.slice(-100)}` }
     } catch (e) {
       return { path: "$", reason: describe(e) }
+    }
+  }
+}
+
+const lenientNumbers = (_key: string, value: unknown) =>
+  typeof value === "number" ? (Number.isFinite(value) ? value : String(value)) : typeof value === "bigint" ? String(value) : value
+
+/**
+ * A typed failure's encoded value as JSON text for its attempt's record (for reading, not decoding),
+ * or `null` when it has none (`undefined`, a cycle, a `toJSON` that throws): NaN and ±Infinity are
+ * written as the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (JSON would write `null`), bigints
+ * as strings of digits. Never throws.
+ */
+export const errorJson = (value: unknown): string | null => {
+  try {
+    const plain = JSON.stringify(value)
+    return (plain !== undefined && plain.includes("null") ? JSON.stringify(value, lenientNumbers) : plain) ?? null
+  } catch {
+    try {
+      return JSON.stringify(value, lenientNumbers) ?? null // a bigint threw
+    } catch {
+      return null
     }
   }
 }

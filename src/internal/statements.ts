@@ -773,11 +773,12 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
             ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
         (rows) => rows.map(toSummary)
       ),
+    // A run_at of -infinity (a row edited by hand) reads as the year 1000, as in usText.
     jobStats: (nowUs, sinceUs) =>
       Effect.map(
         sql`SELECT name, state, COUNT(*) AS n,
               COUNT(*) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)}) AS due,
-              (EXTRACT(EPOCH FROM MIN(run_at) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)})) * 1000000)::bigint
+              (EXTRACT(EPOCH FROM MIN(GREATEST(run_at, '1000-01-01Z')) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)})) * 1000000)::bigint
                 AS oldest_due_us,
               COUNT(*) FILTER (WHERE finished_at >= ${ts(sinceUs)}) AS recent
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`,

@@ -9,14 +9,17 @@ import * as Schema from "effect/Schema"
  * Why an enqueue was refused (the `reason` of {@link InvalidPayload}):
  *
  * - `schema`: the payload does not encode with its job's payload `Schema` (or the schema threw);
- * - `json`: the encoded payload is not JSON as it is — NaN or ±Infinity (JSON would store `null`),
- *   a bigint (use `Schema.BigInt`), a cycle, nesting too deep to serialize, `undefined`;
+ * - `json`: the encoded payload is not JSON as it is — NaN or ±Infinity or an invalid `Date` (JSON
+ *   would store `null`), a `Map` or `Set` (`{}`), an array hole or an array element that is
+ *   `undefined`, a function or a symbol (`null`), a bigint (use `Schema.BigInt`), a cycle, nesting
+ *   too deep to serialize, `undefined`;
  * - `size`: the payload's JSON is larger than the database takes in one statement (MySQL/MariaDB:
  *   `max_allowed_packet` less 64 KiB; see docs/limits.md);
  * - `name`: the job name is empty, longer than 255 characters, or holds U+0000 or a lone surrogate;
  * - `key`: a unique or mutex key is not a string of 1–255 characters without U+0000 and lone
- *   surrogates, or the job's `mutexKey` threw;
- * - `option`: an option is out of range (priority, `runAt`/`delay`, `unique.states`).
+ *   surrogates, `unique` is neither a key nor `{ key, states }`, or the job's `mutexKey` threw;
+ * - `option`: an option is out of range or not of its type (priority not a 32-bit integer, `runAt`
+ *   not a valid `Date`/`DateTime`, `delay` not a finite duration, `unique.states`).
  *
  * @since 0.1.0
  * @category errors

@@ -7,10 +7,11 @@
  *
  * @since 0.1.0
  */
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import { durationMillis } from "../internal/options.js"
 import { checkJobName } from "../internal/sanitize.js"
 
 /**
@@ -107,6 +108,7 @@ export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.expone
  * The most attempts a job can have with a schedule that recurs `n` times: `n + 1`.
  * A helper for writing retry policies by attempt count:
  * `retry: Job.attempts(5, Schedule.spaced("10 seconds"))` allows 5 attempts, 10 s apart.
+ * `n` must be a whole number, at least 1: anything else (NaN, 2.5, 0) throws.
  *
  * @since 0.1.0
  * @category retry
@@ -114,8 +116,12 @@ export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.expone
 export const attempts = (
   max: number,
   schedule: Schedule.Schedule<unknown, unknown> = Schedule.exponential("1 second").pipe(Schedule.jittered)
-): Schedule.Schedule<unknown, unknown> =>
-  schedule.pipe(Schedule.intersect(Schedule.recurs(Math.max(0, max - 1))), Schedule.asVoid)
+): Schedule.Schedule<unknown, unknown> => {
+  if (!Number.isSafeInteger(max) || max < 1) {
+    throw new globalThis.Error(`sqlane: Job.attempts takes a whole number of attempts, at least 1; got ${max}`)
+  }
+  return schedule.pipe(Schedule.intersect(Schedule.recurs(max - 1)), Schedule.asVoid)
+}
 
 /**
  * Defines a job.
@@ -137,10 +143,11 @@ export const attempts = (
  * @param options.success schema of the handler's result (default: `Schema.Void`, nothing stored)
  * @param options.failure schema of the handler's typed errors (default: `Schema.Never`)
  * @param options.retry retry `Schedule` (default: {@link defaultRetry})
- * @param options.priority default priority, an integer; lower runs first (default 0)
+ * @param options.priority default priority, an integer; lower runs first (default 0); anything else throws
  * @param options.isPermanent failures that dead-letter at once (default: none)
  * @param options.timeout longest an attempt may run; then its handler is interrupted and the attempt
- *   fails with `JobTimeout` (default: none)
+ *   fails with `JobTimeout` (default: none). A duration that does not decode, is not finite (NaN,
+ *   ±Infinity, `Duration.infinity`) or is not longer than 0 throws here, at definition.
  * @param options.mutexKey the job's mutex key, computed from the (decoded) payload at enqueue, 1–255
  *   characters, or `undefined` for none: jobs that share a key — of any job names — never run at the
  *   same time, across all workers and processes (a unique index over running keys guarantees it). A
@@ -185,6 +192,16 @@ export const make = <
   if (!Number.isSafeInteger(priority)) {
     throw new globalThis.Error(`sqlane: priority must be an integer, got ${priority}`)
   }
+  let timeoutMillis: number | undefined
+  if (options.timeout !== undefined) {
+    const timeout = durationMillis(options.timeout)
+    if ("problem" in timeout || timeout.millis <= 0) {
+      throw new globalThis.Error(
+        `sqlane: timeout ${"problem" in timeout ? timeout.problem : `must be longer than 0, got ${String(options.timeout)}`}`
+      )
+    }
+    timeoutMillis = timeout.millis
+  }
   return {
     _tag: "sqlane/Job",
     name,
@@ -194,7 +211,7 @@ export const make = <
     retry: options.retry ?? defaultRetry,
     priority,
     isPermanent: options.isPermanent ?? (() => false),
-    timeoutMillis: options.timeout === undefined ? undefined : Duration.toMillis(Duration.decode(options.timeout)),
+    timeoutMillis,
     mutexKey: options.mutexKey
   }
 }

@@ -16,6 +16,7 @@
 import * as Cron from "effect/Cron"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { checkJobName } from "../internal/sanitize.js"
 import { InvalidSchedule } from "./Errors.js"
 import { type Job, schemasOf } from "./Job.js"
 
@@ -59,7 +60,8 @@ export const tickKey = (name: string, tick: Date): string => `sqlane:periodic:${
 
 /**
  * Declares a periodic job. Refused with `InvalidSchedule` when the expression does not parse (or
- * never fires), the time zone is unknown, the name is not 1–200 characters, or a constant payload
+ * never fires), the time zone is unknown, the name is not 1–200 characters without U+0000, lone
+ * surrogates and a trailing space (as a job name: see `Job.make`), or a constant payload
  * does not encode with the job's payload schema.
  *
  * The tick's job is due at the tick (`runAt` = the tick; `JobContext.runAt` tells the handler which
@@ -73,8 +75,8 @@ export const tickKey = (name: string, tick: Date): string => `sqlane:periodic:${
  * const SchedulerLive = Scheduler.layer({ schedules: [Nightly] })
  * ```
  *
- * @param name 1–200 characters; part of each tick's unique key, so renaming a periodic job makes
- *   it a new one
+ * @param name 1–200 characters, without U+0000, lone surrogates or a trailing space; part of each
+ *   tick's unique key, so renaming a periodic job makes it a new one
  * @param options.cron a cron expression: 5 fields (minute hour day month weekday) or 6 (with
  *   seconds first), as `effect/Cron` parses them
  * @param options.timeZone an IANA time zone (`"America/New_York"`) or an offset (`"+02:00"`) in
@@ -97,8 +99,12 @@ export const make = <J extends Job.Any>(
     readonly priority?: number | undefined
   }
 ): Either.Either<PeriodicJob<J>, InvalidSchedule> => {
-  const refuse = (message: string) => Either.left(new InvalidSchedule({ schedule: name, message }))
-  if (name.length === 0 || name.length > 200) return refuse(`a periodic job name must be 1 to 200 characters`)
+  const refuse = (message: string) =>
+    Either.left(new InvalidSchedule({ schedule: typeof name === "string" ? name : String(name), message }))
+  // As a job name (Job.make, enqueue): it is stored as a key of its own and in each tick's unique key.
+  const problem = checkJobName(name)
+  if (problem !== undefined) return refuse(`a periodic job name ${problem}`)
+  if (name.length > 200) return refuse(`a periodic job name must be 1 to 200 characters, got ${name.length}`)
   const parsed = Cron.parse(options.cron, options.timeZone)
   if (Either.isLeft(parsed)) return refuse(`${parsed.left.message}: ${parsed.left.input}`)
   try {

@@ -20,6 +20,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
+import { checkEnqueueOptions } from "../internal/options.js"
 import * as Sanitize from "../internal/sanitize.js"
 import type { InsertRow } from "../internal/statements.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
@@ -341,6 +342,8 @@ const resolve = (
   nowUs: number,
   fiber: Fiber.RuntimeFiber<unknown, unknown>
 ): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
+  const invalid = checkEnqueueOptions(job.name, options)
+  if (invalid !== undefined) return Either.left(invalid)
   const priority = options?.priority ?? job.priority
   if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
     return Either.left(

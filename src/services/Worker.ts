@@ -45,6 +45,7 @@ import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
   describe,
+  errorJson,
   fitRecord,
   maxErrorJsonLength,
   type NotJson,
@@ -102,14 +103,6 @@ const tagOf = (u: unknown): string | undefined => {
       : undefined
   } catch {
     return undefined // a getter that throws
-  }
-}
-
-const toJson = (u: unknown): string | null => {
-  try {
-    return JSON.stringify(u) ?? null
-  } catch {
-    return null
   }
 }
 
@@ -371,7 +364,7 @@ export const make = <R>(
         const encoded = Option.isSome(typed)
           ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
             Option.map(
-              Option.filter(Option.fromNullable(toJson(e)), (json) => json.length <= maxErrorJsonLength),
+              Option.filter(Option.fromNullable(errorJson(e)), (json) => json.length <= maxErrorJsonLength),
               (json) => JSON.parse(json)
             ))
           : Option.none()

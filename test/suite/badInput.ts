@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -16,7 +17,7 @@ import * as Tracer from "effect/Tracer"
 import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Admin, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Admin, Errors, Job, PeriodicJob, Queue, Worker } from "../../src/index.js"
 import { countJobs, waitUntil } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
@@ -284,6 +285,8 @@ export const badInput = (target: Target) => {
             cyclicResult: Effect.succeed(cyclic),
             bigintResult: Effect.succeed({ n: 10n }),
             nanResult: Effect.succeed({ x: NaN }),
+            mapResult: Effect.succeed({ m: new Map([[1, 2]]) }),
+            nanFailure: Effect.fail({ x: NaN, y: -Infinity, z: 1, big: 10n }),
             nulError: Effect.fail(new Error("bad\u0000byte \ud800 lone")),
             hugeError: Effect.die(new Error("e".repeat(1_000_000))),
             nullProtoDefect: Effect.die(nullProto),
@@ -318,6 +321,9 @@ export const badInput = (target: Target) => {
           assert.match(message("cyclicResult"), /result of "bi-ends" is not JSON-serializable at \$\.self: a cyclic reference/)
           assert.match(message("bigintResult"), /at \$\.n: a bigint/)
           assert.match(message("nanResult"), /at \$\.x: NaN/)
+          assert.match(message("mapResult"), /at \$\.m: a Map \(JSON would store \{\}\)/)
+          // A typed failure's record keeps NaN, ±Infinity and bigints readable, as strings.
+          assert.deepStrictEqual(info.nanFailure.errors[0].error, { x: "NaN", y: "-Infinity", z: 1, big: "10" })
           assert.strictEqual(message("nulError"), "Error: bad\uFFFDbyte \uFFFD lone")
           assert.strictEqual(Option.getOrThrow(info.nulError.lastError), "Error: bad\uFFFDbyte \uFFFD lone")
           assert.isAtMost(message("hugeError").length, 16_384)
@@ -405,6 +411,102 @@ export const badInput = (target: Target) => {
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
           assert.strictEqual((yield* queue.get(id)).name, Max.name)
           assert.strictEqual(ran, 1)
+        })))
+
+    it.live(name("options the types cannot see (unique: 42, delay \"banana\" or NaN, an invalid runAt, priority NaN): a typed error naming the option and what it got, before any SQL"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Plain = Job.make("bi-options", { payload: Schema.Struct({ i: Schema.Number }) })
+          const refused = yield* countStatements(Effect.gen(function*() {
+            const unique = yield* refusal(queue.enqueue(Plain, { i: 1 }, { unique: 42 as any }))
+            assert.strictEqual(unique.reason, "key")
+            assert.strictEqual(unique.message, "unique must be a key (a string) or { key, states }, got 42")
+            const uniqueKey = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: 42 as any } }))
+            assert.strictEqual(uniqueKey.message, "the unique key must be a string, got number: 42")
+            const states = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: "k", states: "pending" as any } }))
+            assert.strictEqual(states.message, "unique.states must be an array of job states, got \"pending\"")
+            const delays: Array<readonly [unknown, string]> = [
+              ["banana", "must be a duration (milliseconds or e.g. \"5 seconds\"), got \"banana\""],
+              [NaN, "must be a finite duration, got NaN"],
+              [Infinity, "must be a finite duration, got Infinity"],
+              [-Infinity, "must be a finite duration, got -Infinity"],
+              [Duration.infinity, "must be a finite duration, got the Duration Infinity"],
+              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}"]
+            ]
+            for (const [delay, message] of delays) {
+              const one = yield* refusal(queue.enqueue(Plain, { i: 1 }, { delay: delay as any }))
+              assert.deepStrictEqual([one.reason, one.message], ["option", `delay ${message}`], String(delay))
+              const many = yield* refusal(queue.enqueueMany(Plain, [{ i: 1 }], { delay: delay as any }))
+              assert.strictEqual(many.message, `delay ${message}`)
+            }
+            const invalidDate = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date(NaN) }))
+            assert.deepStrictEqual([invalidDate.reason, invalidDate.message], [
+              "option",
+              "runAt must be a valid Date or a DateTime, got an invalid Date"
+            ])
+            const dateText = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: "2030-01-01" as any }))
+            assert.strictEqual(dateText.message, "runAt must be a valid Date or a DateTime, got \"2030-01-01\"")
+            for (const priority of [NaN, 1.5, Infinity]) {
+              const p = yield* refusal(queue.enqueue(Plain, { i: 1 }, { priority }))
+              assert.deepStrictEqual([p.reason, p.message], ["option", `priority must be a 32-bit integer, got ${priority}`])
+            }
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // A negative delay is due now, as Effect reads a negative duration (documented).
+          const now = yield* queue.enqueue(Plain, { i: 1 }, { delay: -5000 })
+          assert.isAtMost((yield* queue.get(now)).runAt.getTime(), Date.now())
+          // At definition: a timeout or an attempt count that is not one throws.
+          const payload = Schema.Struct({})
+          assert.throws(() => Job.make("bi-t", { payload, timeout: NaN }), "sqlane: timeout must be a finite duration, got NaN")
+          assert.throws(() => Job.make("bi-t", { payload, timeout: "banana" as any }), /timeout must be a duration.*got "banana"/)
+          assert.throws(() => Job.make("bi-t", { payload, timeout: 0 }), "sqlane: timeout must be longer than 0, got 0")
+          assert.throws(() => Job.make("bi-t", { payload, timeout: Duration.infinity }), /timeout must be a finite duration/)
+          assert.throws(() => Job.make("bi-t", { payload, priority: NaN }), "priority must be an integer, got NaN")
+          for (const n of [NaN, 2.5, 0, -1]) assert.throws(() => Job.attempts(n), `at least 1; got ${n}`)
+          // A periodic job's name is checked as a job name.
+          const periodic = (name: string) =>
+            Either.match(PeriodicJob.make(name, { cron: "* * * * *", job: Plain, payload: { i: 1 } }), {
+              onLeft: (e) => e.message,
+              onRight: () => "accepted"
+            })
+          assert.match(periodic("a\u0000b"), /must not contain U\+0000/)
+          assert.match(periodic("a\ud800"), /must not contain a lone surrogate/)
+          assert.match(periodic("a "), /must not end with a space/)
+          assert.match(periodic(""), /must not be empty/)
+          assert.match(periodic(42 as any), /must be a string, got number/)
+          assert.strictEqual(periodic("p".repeat(201)), "a periodic job name must be 1 to 200 characters, got 201")
+          assert.strictEqual(periodic("p".repeat(200)), "accepted")
+        })))
+
+    it.live(name("Schema.Unknown payloads JSON would change (an invalid Date, a Map or Set, array holes, functions and symbols in arrays) are refused with the path"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const cases: Array<readonly [unknown, string, string]> = [
+            [{ at: new Date(NaN) }, "$.at", "an invalid Date (JSON would store null)"],
+            [{ m: new Map([["a", 1]]) }, "$.m", "a Map (JSON would store {})"],
+            [{ s: [1, new Set([1])] }, "$.s[1]", "a Set (JSON would store {})"],
+            // eslint-disable-next-line no-sparse-arrays
+            [{ a: [1, , 3] }, "$.a[1]", "an array hole (JSON would store null)"],
+            [{ a: [Symbol("s")] }, "$.a[0]", "a symbol in an array (JSON would store null)"],
+            [{ a: [1, () => 1] }, "$.a[1]", "a function in an array (JSON would store null)"],
+            [{ a: [undefined] }, "$.a[0]", "undefined in an array (JSON would store null)"],
+            [new Date(NaN), "$", "an invalid Date (JSON would store null)"]
+          ]
+          const refused = yield* countStatements(Effect.forEach(cases, ([payload, path, reason]) =>
+            Effect.map(refusal(queue.enqueue(Loose, payload)), (e) => {
+              assert.deepStrictEqual([e.reason, e.path], ["json", path], reason)
+              assert.include(e.message, `at ${path}: ${reason}`)
+            })))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // Object properties that are undefined, functions or symbols are left out, as JSON does (documented).
+          const id = yield* queue.enqueue(Loose, { keep: 1, u: undefined, f: () => 1, s: Symbol("s"), d: new Date(0), e: {}, n: null })
+          assert.deepStrictEqual((yield* queue.get(id)).payload, { keep: 1, d: "1970-01-01T00:00:00.000Z", e: {}, n: null })
         })))
 
     it.live(name("rows edited by hand: the database refuses invalid states and counts; undecodable payloads are dead-lettered with the reason, and the worker goes on"), () =>
@@ -523,6 +625,28 @@ export const badInput = (target: Target) => {
           // A name ending with a space is refused: MySQL/MariaDB would take it for the name without it.
           assert.throws(() => Job.make("bi-edge ", { payload: Schema.Struct({}) }), /trailing space/)
         }), { pollInterval: "200 millis" }))
+
+    it.live(name("status (Admin and `sqlane status`) with a job due since the earliest time a row can hold (-infinity on PostgreSQL)"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          const Early = Job.make("bi-early", { payload: Schema.Struct({}) })
+          const id = yield* queue.enqueue(Early, {}, { delay: "1 hour" })
+          yield* target.dialect === "pg"
+            ? sql`UPDATE ${jobs} SET run_at = '-infinity' WHERE id = ${id}`
+            : sql`UPDATE ${jobs} SET run_at = '1000-01-01 00:00:00' WHERE id = ${id}`
+          const status = yield* (yield* Admin.Admin).status
+          const early = status.names.find((n) => n.name === "bi-early")!
+          assert.deepStrictEqual([early.pending, early.due], [1, 1])
+          // Due since the year 1000 (as -infinity reads everywhere else).
+          assert.isAtLeast(early.oldestDueMs!, Date.now() - Date.UTC(1000, 0, 1) - 60_000)
+          const cli = yield* runCli(["status", "--json", "--prefix", prefix], { DATABASE_URL: target.url })
+          assert.strictEqual(cli.code, 0, cli.stderr)
+          const names = JSON.parse(cli.stdout).names as Array<{ name: string; due: number; oldestDueMs: number }>
+          assert.strictEqual(names.find((n) => n.name === "bi-early")?.due, 1)
+        })), 60_000)
 
     it.live(name("CLI: a wrong password or a host that hangs up gives one line on stderr, at once, no password"), () =>
       Effect.gen(function*() {

@@ -1,0 +1,79 @@
+/**
+ * Checks of the options a caller passes at run time, before any SQL: values TypeScript's types
+ * allow or cannot see (NaN, an invalid `Date`, a `delay` string that is not a duration, a plain
+ * JavaScript caller's `unique: 42`) are refused with a message that names the option and says what
+ * it got, instead of a defect or a silent "now".
+ *
+ * @internal
+ */
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import { InvalidPayload } from "../schema/Errors.js"
+import { describe } from "./sanitize.js"
+
+/** What was passed, for a message: strings quoted, numbers as written (NaN, -Infinity), else described. */
+const got = (u: unknown): string =>
+  typeof u === "string"
+    ? JSON.stringify(u.length > 100 ? `${u.slice(0, 100)}…` : u)
+    : typeof u === "number" || typeof u === "bigint"
+    ? String(u)
+    : u instanceof Date
+    ? "an invalid Date"
+    : Duration.isDuration(u)
+    ? `the Duration ${Duration.format(u)}`
+    : u === null
+    ? "null"
+    : typeof u === "object" || typeof u === "function" || typeof u === "symbol"
+    ? `${typeof u} ${describe(u).slice(0, 100)}`
+    : String(u)
+
+/**
+ * A duration option as milliseconds, or why it is not one: it must decode as an Effect
+ * `DurationInput` (a number of milliseconds, `"5 seconds"`, a `Duration`, `[seconds, nanos]`) and be
+ * finite; a number must not be NaN (Effect would read it as 0) or -Infinity (also 0). A negative
+ * finite number is 0, as Effect reads it.
+ */
+export const durationMillis = (input: unknown): { readonly millis: number } | { readonly problem: string } => {
+  if (typeof input === "number" && !Number.isFinite(input)) return { problem: `must be a finite duration, got ${input}` }
+  const decoded = Duration.decodeUnknown(input)
+  if (Option.isNone(decoded)) return { problem: `must be a duration (milliseconds or e.g. "5 seconds"), got ${got(input)}` }
+  const millis = Duration.toMillis(decoded.value)
+  if (!Number.isFinite(millis)) return { problem: `must be a finite duration, got ${got(input)}` }
+  return { millis }
+}
+
+/**
+ * Why an enqueue's `runAt`, `delay` or `unique` cannot be used, as the error to fail with; else
+ * `undefined`. Priority and the range of the resulting time are checked where they are resolved.
+ */
+export const checkEnqueueOptions = (
+  job: string,
+  options: { readonly runAt?: unknown; readonly delay?: unknown; readonly unique?: unknown } | undefined
+): InvalidPayload | undefined => {
+  if (options === undefined) return undefined
+  const { delay, runAt, unique } = options
+  if (runAt !== undefined) {
+    if (runAt instanceof Date ? Number.isNaN(runAt.getTime()) : !DateTime.isDateTime(runAt)) {
+      return new InvalidPayload({ job, reason: "option", message: `runAt must be a valid Date or a DateTime, got ${got(runAt)}` })
+    }
+  }
+  if (delay !== undefined) {
+    const d = durationMillis(delay)
+    if ("problem" in d) return new InvalidPayload({ job, reason: "option", message: `delay ${d.problem}` })
+  }
+  if (unique !== undefined && typeof unique !== "string") {
+    if (typeof unique !== "object" || unique === null) {
+      return new InvalidPayload({
+        job,
+        reason: "key",
+        message: `unique must be a key (a string) or { key, states }, got ${got(unique)}`
+      })
+    }
+    const states = (unique as { states?: unknown }).states
+    if (states !== undefined && !Array.isArray(states)) {
+      return new InvalidPayload({ job, reason: "option", message: `unique.states must be an array of job states, got ${got(states)}` })
+    }
+  }
+  return undefined
+}
