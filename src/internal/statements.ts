@@ -864,7 +864,17 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
   // Inserts go through prepared statements (`.raw` gives the insert id), so the number of
   // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
   // two up to 256, giving at most 9 texts per table.
+  // The one-job insert, compiled once (as on PostgreSQL): only its values change.
+  const [insertOneText] = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+      VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})`.compile()
   const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
+    if (rows.length === 1) {
+      const r = rows[0]
+      return Effect.map(
+        sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]).raw,
+        (result: any) => [String(result.insertId)]
+      )
+    }
     const values = rows.map((r) =>
       sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey}, ${r.traceContext})`
     )

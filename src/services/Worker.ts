@@ -37,6 +37,7 @@ import * as Runtime from "effect/Runtime"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
@@ -317,6 +318,8 @@ export const make = <R>(
     const inflight = new Map<string, Inflight>()
     /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
     const claiming = new Set<string>()
+    /** Claim statements of this instance in flight: the jobs they claim are not in `claiming` yet. */
+    let claimsInFlight = 0
     const slotFreed = yield* Queue.sliding<void>(1)
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
@@ -338,7 +341,10 @@ export const make = <R>(
         const schemas = schemasOf(handler.job)
         return [name, {
           decodePayload: Schema.decodeUnknownEither(schemas.payload),
-          encodeSuccess: Schema.encodeEither(schemas.success)
+          encodeSuccess: Schema.encodeEither(schemas.success),
+          // `Schema.Void` (the default) stores nothing, whatever the handler returns (a handler that
+          // ends with `Effect.sync(() => map.set(…))` returns a Map: not a result to store or refuse).
+          storesResult: !SchemaAST.isVoidKeyword(schemas.success.ast)
         }] as const
       })
     )
@@ -415,7 +421,7 @@ export const make = <R>(
 
     /** A completion, or where and why its (encoded) result is not JSON (internal/sanitize.ts). */
     const completed = (row: ClaimedJob, nowUs: number, result: unknown): Outcome | NotJson => {
-      const json = result === undefined ? null : resultJson(result)
+      const json = result === undefined || codecs.get(row.name)?.storesResult === false ? null : resultJson(result)
       if (json !== null && !("json" in json)) return json
       return {
         id: row.id,
@@ -626,20 +632,26 @@ export const make = <R>(
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
     const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
-      Effect.uninterruptible(
-        Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
-          running += rows.length
-          const nowMs = clock.unsafeCurrentTimeMillis()
-          for (const row of rows) {
-            claiming.add(row.id)
-            const metrics = ofJobName(row.name)
-            metrics.claimed.unsafeUpdate(1, [])
-            metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
-            start(row)
-          }
-          return rows.length
-        })
-      )
+      Effect.uninterruptible(Effect.suspend(() => {
+        claimsInFlight++
+        return Effect.ensuring(
+          Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
+            running += rows.length
+            const nowMs = clock.unsafeCurrentTimeMillis()
+            for (const row of rows) {
+              claiming.add(row.id)
+              const metrics = ofJobName(row.name)
+              metrics.claimed.unsafeUpdate(1, [])
+              metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
+              start(row)
+            }
+            return rows.length
+          }),
+          Effect.sync(() => {
+            claimsInFlight--
+          })
+        )
+      }))
 
     const loop = Effect.gen(function*() {
       // A worker with keyed names also wakes when a keyed job of any name ends (its key may be one
@@ -776,7 +788,12 @@ export const make = <R>(
       for (const row of orphans) {
         // Jobs of this id that this instance is not running were left by an earlier life of it.
         if (row.workerId === workerId) {
-          if (row.claimedAtUs >= startedAtUs || inflight.has(row.id) || claiming.has(row.id)) continue
+          // Running here, or possibly claimed by a claim still in flight. Otherwise it was left by an
+          // earlier life of this worker id, or claimed by a claim of this instance whose COMMIT was
+          // applied but whose answer was lost (a connection cut during the COMMIT): nobody runs it.
+          if (inflight.has(row.id) || claiming.has(row.id) || (row.claimedAtUs >= startedAtUs && claimsInFlight > 0)) {
+            continue
+          }
         } else if (!row.expired) {
           // Only its lock is free: the worker may be alive and taking its lock again on a new
           // connection (its connection was cut, the server restarted). Rescue once this pass and the

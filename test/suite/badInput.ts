@@ -332,6 +332,29 @@ export const badInput = (target: Target) => {
           assert.isString(message("throwingGetters"))
         })))
 
+    it.live(name("a job without a success schema stores no result, whatever its handler returns (a Map, a function): it completes once"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          // `Effect.sync(() => map.set(…))` returns the Map: with the default Schema.Void nothing is
+          // stored, so nothing is refused (it once failed every such attempt, and the job ran again).
+          const Plain = Job.make("plain-result", { payload: Schema.Struct({ i: Schema.Number }) })
+          const runs = new Map<number, number>()
+          const returned: ReadonlyArray<unknown> = [runs, () => 1, Symbol("s"), 42n, NaN]
+          yield* Worker.make({
+            handlers: [Job.handler(Plain, (p) => Effect.sync(() => (runs.set(p.i, (runs.get(p.i) ?? 0) + 1), returned[p.i])))]
+          })
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Plain, returned.map((_, i) => ({ i })))
+          yield* waitUntil(Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state !== "pending" && j.state !== "running")))
+          for (const id of ids) {
+            const info = yield* queue.get(id)
+            assert.strictEqual(info.state, "completed")
+            assert.strictEqual(info.attempts, 1)
+            assert.isTrue(Option.isNone(info.result))
+          }
+          assert.deepStrictEqual(Array.from(runs.values()), returned.map(() => 1))
+        }), { pollInterval: "1 hour" }))
+
     it.live(name("names and keys with quotes, %, _ and backslashes round-trip and match exactly, never as patterns"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {

@@ -266,6 +266,24 @@ export const safety = (target: Target) => {
           assert.strictEqual((yield* queue.get(id)).attempts, 2)
         })))
 
+    it.live(name("a claim whose answer was lost (its job running under this live worker, unknown to it) is rescued"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          yield* Worker.make({ id: "web-2", handlers: [Job.handler(Noop, () => Effect.void)] })
+          const id = yield* queue.enqueue(Noop, { i: 1 }, { delay: "1 hour" })
+          // What a claim leaves when its COMMIT was applied but the answer never reached the worker
+          // (a connection cut during the COMMIT): the job running under the live worker's id,
+          // claimed after the worker started, and no fiber running it.
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-2"},
+            claimed_at = created_at, run_at = created_at WHERE id = ${id}`
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the rescue")
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 2)
+          assert.strictEqual(info.errors[0]?.message, "worker lost")
+        })))
+
     it.live(name("two live workers cannot share an id"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
