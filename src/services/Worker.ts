@@ -786,13 +786,23 @@ export const make = <R>(
       let rescued = 0
       const seen = new Set<string>()
       for (const row of orphans) {
-        // Jobs of this id that this instance is not running were left by an earlier life of it.
         if (row.workerId === workerId) {
           // Running here, or possibly claimed by a claim still in flight. Otherwise it was left by an
           // earlier life of this worker id, or claimed by a claim of this instance whose COMMIT was
           // applied but whose answer was lost (a connection cut during the COMMIT): nobody runs it.
-          if (inflight.has(row.id) || claiming.has(row.id) || (row.claimedAtUs >= startedAtUs && claimsInFlight > 0)) {
-            continue
+          if (inflight.has(row.id) || claiming.has(row.id)) continue
+          if (row.claimedAtUs >= startedAtUs) {
+            // The listing may predate the end of a job that has since ended here: rescue only a job
+            // that two passes in a row found so, with no claim of this instance in flight either time.
+            const key = `${row.id}:${row.attempts}`
+            if (claimsInFlight > 0) {
+              if (lockFree.has(key)) seen.add(key) // neither a pass more nor a reset
+              continue
+            }
+            seen.add(key)
+            const passes = (lockFree.get(key) ?? 0) + 1
+            lockFree.set(key, passes)
+            if (passes < 2) continue
           }
         } else if (!row.expired) {
           // Only its lock is free: the worker may be alive and taking its lock again on a new
