@@ -16,7 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import * as Statements from "../internal/statements.js"
-import type { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
+import { SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Claimer from "../services/Claimer.js"
 import * as Completer from "../services/Completer.js"
@@ -58,6 +58,8 @@ export const QueueLive = (
 ): Layer.Layer<Services, SqlError | UnsupportedDatabase | SetupError, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
+      const problem = QueueConfig.optionsProblem(options)
+      if (problem !== undefined) return yield* new SetupError({ message: `sqlane: QueueLive: ${problem}` })
       const config = QueueConfig.make(options)
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       const server = yield* Migrations.checkServer

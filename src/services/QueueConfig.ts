@@ -5,6 +5,7 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import { durationMillis } from "../internal/options.js"
 import * as Layer from "effect/Layer"
 
 /**
@@ -156,6 +157,41 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
  */
 export const layer = (options: QueueOptions = {}): Layer.Layer<QueueConfig> =>
   Layer.succeed(QueueConfig, make(options))
+
+/**
+ * Why `options` cannot run, or `undefined`: every duration must decode and be finite, the intervals
+ * longer than 0, and `leaseTimeout` longer than twice `heartbeatInterval` — a lease shorter than the
+ * heartbeat makes live workers look lost between heartbeats, and their running jobs are taken and run
+ * again while they still run. `QueueLive` fails with a `SetupError` carrying this message.
+ *
+ * @internal
+ */
+export const optionsProblem = (options: QueueOptions): string | undefined => {
+  const millis: Record<string, number> = {}
+  const durations: Array<readonly [string, unknown, "positive" | "non-negative"]> = [
+    ["pollInterval", options.pollInterval ?? "5 seconds", "positive"],
+    ["hintDelay", options.hintDelay ?? "20 millis", "non-negative"],
+    ["heartbeatInterval", options.heartbeatInterval ?? "5 seconds", "positive"],
+    ["leaseTimeout", options.leaseTimeout ?? "30 seconds", "positive"],
+    ["rescueInterval", options.rescueInterval ?? "500 millis", "positive"],
+    ["pruneInterval", options.pruneInterval ?? "1 minute", "positive"],
+    ["retention.completed", options.retention?.completed ?? "1 day", "non-negative"],
+    ["retention.dead", options.retention?.dead ?? "7 days", "non-negative"],
+    ["retention.cancelled", options.retention?.cancelled ?? "7 days", "non-negative"]
+  ]
+  for (const [name, input, sign] of durations) {
+    // A negative number of milliseconds would be read as 0 by Effect: refused as written.
+    const d = typeof input === "number" && input < 0 ? { problem: `must not be negative, got ${input}` } : durationMillis(input)
+    if ("problem" in d) return `${name} ${d.problem}`
+    if (sign === "positive" && d.millis <= 0) return `${name} must be longer than 0`
+    millis[name] = d.millis
+  }
+  if (millis.leaseTimeout <= 2 * millis.heartbeatInterval) {
+    return `leaseTimeout (${millis.leaseTimeout} ms) must be longer than twice heartbeatInterval ` +
+      `(${millis.heartbeatInterval} ms): live workers would look lost between heartbeats`
+  }
+  return undefined
+}
 
 /** @internal */
 export const isValidPrefix = (prefix: string): boolean => /^[A-Za-z_][A-Za-z0-9_]{0,39}$/.test(prefix)

@@ -7,10 +7,12 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
@@ -18,7 +20,8 @@ import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Admin, Errors, Job, PeriodicJob, Queue, Worker } from "../../src/index.js"
-import { countJobs, waitUntil } from "../support/helpers.js"
+import type { QueueOptions } from "../../src/services/QueueConfig.js"
+import { countJobs, testLayer, waitUntil } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
@@ -354,6 +357,27 @@ export const badInput = (target: Target) => {
           }
           assert.deepStrictEqual(Array.from(runs.values()), returned.map(() => 1))
         }), { pollInterval: "1 hour" }))
+
+    it.live(name("QueueLive options that cannot run (a lease no longer than two heartbeats, a zero interval, a duration that does not decode) fail with a SetupError naming the option"), () =>
+      Effect.gen(function*() {
+        const cases: ReadonlyArray<readonly [QueueOptions, string]> = [
+          [{ leaseTimeout: "2 seconds" }, "leaseTimeout (2000 ms) must be longer than twice heartbeatInterval (5000 ms)"],
+          [{ leaseTimeout: "10 seconds", heartbeatInterval: "5 seconds" }, "leaseTimeout (10000 ms) must be longer than twice"],
+          [{ leaseTimeout: -1 }, "leaseTimeout must not be negative, got -1"],
+          [{ rescueInterval: 0 }, "rescueInterval must be longer than 0"],
+          [{ pollInterval: "banana" as never }, "pollInterval must be a duration"],
+          [{ heartbeatInterval: NaN }, "heartbeatInterval must be a finite duration, got NaN"]
+        ]
+        for (const [options, message] of cases) {
+          const exit = yield* Effect.exit(Effect.scoped(Layer.build(testLayer(target, options).layer)))
+          assert.isTrue(Exit.isFailure(exit), JSON.stringify(options))
+          const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.SetupError, String(exit))
+          assert.include(Option.isSome(error) ? (error.value as Errors.SetupError).message : "", message)
+        }
+        // The defaults, and a lease just over two heartbeats, start.
+        yield* withQueue(target, () => Effect.void, { leaseTimeout: "10001 millis", heartbeatInterval: "5 seconds" })
+      }))
 
     it.live(name("names and keys with quotes, %, _ and backslashes round-trip and match exactly, never as patterns"), () =>
       withQueue(target, () =>
