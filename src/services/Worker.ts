@@ -318,8 +318,13 @@ export const make = <R>(
     const inflight = new Map<string, Inflight>()
     /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
     const claiming = new Set<string>()
-    /** Claim statements of this instance in flight: the jobs they claim are not in `claiming` yet. */
-    let claimsInFlight = 0
+    /**
+     * Claim statements of this instance started and ended (one at a time, from the loop): a claim in
+     * flight has jobs that are not in `claiming` yet.
+     */
+    let claimsStarted = 0
+    let claimsEnded = 0
+    const claimEnded = yield* Queue.sliding<void>(1)
     const slotFreed = yield* Queue.sliding<void>(1)
     /** Wakes this worker's loop: an attempt was rescheduled, re-probe to learn its new run_at. */
     let wakeSelf: Effect.Effect<void> = Effect.void
@@ -633,7 +638,7 @@ export const make = <R>(
     const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
       Effect.uninterruptible(Effect.suspend(() => {
-        claimsInFlight++
+        claimsStarted++
         return Effect.ensuring(
           Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
             running += rows.length
@@ -648,7 +653,8 @@ export const make = <R>(
             return rows.length
           }),
           Effect.sync(() => {
-            claimsInFlight--
+            claimsEnded++
+            Queue.unsafeOffer(claimEnded, undefined)
           })
         )
       }))
@@ -778,27 +784,28 @@ export const make = <R>(
     const rescue = Effect.gen(function*() {
       if (names.length === 0) return
       const nowUs = yield* nowMicros
+      // Claims of this instance started before the listing may have committed jobs it lists that are
+      // not in `claiming` yet: wait for them to end. (A claim started after the listing began commits
+      // after it, so none of its jobs are listed.)
+      const claimsBefore = claimsStarted
       const orphans = yield* statements.jobListOrphaned(
         names,
         nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
         workerId
       )
+      while (claimsEnded < claimsBefore) yield* Queue.take(claimEnded)
       let rescued = 0
       const seen = new Set<string>()
       for (const row of orphans) {
         if (row.workerId === workerId) {
-          // Running here, or possibly claimed by a claim still in flight. Otherwise it was left by an
-          // earlier life of this worker id, or claimed by a claim of this instance whose COMMIT was
-          // applied but whose answer was lost (a connection cut during the COMMIT): nobody runs it.
+          // Running here, or its end not yet written. Otherwise it was left by an earlier life of this
+          // worker id, or claimed by a claim of this instance whose COMMIT was applied but whose answer
+          // was lost (a connection cut during the COMMIT): nobody runs it.
           if (inflight.has(row.id) || claiming.has(row.id)) continue
           if (row.claimedAtUs >= startedAtUs) {
             // The listing may predate the end of a job that has since ended here: rescue only a job
-            // that two passes in a row found so, with no claim of this instance in flight either time.
+            // that two passes in a row found so.
             const key = `${row.id}:${row.attempts}`
-            if (claimsInFlight > 0) {
-              if (lockFree.has(key)) seen.add(key) // neither a pass more nor a reset
-              continue
-            }
             seen.add(key)
             const passes = (lockFree.get(key) ?? 0) + 1
             lockFree.set(key, passes)

@@ -284,6 +284,27 @@ export const safety = (target: Target) => {
           assert.strictEqual(info.errors[0]?.message, "worker lost")
         })))
 
+    it.live(name("a lost claim is rescued while the worker drains a backlog (claims in flight at every pass)"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          let done = 0
+          yield* Worker.make({
+            id: "web-3",
+            concurrency: 4,
+            handlers: [Job.handler(Noop, () => Effect.zipRight(realSleep(3), Effect.sync(() => done++)))]
+          })
+          const lost = yield* queue.enqueue(Noop, { i: -1 }, { delay: "1 hour" })
+          yield* queue.enqueueMany(Noop, Array.from({ length: 4000 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => done > 100), 10_000, "the backlog to start")
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-3"},
+            claimed_at = created_at, run_at = created_at WHERE id = ${lost}`
+          yield* waitUntil(Effect.map(queue.get(lost), (j) => j.state !== "running"), 10_000, "the rescue")
+          // Rescued within a few rescue passes, long before the backlog (4,000 jobs, 4 at a time) ran out.
+          assert.isBelow(done, 3500)
+        }), { rescueInterval: "200 millis", pollInterval: "1 hour" }))
+
     it.live(name("two live workers cannot share an id"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
