@@ -344,7 +344,8 @@ const resolve = (
 ): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
   const invalid = checkEnqueueOptions(job.name, options)
   if (invalid !== undefined) return Either.left(invalid)
-  const priority = options?.priority ?? job.priority
+  // `null` (from JavaScript) is refused below, not read as "the job's priority".
+  const priority = options?.priority === undefined ? job.priority : options.priority
   if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
     return Either.left(
       new InvalidPayload({
@@ -540,6 +541,21 @@ export const make = Effect.gen(function*() {
         Effect.gen(function*() {
           const badName = nameProblem(job)
           if (badName !== undefined) return yield* badName
+          // Plain JavaScript callers: what the types refuse.
+          if (typeof payloads === "string" || payloads === null || typeof payloads !== "object") {
+            return yield* new InvalidPayload({
+              job: job.name,
+              reason: "option",
+              message: `enqueueMany takes an iterable of payloads (an array), got ${typeof payloads}`
+            })
+          }
+          if ((options as EnqueueOptions | undefined)?.unique !== undefined) {
+            return yield* new InvalidPayload({
+              job: job.name,
+              reason: "option",
+              message: "enqueueMany takes no unique key (use enqueue or insert for each job)"
+            })
+          }
           const items = Array.from(payloads)
           const json: Array<string> = []
           for (const p of items) {

@@ -494,7 +494,11 @@ export const badInput = (target: Target) => {
             ])
             const dateText = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: "2030-01-01" as any }))
             assert.strictEqual(dateText.message, "runAt must be a valid Date or a DateTime, got \"2030-01-01\"")
-            for (const priority of [NaN, 1.5, Infinity]) {
+            const many = yield* refusal(queue.enqueueMany(Plain, [{ i: 1 }], { unique: "k" } as any))
+            assert.deepStrictEqual([many.reason, many.message], ["option", "enqueueMany takes no unique key (use enqueue or insert for each job)"])
+            const text = yield* refusal(queue.enqueueMany(Plain, "ab" as any))
+            assert.strictEqual(text.message, "enqueueMany takes an iterable of payloads (an array), got string")
+            for (const priority of [NaN, 1.5, Infinity, null as any]) {
               const p = yield* refusal(queue.enqueue(Plain, { i: 1 }, { priority }))
               assert.deepStrictEqual([p.reason, p.message], ["option", `priority must be a 32-bit integer, got ${priority}`])
             }
