@@ -797,6 +797,8 @@ export const make = <R>(
       let rescued = 0
       const seen = new Set<string>()
       for (const row of orphans) {
+        /** Claimed by this instance, answer lost: its handler never ran, so the attempt is not counted. */
+        let lostClaim = false
         if (row.workerId === workerId) {
           // Running here, or its end not yet written. Otherwise it was left by an earlier life of this
           // worker id, or claimed by a claim of this instance whose COMMIT was applied but whose answer
@@ -810,6 +812,7 @@ export const make = <R>(
             const passes = (lockFree.get(key) ?? 0) + 1
             lockFree.set(key, passes)
             if (passes < 2) continue
+            lostClaim = true
           }
         } else if (!row.expired) {
           // Only its lock is free: the worker may be alive and taking its lock again on a new
@@ -821,7 +824,7 @@ export const make = <R>(
           lockFree.set(key, passes)
           if (passes < lockGracePasses) continue
         }
-        const outcome = yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
+        const outcome = lostClaim ? released(row) : yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         yield* completer.finish(outcome)
         count(row.name, outcome)
         rescued++
