@@ -26,6 +26,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { parseArgs } from "node:util"
 import { Queue, QueueLive } from "../src/index.js"
 import { check, type EnqueuedRow, type JobRow, type Kill, type LedgerRow, type Violations } from "./check.js"
 import { jobOf, type Kind, mix, mutexKeys, nowUs } from "./jobs.js"
@@ -580,29 +581,60 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
   for (const e of r.examples) log(`  ${e}`)
 }
 
+const usage = "usage: npm run soak -- --db postgres|mariadb [--minutes 10] [--jobs 50000] [--workers 4] " +
+  "[--concurrency 20] [--faults all|none|kill,terminate,restart] [--json FILE]"
+
 const main = async () => {
-  const args = process.argv.slice(2)
-  const arg = (name: string) => {
-    const i = args.indexOf(`--${name}`)
-    return i >= 0 ? args[i + 1] : undefined
-  }
-  const db = arg("db")
-  if (db === undefined) {
-    console.error("usage: npm run soak -- --db postgres|mariadb [--minutes 10] [--jobs 50000] [--workers 4] [--concurrency 20] [--json FILE]")
+  // Node's own strict parser: unknown options and missing values are refused; `--minutes=1` works too.
+  let values: Record<string, string | undefined>
+  try {
+    values = parseArgs({
+      args: process.argv.slice(2),
+      options: Object.fromEntries(
+        ["db", "minutes", "jobs", "workers", "concurrency", "faults", "json"].map((k) => [k, { type: "string" }])
+      ) as Record<string, { type: "string" }>,
+      strict: true,
+      allowPositionals: false
+    }).values as Record<string, string | undefined>
+  } catch (e) {
+    console.error(`${e instanceof Error ? e.message : String(e)}\n${usage}`)
     process.exit(2)
   }
+  const fail = (message: string): never => {
+    console.error(`${message}\n${usage}`)
+    process.exit(2)
+  }
+  const db = values.db ?? fail("--db is required")
+  const number = (name: string, fallback: number, integer: boolean) => {
+    const text = values[name]
+    if (text === undefined) return fallback
+    const n = Number(text)
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+      fail(`--${name} must be a ${integer ? "whole " : ""}number above 0, got ${text}`)
+    }
+    return n
+  }
+  const faultNames = ["kill", "terminate", "restart"] as const
+  const faultsArg = values.faults
+  const faults = faultsArg === undefined || faultsArg === "all"
+    ? undefined
+    : faultsArg === "none"
+    ? []
+    : faultsArg.split(",").map((f) =>
+      (faultNames as ReadonlyArray<string>).includes(f)
+        ? (f as (typeof faultNames)[number])
+        : fail(`--faults takes all, none or a list of ${faultNames.join(", ")}; got ${f}`)
+    )
   const result = await soak({
     db,
-    minutes: Number(arg("minutes") ?? 10),
-    jobs: Number(arg("jobs") ?? 50_000),
-    workers: Number(arg("workers") ?? 4),
-    concurrency: Number(arg("concurrency") ?? 20),
-    faults: arg("faults") === undefined || arg("faults") === "all"
-      ? undefined
-      : arg("faults") === "none" ? [] : (arg("faults")!.split(",") as Array<"kill" | "terminate" | "restart">)
+    minutes: number("minutes", 10, false),
+    jobs: number("jobs", 50_000, true),
+    workers: number("workers", 4, true),
+    concurrency: number("concurrency", 20, true),
+    faults
   })
   print(result)
-  const json = arg("json")
+  const json = values.json
   if (json !== undefined) {
     fs.mkdirSync(path.dirname(json), { recursive: true })
     fs.writeFileSync(json, JSON.stringify(result, null, 2) + "\n")
