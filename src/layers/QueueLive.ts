@@ -59,7 +59,7 @@ export const QueueLive = (
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const problem = QueueConfig.optionsProblem(options)
-      if (problem !== undefined) return yield* new SetupError({ message: `sqlane: QueueLive: ${problem}` })
+      if (problem !== undefined) return yield* new SetupError({ message: `QueueLive: ${problem}` })
       const config = QueueConfig.make(options)
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       const server = yield* Migrations.checkServer

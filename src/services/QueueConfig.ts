@@ -5,6 +5,7 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
 import { durationMillis } from "../internal/options.js"
 import * as Layer from "effect/Layer"
 
@@ -168,19 +169,21 @@ export const layer = (options: QueueOptions = {}): Layer.Layer<QueueConfig> =>
  */
 export const optionsProblem = (options: QueueOptions): string | undefined => {
   const millis: Record<string, number> = {}
-  const durations: Array<readonly [string, unknown, "positive" | "non-negative"]> = [
+  // Retention may be infinite ("keep forever"); the intervals and the lease must be finite.
+  const durations: Array<readonly [string, unknown, "positive" | "non-negative" | "retention"]> = [
     ["pollInterval", options.pollInterval ?? "5 seconds", "positive"],
     ["hintDelay", options.hintDelay ?? "20 millis", "non-negative"],
     ["heartbeatInterval", options.heartbeatInterval ?? "5 seconds", "positive"],
     ["leaseTimeout", options.leaseTimeout ?? "30 seconds", "positive"],
     ["rescueInterval", options.rescueInterval ?? "500 millis", "positive"],
     ["pruneInterval", options.pruneInterval ?? "1 minute", "positive"],
-    ["retention.completed", options.retention?.completed ?? "1 day", "non-negative"],
-    ["retention.dead", options.retention?.dead ?? "7 days", "non-negative"],
-    ["retention.cancelled", options.retention?.cancelled ?? "7 days", "non-negative"]
+    ["retention.completed", options.retention?.completed ?? "1 day", "retention"],
+    ["retention.dead", options.retention?.dead ?? "7 days", "retention"],
+    ["retention.cancelled", options.retention?.cancelled ?? "7 days", "retention"]
   ]
   for (const [name, input, sign] of durations) {
     // A negative number of milliseconds would be read as 0 by Effect: refused as written.
+    if (sign === "retention" && Option.exists(Duration.decodeUnknown(input), (d) => !Duration.isFinite(d))) continue
     const d = typeof input === "number" && input < 0 ? { problem: `must not be negative, got ${input}` } : durationMillis(input)
     if ("problem" in d) return `${name} ${d.problem}`
     if (sign === "positive" && d.millis <= 0) return `${name} must be longer than 0`

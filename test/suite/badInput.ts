@@ -375,7 +375,8 @@ export const badInput = (target: Target) => {
           assert.isTrue(Option.isSome(error) && error.value instanceof Errors.SetupError, String(exit))
           assert.include(Option.isSome(error) ? (error.value as Errors.SetupError).message : "", message)
         }
-        // The defaults, and a lease just over two heartbeats, start.
+        // The defaults, a lease just over two heartbeats, and retention kept forever, start.
+        yield* withQueue(target, () => Effect.void, { retention: { dead: Duration.infinity, completed: Infinity } })
         yield* withQueue(target, () => Effect.void, { leaseTimeout: "10001 millis", heartbeatInterval: "5 seconds" })
       }))
 
