@@ -452,16 +452,24 @@ export const make = Effect.gen(function*() {
         ),
         (ids) => ids.flat()
       )
-    const written = (ids: ReadonlyArray<string>) => {
-      for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
-      return ids
-    }
-    return inTransaction
-      ? Effect.flatMap(statement, (ids) => Effect.as(notifier.enqueued(signal, false, notify !== undefined), written(ids)))
-      : Effect.map(statement, (ids) => {
-        notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
-        return written(ids)
-      })
+    return Effect.flatMap(statement, (ids) => announce(rows, signal, notify, inTransaction, ids))
+  }
+
+  /**
+   * After `rows` were written: counts them and tells the Notifier (at once when the write committed;
+   * inside a caller's transaction, after `hintDelay`). Succeeds with `value`.
+   */
+  const announce = <A>(
+    rows: ReadonlyArray<InsertRow>,
+    signal: ReadonlyArray<Enqueued>,
+    notify: string | undefined,
+    inTransaction: boolean,
+    value: A
+  ): Effect.Effect<A> => {
+    for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
+    if (inTransaction) return Effect.as(notifier.enqueued(signal, false, notify !== undefined), value)
+    notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
+    return Effect.succeed(value)
   }
 
   /** One job whose payload is encoded (`json`): its row, then the write. */
@@ -497,13 +505,7 @@ export const make = Effect.gen(function*() {
         statements.jobInsertUnique({ ...row, uniqueKey: uniqueKey.right, uniqueStates }, nowUs, notify),
         (result): Effect.Effect<InsertResult> => {
           const r = { id: result.id, duplicate: !result.inserted }
-          if (!result.inserted) return Effect.succeed(r)
-          ofJobName(job.name).enqueued.unsafeUpdate(1, [])
-          if (!inTransaction) {
-            notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
-            return Effect.succeed(r)
-          }
-          return Effect.as(notifier.enqueued(signal, false, notify !== undefined), r)
+          return result.inserted ? announce([row], signal, notify, inTransaction, r) : Effect.succeed(r)
         }
       )
     })
