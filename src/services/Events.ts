@@ -143,10 +143,14 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
       const events = yield* Events
       const { statements } = yield* Database
       const clock = yield* Effect.clock
-      /** Names of the jobs claimed in this process and not yet ended. */
+      /**
+       * Names of the attempts claimed in this process and not yet ended, by `<id>:<attempt>`: a retry
+       * can be claimed before the end of the attempt before it has been reported.
+       */
       const names = new Map<string, string>()
-      const nameOf = (id: string) => {
-        const known = names.get(id)
+      const keyOf = (id: string, attempt: number) => `${id}:${attempt}`
+      const nameOf = (id: string, attempt: number) => {
+        const known = names.get(keyOf(id, attempt))
         if (known !== undefined) return Effect.succeed(known)
         // A job of a lost worker, rescued here: look its name up (rare).
         return statements.jobGet(id).pipe(
@@ -170,7 +174,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
             Effect.sync(() => {
               if (!events.unsafeHasSubscribers()) return
               for (const row of rows) {
-                names.set(row.id, row.name)
+                names.set(keyOf(row.id, row.attempts), row.name)
                 events.unsafePublish(WorkerEvent.Claimed({
                   id: row.id,
                   name: row.name,
@@ -186,8 +190,9 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         unsafeFinish: (outcome, onWritten) =>
           names.size === 0 ? completer.unsafeFinish(outcome, onWritten) : completer.unsafeFinish(outcome, () => {
             onWritten()
-            const name = names.get(outcome.id)
-            names.delete(outcome.id)
+            const key = keyOf(outcome.id, outcome.attempt)
+            const name = names.get(key)
+            names.delete(key)
             if (name === undefined) return
             const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
             if (event !== undefined) events.unsafePublish(event)
@@ -195,12 +200,13 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         finish: (outcome) =>
           Effect.gen(function*() {
             yield* completer.finish(outcome)
+            const key = keyOf(outcome.id, outcome.attempt)
             if (outcome.state === "released" || !events.unsafeHasSubscribers()) {
-              names.delete(outcome.id)
+              names.delete(key)
               return
             }
-            const name = yield* nameOf(outcome.id)
-            names.delete(outcome.id)
+            const name = yield* nameOf(outcome.id, outcome.attempt)
+            names.delete(key)
             const event = ended(outcome, name, yield* nowMicros)
             if (event !== undefined) yield* events.publish(event)
           })

@@ -316,8 +316,12 @@ export const make = <R>(
     const withJobSpan = (yield* Effect.tracer) !== builtInTracer
     /** Running attempts by job id: their handler fibers, and why they are being interrupted. */
     const inflight = new Map<string, Inflight>()
-    /** Claimed by this instance and not yet ended (covers the moment between claim and start). */
-    const claiming = new Set<string>()
+    /**
+     * Claimed by this instance and not yet ended, by job id: the attempt (covers the moment between
+     * claim and start, and between an attempt's end and its write). A retry can be claimed before
+     * the write of the attempt before it has called back, so an end removes only its own attempt.
+     */
+    const claiming = new Map<string, number>()
     /**
      * Claim statements of this instance started and ended (one at a time, from the loop): a claim in
      * flight has jobs that are not in `claiming` yet.
@@ -486,7 +490,7 @@ export const make = <R>(
       const outcome = fitRecord(end, maxStatementBytes)
       completer.unsafeFinish(outcome, () => {
         count(row.name, outcome)
-        claiming.delete(row.id)
+        if (claiming.get(row.id) === row.attempts) claiming.delete(row.id)
         running--
         Queue.unsafeOffer(slotFreed, undefined)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
@@ -644,7 +648,7 @@ export const make = <R>(
             running += rows.length
             const nowMs = clock.unsafeCurrentTimeMillis()
             for (const row of rows) {
-              claiming.add(row.id)
+              claiming.set(row.id, row.attempts)
               const metrics = ofJobName(row.name)
               metrics.claimed.unsafeUpdate(1, [])
               metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
