@@ -385,7 +385,11 @@ const resolve = (
 const signalOf = (rows: ReadonlyArray<InsertRow>, nowUs: number): ReadonlyArray<Enqueued> => {
   if (rows.length === 1) return [rows[0].runAtUs <= nowUs ? [rows[0].name, rows[0].priority] : rows[0].name]
   const entries = new Map<string, Enqueued>()
+  let previous: InsertRow | undefined
   for (const r of rows) {
+    // Rows of one job name, priority and run_at (an enqueueMany) give one entry.
+    if (previous !== undefined && r.name === previous.name && r.priority === previous.priority && r.runAtUs === previous.runAtUs) continue
+    previous = r
     const e: Enqueued = r.runAtUs <= nowUs ? [r.name, r.priority] : r.name
     entries.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
   }
@@ -466,7 +470,14 @@ export const make = Effect.gen(function*() {
     inTransaction: boolean,
     value: A
   ): Effect.Effect<A> => {
-    for (const r of rows) ofJobName(r.name).enqueued.unsafeUpdate(1, [])
+    // One update per run of one job name (an enqueueMany is one run).
+    let from = 0
+    for (let i = 1; i <= rows.length; i++) {
+      if (i === rows.length || rows[i].name !== rows[from].name) {
+        ofJobName(rows[from].name).enqueued.unsafeUpdate(i - from, [])
+        from = i
+      }
+    }
     if (inTransaction) return Effect.as(notifier.enqueued(signal, false, notify !== undefined), value)
     notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
     return Effect.succeed(value)
@@ -567,8 +578,13 @@ export const make = Effect.gen(function*() {
             )
           }
           if (json.length === 0) return []
+          // A check per payload, not an effect step: this loop runs for every job of the batch.
           const mutexKeys: Array<string | null> = []
-          for (const p of items) mutexKeys.push(yield* mutexKeyOf(job, p))
+          for (const p of items) {
+            const key = mutexKeyOf(job, p)
+            if (Either.isLeft(key)) return yield* Effect.fail(key.left)
+            mutexKeys.push(key.right)
+          }
           const fiber = yield* Effect.withFiberRuntime<Fiber.RuntimeFiber<unknown, unknown>>((fiber) => Effect.succeed(fiber))
           const nowUs = nowOf(fiber)
           const { priority, runAtUs, traceContext } = yield* resolve(job, options, nowUs, fiber)
