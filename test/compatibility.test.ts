@@ -10,7 +10,8 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { inject } from "vitest"
 import { Job, Worker } from "../src/index.js"
-import { isTransient, retryTransient, workerLockName } from "../src/internal/statements.js"
+import { isTransient, retryTransient } from "../src/internal/statements.js"
+import { Database } from "../src/internal/Database.js"
 import { withQueue } from "./suite/conformance.js"
 
 const sqlError = (cause: object) => new SqlError({ cause, message: "Failed to execute statement" })
@@ -60,11 +61,13 @@ const Noop = Job.make("compat-noop", { payload: Schema.Struct({}) })
 
 for (const target of inject("targets")) {
   describe(`compatibility: worker ids [${target.id}]`, () => {
-    // MySQL refuses GET_LOCK names over 64 characters (error 3057); a worker's lock is sqlane:w:<id>.
+    // MySQL refuses GET_LOCK names over 64 characters (error 3057); a worker's lock is sqw<scope>:<id>.
     it.live(`[${target.id}] a worker id is at most 55 characters, so its lock name fits MySQL's 64`, () =>
       withQueue(target, () =>
         Effect.gen(function*() {
           const longest = "w".repeat(55)
+          const { statements } = yield* Database
+          const workerLockName = statements.workerLockName
           assert.strictEqual(workerLockName(longest).length, 64)
           yield* Worker.make({ id: longest, handlers: [Job.handler(Noop, () => Effect.void)] })
           if (target.dialect === "mysql") {

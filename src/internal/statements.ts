@@ -211,6 +211,8 @@ export interface Statements {
   readonly scheduleAdvance: (name: string, tickUs: number, nowUs: number) => Effect.Effect<void, SqlError>
   /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
+  /** The name of a worker's session lock (see {@link workerLockPrefix}). */
+  readonly workerLockName: (id: string) => string
 
   // --- Operations (issue 6): CLI, pause/resume, retention, progress -------------------------
   /** The job names paused in `<prefix>paused`. */
@@ -319,8 +321,29 @@ export interface StatsRow {
   readonly recent: number
 }
 
-/** The session lock of a worker is `sqlane:w:<worker id>` (MySQL) or an advisory lock on its hash (PostgreSQL). */
-export const workerLockName = (id: string) => `sqlane:w:${id}`
+/**
+ * What every worker lock name of one queue starts with: `sqw<scope>:`, where `<scope>` is 5 base-36
+ * characters of a hash (FNV-1a) of the database's name and the table prefix. A worker's session lock is
+ * `<this><worker id>` (MySQL, `GET_LOCK`) or an advisory lock on that name's hash (PostgreSQL).
+ *
+ * The scope keeps queues apart: MySQL's `GET_LOCK` names are server-wide, and on both databases two
+ * queues (two prefixes, or two databases of one server) may each have a worker of the same id. It
+ * is 9 characters, as the `sqlane:w:` of earlier versions was, so ids of up to 55 characters still
+ * fit MySQL's 64. On MySQL the name and prefix are lowercased first: with `lower_case_table_names`
+ * set, `Test` and `test` are one database, and all processes of a queue must name its locks alike.
+ * Workers of versions with the old lock names must not run beside these (they would see each other
+ * as lost): stop them all before starting the new version.
+ */
+export const workerLockPrefix = (dialect: "pg" | "mysql", database: string, prefix: string): string => {
+  const scope = `${database}/${prefix}`
+  const text = dialect === "mysql" ? scope.toLowerCase() : scope
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return `sqw${((hash >>> 0) % 36 ** 5).toString(36).padStart(5, "0")}:`
+}
 /** First key of sqlane's two-key advisory locks on PostgreSQL. */
 const pgLockSpace = 0x5a1a7e
 
@@ -406,8 +429,10 @@ const usText = (col: string) =>
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */
 const payloadSeparator = "\u001e"
 
-export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions = {}): Statements => {
+/** `database`: the database's name (`current_database()`), which scopes worker lock names. */
+export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, options: PgOptions = {}): Statements => {
   const jobs = sql(`${prefix}jobs`)
+  const lockPrefix = workerLockPrefix("pg", database, prefix)
   // A claim's own transaction commits without waiting for the WAL flush (see `PgOptions`): the
   // setting is local to the statement's transaction, read at its commit.
   const asyncCommit = options.durableClaims === true
@@ -707,7 +732,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND l.classid::bigint = ${pgLockSpace}
-                  AND l.objid::bigint = (hashtext(${sql.literal("'sqlane:w:'")} || j.worker_id)::bigint & 4294967295)))
+                  AND l.objid::bigint = (hashtext(${lockPrefix}::text || j.worker_id)::bigint & 4294967295)))
             LIMIT 1000`,
         (rows) =>
           rows.map((r: any) => ({
@@ -727,7 +752,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
-    workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, workerLockName(id)]],
+    workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, lockPrefix + id]],
+    workerLockName: (id) => lockPrefix + id,
     scheduleGet: (name) =>
       Effect.map(
         sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
@@ -849,8 +875,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions 
  * MySQL 8.0+ / MariaDB 10.6+. MySQL cannot select inside an update of the same table, so the
  * claim is one locking read (`FOR UPDATE SKIP LOCKED`) and one update, in a transaction.
  */
-export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: number): Statements => {
+/** `database`: the database's name (`DATABASE()`), which scopes worker lock names. */
+export const mysql = (sql: SqlClient.SqlClient, prefix: string, database: string, autoIncrement: number): Statements => {
   const jobs = sql(`${prefix}jobs`)
+  const lockPrefix = workerLockPrefix("mysql", database, prefix)
   const workers = sql(`${prefix}workers`)
   const ts = (us: number) => sql`TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
   const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
@@ -1117,7 +1145,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
-                   OR IS_FREE_LOCK(CONCAT('sqlane:w:', j.worker_id)) = 1)
+                   OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
             LIMIT 1000`.unprepared,
         (rows) =>
           rows.map((r: any) => ({
@@ -1140,7 +1168,8 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, autoIncrement: n
             SELECT DISTINCT worker_id FROM ${jobs} WHERE state = 'running' AND worker_id IS NOT NULL) AS r)`.pipe(
           Effect.asVoid
         ),
-    workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [workerLockName(id)]],
+    workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
+    workerLockName: (id) => lockPrefix + id,
     scheduleGet: (name) =>
       Effect.map(
         sql<{ us: number }>`SELECT ${sql.literal(usOf("last_tick_at"))} AS us FROM ${sql(`${prefix}schedules`)}
@@ -1312,7 +1341,7 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
 export const withTransientRetry = (statements: Statements): Statements => {
   const wrapped: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(statements)) {
-    wrapped[key] = typeof value === "function" && key !== "workerLockStatement"
+    wrapped[key] = typeof value === "function" && key !== "workerLockStatement" && key !== "workerLockName"
       ? (...args: Array<unknown>) =>
         withoutUnreadSpans(retryTransient((value as (...a: Array<unknown>) => Effect.Effect<unknown, SqlError>)(...args)))
       : value

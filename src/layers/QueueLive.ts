@@ -66,10 +66,12 @@ export const QueueLive = (
       if (config.migrate) yield* Migrations.run(config.prefix)
       const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
       if (server.dialect === "pg") {
-        const [{ id }] = yield* sql<{ id: string }>`SELECT current_database() || '@' ||
+        const [{ db, id }] = yield* sql<{ db: string; id: string }>`SELECT current_database() AS db, current_database() || '@' ||
           COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
         const database = Layer.succeed(Database, {
-          statements: Statements.withTransientRetry(Statements.pg(sql, config.prefix, { durableClaims: config.durableClaims })),
+          statements: Statements.withTransientRetry(
+            Statements.pg(sql, config.prefix, db, { durableClaims: config.durableClaims })
+          ),
           dialect: "pg",
           version: server.version,
           identity: `pg:${id}`
@@ -80,10 +82,13 @@ export const QueueLive = (
           : Notifier.layerLocal
         return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
       }
-      const [row] = yield* sql<{ inc: number; id: string; packet: number }>`SELECT @@auto_increment_increment AS inc,
+      const [row] = yield* sql<{ inc: number; db: string | null; id: string; packet: number }>`SELECT
+        @@auto_increment_increment AS inc, DATABASE() AS db,
         CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id, @@max_allowed_packet AS packet`
       const database = Layer.succeed(Database, {
-        statements: Statements.withTransientRetry(Statements.mysql(sql, config.prefix, Number(row?.inc ?? 1))),
+        statements: Statements.withTransientRetry(
+          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1))
+        ),
         dialect: "mysql",
         version: server.version,
         identity: `mysql:${row.id}`,

@@ -208,7 +208,8 @@ export const status = (
     }
     const info = yield* checkServer
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const statements = info.dialect === "pg" ? Statements.pg(sql, prefix) : Statements.mysql(sql, prefix, 1)
+    // Only the migration statements are used here: no worker lock names, so no database name.
+    const statements = info.dialect === "pg" ? Statements.pg(sql, prefix, "") : Statements.mysql(sql, prefix, "", 1)
     const applied = yield* statements.migrationList()
     const done = new Set(applied ?? [])
     return {

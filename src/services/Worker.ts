@@ -77,7 +77,8 @@ export interface WorkerOptions<R> {
   readonly concurrency?: number | undefined
   /**
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
-   * MySQL the worker's lock name, `sqlane:w:<id>`, must fit `GET_LOCK`'s 64).
+   * MySQL the worker's lock name, `sqw<scope>:<id>`, must fit `GET_LOCK`'s 64). Unique within one
+   * queue (database and table prefix); workers of other queues may use the same id.
    */
   readonly id?: string | undefined
   /**
@@ -274,7 +275,7 @@ export const make = <R>(
     const keyedNames = Array.from(keyed)
     const { maxStatementBytes, statements } = yield* Database
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
-    // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqlane:w:<id>`.
+    // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
     // Liveness: a session lock held on a dedicated connection for the worker's life, plus a

@@ -4,12 +4,14 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Completer, Job, Queue, Worker } from "../../src/index.js"
-import { realSleep, waitUntil } from "../support/helpers.js"
+import { Database } from "../../src/internal/Database.js"
+import { dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
@@ -94,9 +96,10 @@ export const safety = (target: Target) => {
           const id = yield* queue.enqueue(Noop, { i: 1 })
           // A frozen worker: its session lock is held (by a connection of ours) but it never heartbeats.
           const conn = yield* sql.reserve
+          const lockName = (yield* Database).statements.workerLockName("frozen")
           yield* target.dialect === "pg"
-            ? conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, "sqlane:w:frozen"])
-            : conn.executeRaw("SELECT GET_LOCK(?, 0)", ["sqlane:w:frozen"])
+            ? conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, lockName])
+            : conn.executeRaw("SELECT GET_LOCK(?, 0)", [lockName])
           yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
             SELECT ${"frozen"}, created_at, created_at, ${"frozen-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"frozen"},
@@ -266,6 +269,51 @@ export const safety = (target: Target) => {
           assert.strictEqual((yield* queue.get(id)).attempts, 2)
         })))
 
+    // Worker lock names were `sqlane:w:<id>` for every queue: GET_LOCK names are server-wide on MySQL,
+    // so a worker of another queue (another table prefix or database) with the same id made a lost
+    // worker look alive (its jobs waited for the lease), or kept a worker of that id from starting.
+    it.live(name("two queues (table prefixes) in one database, workers of the same ids in both: all start, and the other queue's live worker hides no lost job"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          // What a SIGKILLed "shared-1" of this queue leaves: its job running, its row fresh, its lock gone.
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"shared-1"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"shared-1"},
+            claimed_at = created_at WHERE id = ${id}`
+          // The other queue: live workers "shared-1" and "twin", which run its job.
+          const other = testLayer(target)
+          const ready = yield* Deferred.make<void>()
+          const ranInOther: Array<number> = []
+          yield* Effect.gen(function*() {
+            const handler = Job.handler(Noop, (p) => Effect.sync(() => ranInOther.push(p.i)))
+            yield* Worker.make({ id: "shared-1", handlers: [handler] })
+            yield* Worker.make({ id: "twin", handlers: [handler] })
+            yield* (yield* Queue.Queue).enqueue(Noop, { i: 7 })
+            yield* waitUntil(Effect.sync(() => ranInOther.length === 1), 10_000, "the other queue's job")
+            yield* Deferred.succeed(ready, undefined)
+            yield* Effect.never
+          }).pipe(
+            Effect.scoped,
+            Effect.provide(other.layer),
+            Effect.ensuring(dropTables(other.prefix).pipe(Effect.provide(other.client), Effect.ignore)),
+            Effect.forkScoped
+          )
+          yield* Deferred.await(ready)
+          // This queue's worker "twin" starts beside the other queue's, and rescues the job of its lost
+          // "shared-1" on its lock alone (the lease of 30 s is far off).
+          const ran: Array<number> = []
+          yield* Worker.make({ id: "twin", handlers: [Job.handler(Noop, (p) => Effect.sync(() => ran.push(p.i)))] })
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the rescue")
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 2)
+          assert.strictEqual(info.errors[0].message, "worker lost")
+          assert.deepStrictEqual(ran, [1])
+          assert.deepStrictEqual(ranInOther, [7])
+        })))
+
     it.live(name("a claim whose answer was lost (its job running under this live worker, unknown to it) is rescued"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
@@ -412,11 +460,13 @@ export const safety = (target: Target) => {
           yield* Worker.make({ id: "rescuer", handlers: [handler("rescuer")] })
           yield* realSleep(300)
           // Terminate the connection that holds the holder's session lock.
+          const lockName = (yield* Database).statements.workerLockName("holder")
           const killed = target.dialect === "pg"
             ? yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
                 WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
-                  AND objid::bigint = (hashtext(${"sqlane:w:holder"})::bigint & 4294967295)`
-            : yield* Effect.flatMap(sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${"sqlane:w:holder"}) AS conn`, ([row]) =>
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
+            : yield* Effect.flatMap(sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockName}) AS conn`, ([row]) =>
               row.conn === null ? Effect.succeed([]) : Effect.as(sql.unsafe(`KILL CONNECTION ${Number(row.conn)}`), [row]))
           assert.strictEqual(killed.length, 1)
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the job to complete")
