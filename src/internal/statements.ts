@@ -188,7 +188,12 @@ export interface Statements {
     names: ReadonlyArray<string>,
     leaseCutoffUs: number,
     /** Also list running jobs of this worker id (the caller keeps those it is running). */
-    selfId: string
+    selfId: string,
+    /**
+     * The most rows listed: 1,000 plus room for the caller's own running jobs (twice its concurrency,
+     * for lost claims of its own too), so a worker's own jobs never crowd out the lost ones.
+     */
+    limit: number
   ) => Effect.Effect<
     ReadonlyArray<
       ClaimedRow & {
@@ -719,7 +724,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
         (rows) => rows.map((r) => String(r.id))
       ),
-    jobListOrphaned: (names, leaseCutoffUs, selfId) =>
+    jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(
         sql`SELECT ${claimedColumnsJ}, j.worker_id,
               ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us,
@@ -733,7 +738,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND l.classid::bigint = ${pgLockSpace}
                   AND l.objid::bigint = (hashtext(${lockPrefix}::text || j.worker_id)::bigint & 4294967295)))
-            LIMIT 1000`,
+            LIMIT ${sql.literal(String(Math.floor(limit)))}`,
         (rows) =>
           rows.map((r: any) => ({
             ...toClaimed(r),
@@ -1137,7 +1142,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, database: string
         sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`.unprepared,
         (rows) => rows.map((r) => String(r.id))
       ),
-    jobListOrphaned: (names, leaseCutoffUs, selfId) =>
+    jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(
         sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
               (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
@@ -1146,7 +1151,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, database: string
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
-            LIMIT 1000`.unprepared,
+            LIMIT ${sql.literal(String(Math.floor(limit)))}`.unprepared,
         (rows) =>
           rows.map((r: any) => ({
             ...toClaimed(r),

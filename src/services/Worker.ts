@@ -796,7 +796,8 @@ export const make = <R>(
       const orphans = yield* statements.jobListOrphaned(
         names,
         nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
-        workerId
+        workerId,
+        1000 + 2 * concurrency
       )
       while (claimsEnded < claimsBefore) yield* Queue.take(claimEnded)
       let rescued = 0

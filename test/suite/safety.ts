@@ -314,6 +314,41 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(ranInOther, [7])
         })))
 
+    // The rescue listing was LIMIT 1000 and lists the worker's own running jobs too: at concurrency
+    // 1,000 those filled it, and a lost worker's job was never listed (it waited for nobody).
+    it.live(name("a worker at concurrency 1,000 with every slot busy still rescues a lost worker's job"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          let started = 0
+          yield* Worker.make({
+            concurrency: 1000,
+            shutdownTimeout: "100 millis",
+            handlers: [
+              Job.handler(Hang, () => Effect.zipRight(Effect.sync(() => void started++), Effect.never)),
+              Job.handler(Noop, () => Effect.void)
+            ]
+          })
+          yield* queue.enqueueMany(Hang, Array.from({ length: 1000 }, () => ({})))
+          yield* waitUntil(Effect.sync(() => started === 1000), 30_000, "1,000 jobs to start")
+          // A lost worker's job, listed last (highest id; its worker id sorts after a UUID): the
+          // worker row's heartbeat is long past the lease.
+          const id = yield* queue.enqueue(Noop, { i: 1 }, { delay: "1 hour" })
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"zzz-lost"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          yield* sql`UPDATE ${sql(prefix + "workers")} SET heartbeat_at = started_at - INTERVAL '1' HOUR WHERE id = ${"zzz-lost"}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"zzz-lost"},
+            claimed_at = created_at WHERE id = ${id}`
+          yield* waitUntil(
+            Effect.map(queue.get(id), (j) => j.state !== "running"),
+            10_000,
+            "the lost worker's job to be rescued"
+          )
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.errors[0]?.message, "worker lost")
+        })), 60_000)
+
     it.live(name("a claim whose answer was lost (its job running under this live worker, unknown to it) is rescued"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
