@@ -78,7 +78,9 @@ export interface WorkerOptions<R> {
   /**
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
    * MySQL the worker's lock name, `sqw<scope>:<id>`, must fit `GET_LOCK`'s 64). Unique within one
-   * queue (database and table prefix); workers of other queues may use the same id.
+   * queue (database and table prefix); workers of other queues may use the same id. A worker whose
+   * id is held by another live worker fails to start; one that finds it held when it takes its
+   * lock again (after its lock connection was cut) logs an error and stops claiming.
    */
   readonly id?: string | undefined
   /**
@@ -177,7 +179,7 @@ interface Inflight {
  * lock stays held until the server drops the connection (TCP keepalive), but the heartbeat stops:
  * its jobs are rescued after `leaseTimeout`.
  */
-const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
+const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* QueueConfig
@@ -225,9 +227,23 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>) =>
       Effect.ignore(statements.workerRemove(workerId).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
     )
     const acquired = yield* Deferred.make<void>()
-    // A defect (the id is taken) fails the start; connection failures are retried.
+    // A defect (the id is taken) fails the start; connection failures are retried. After the start,
+    // the id taken by another live worker while this one took its lock again (its connection was
+    // cut) means two workers share an id: this one stops claiming (`onIdTaken`), since the other's
+    // rescuer now sees this one's jobs as its own.
     yield* hold(acquired).pipe(
-      Effect.catchAllDefect((defect) => Deferred.die(acquired, defect)),
+      Effect.catchAllDefect((defect) =>
+        Effect.flatMap(Deferred.isDone(acquired), (started) =>
+          started
+            ? Effect.zipRight(
+              Effect.logError(
+                `sqlane: worker id "${workerId}" was taken by another live worker while this one took its lock again; ` +
+                  "this worker stops claiming (give each worker its own id)"
+              ),
+              onIdTaken
+            )
+            : Deferred.die(acquired, defect))
+      ),
       Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker lock connection lost; re-acquiring", cause)),
       Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced(checkMillis)))),
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
@@ -287,7 +303,12 @@ export const make = <R>(
       const counts = yield* statements.jobCountDue(names, yield* nowMicros, 10_000)
       for (const { due, name } of counts) ofJobName(name).due.unsafeUpdate(due, [])
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
-    yield* liveness(workerId, gaugeDue)
+    /** Another live worker took this worker's id (see `liveness`): claim and rescue no more. */
+    let idTaken = false
+    yield* liveness(workerId, gaugeDue, Effect.suspend(() => {
+      idTaken = true
+      return wakeSelf
+    }))
 
     /** Runs job attempts as root fibers of their own, with the worker's context (`R`). */
     const runtime = yield* Effect.runtime<R>()
@@ -677,6 +698,8 @@ export const make = <R>(
       /** The earliest `run_at` (µs) of the pending jobs not yet due at the last probe. */
       let laterUs: number | undefined
       while (true) {
+        // Running jobs still finish and their ends are written (guarded by attempt and state).
+        if (idTaken) return yield* Effect.never
         if (running >= concurrency) {
           yield* Queue.take(slotFreed)
           continue
@@ -787,7 +810,7 @@ export const make = <R>(
     /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
     const lockFree = new Map<string, number>()
     const rescue = Effect.gen(function*() {
-      if (names.length === 0) return
+      if (names.length === 0 || idTaken) return
       const nowUs = yield* nowMicros
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not in `claiming` yet: wait for them to end. (A claim started after the listing began commits

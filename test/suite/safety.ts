@@ -349,6 +349,39 @@ export const safety = (target: Target) => {
           assert.strictEqual(info.errors[0]?.message, "worker lost")
         })), 60_000)
 
+    // A worker whose lock connection was cut took its lock again; if another process with the same
+    // id took it first, the first worker's liveness ended quietly and it went on claiming, while the
+    // other's rescuer saw those jobs as lost claims of its own.
+    it.live(name("a worker whose id another live worker takes while it retakes its lock stops claiming"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const ran: Array<number> = []
+          yield* Worker.make({ id: "dup", handlers: [Job.handler(Noop, (p) => Effect.sync(() => ran.push(p.i)))] })
+          yield* queue.enqueue(Noop, { i: 1 })
+          yield* waitUntil(Effect.sync(() => ran.length === 1), 10_000, "the first job")
+          // Cut the worker's lock connection, and take its lock at once from another connection.
+          const lockName = (yield* Database).statements.workerLockName("dup")
+          const conn = yield* sql.reserve
+          if (target.dialect === "pg") {
+            const [holder] = yield* sql<{ pid: number }>`SELECT pid FROM pg_locks
+              WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
+            yield* sql`SELECT pg_terminate_backend(${holder.pid})`
+            yield* conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, lockName])
+          } else {
+            const [holder] = yield* sql<{ conn: number }>`SELECT IS_USED_LOCK(${lockName}) AS conn`
+            yield* sql.unsafe(`KILL CONNECTION ${Number(holder.conn)}`)
+            yield* conn.executeRaw("SELECT GET_LOCK(?, 10)", [lockName])
+          }
+          yield* realSleep(1500)
+          yield* queue.enqueue(Noop, { i: 2 })
+          yield* realSleep(1500)
+          assert.deepStrictEqual(ran, [1])
+        })), 60_000)
+
     it.live(name("a claim whose answer was lost (its job running under this live worker, unknown to it) is rescued"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
