@@ -598,9 +598,18 @@ export const make = <R>(
       const startedMs = clock.unsafeCurrentTimeMillis()
       const fiber = runFork(run, { updateRefs: (refs, fiberId) => annotated(refs, fiberId, row) })
       const entry: Inflight = { fiber, reason: undefined }
+      const earlier = inflight.get(row.id)
+      if (earlier !== undefined && earlier.reason === undefined) {
+        // An earlier attempt of this job still runs here: another worker rescued it as lost (this
+        // worker's lock or lease lapsed), and this worker then claimed the retry. Its writes are
+        // fenced by the attempt; stop it, as a cancel would.
+        earlier.reason = "cancel"
+        Effect.runFork(Fiber.interrupt(earlier.fiber))
+      }
       inflight.set(row.id, entry)
       fiber.addObserver((exit) => {
-        inflight.delete(row.id)
+        // Only its own entry: a later attempt of the job may have replaced it.
+        if (inflight.get(row.id) === entry) inflight.delete(row.id)
         ofJobName(row.name).runDuration.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedMs, [])
         if (Exit.isSuccess(exit)) {
           try {

@@ -382,6 +382,36 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(ran, [1])
         })), 60_000)
 
+    // `inflight` was keyed by job id alone: when this worker claimed the retry of a job whose earlier
+    // attempt still ran here (another worker had rescued it as lost), the earlier attempt's end removed
+    // the retry's entry, so neither a cancel nor shutdown interrupted the retry (review, session 5).
+    it.live(name("an earlier attempt still running here when this worker claims the retry is stopped; the retry stays cancellable"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const starts: Array<number> = []
+          const interrupted: Array<number> = []
+          const worker = yield* Worker.make({
+            handlers: [Job.handler(Hang, (_, job) =>
+              Effect.sync(() => starts.push(job.attempt)).pipe(
+                Effect.zipRight(Effect.never),
+                Effect.onInterrupt(() => Effect.sync(() => interrupted.push(job.attempt)))
+              ))]
+          })
+          const id = yield* queue.enqueue(Hang, {})
+          yield* waitUntil(Effect.sync(() => starts.length === 1), 10_000, "attempt 1")
+          // What another worker's rescue of attempt 1 leaves (as if this worker's lock had lapsed).
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', worker_id = NULL WHERE id = ${id}`
+          yield* waitUntil(Effect.sync(() => starts.length === 2), 10_000, "attempt 2")
+          yield* waitUntil(Effect.sync(() => interrupted.includes(1)), 5_000, "attempt 1 to be stopped")
+          assert.isTrue(yield* queue.cancel(id))
+          yield* waitUntil(Effect.sync(() => interrupted.includes(2)), 5_000, "the cancel to interrupt attempt 2")
+          yield* waitUntil(Effect.map(worker.running, (n) => n === 0), 5_000, "the worker's slots to free")
+          assert.deepStrictEqual(starts, [1, 2])
+          assert.strictEqual((yield* queue.get(id)).state, "cancelled")
+        }), { pollInterval: "100 millis" }), 60_000)
+
     it.live(name("a claim whose answer was lost (its job running under this live worker, unknown to it) is rescued"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
