@@ -218,6 +218,12 @@ export interface Statements {
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
   /** The name of a worker's session lock (see {@link workerLockPrefix}). */
   readonly workerLockName: (id: string) => string
+  /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
+  readonly connectionIdStatement: string
+  /** The connection id of the session holding a worker's lock, or null when it is free. */
+  readonly workerLockHolder: (id: string) => Effect.Effect<number | null, SqlError>
+  /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
+  readonly endConnection: (connectionId: number) => Effect.Effect<void, SqlError>
 
   // --- Operations (issue 6): CLI, pause/resume, retention, progress -------------------------
   /** The job names paused in `<prefix>paused`. */
@@ -759,6 +765,16 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
     workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, lockPrefix + id]],
     workerLockName: (id) => lockPrefix + id,
+    connectionIdStatement: "SELECT pg_backend_pid()",
+    workerLockHolder: (id) =>
+      Effect.map(
+        sql<{ pid: number }>`SELECT pid FROM pg_locks
+          WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${pgLockSpace}
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND objid::bigint = (hashtext(${lockPrefix + id})::bigint & 4294967295)`,
+        (rows) => (rows.length === 0 ? null : num(rows[0].pid))
+      ),
+    endConnection: (connectionId) => Effect.asVoid(sql`SELECT pg_terminate_backend(${connectionId})`),
     scheduleGet: (name) =>
       Effect.map(
         sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
@@ -1175,6 +1191,13 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, database: string
         ),
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
     workerLockName: (id) => lockPrefix + id,
+    connectionIdStatement: "SELECT CONNECTION_ID()",
+    workerLockHolder: (id) =>
+      Effect.map(
+        sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockPrefix + id}) AS conn`,
+        (rows) => (rows[0]?.conn === null || rows[0]?.conn === undefined ? null : num(rows[0].conn))
+      ),
+    endConnection: (connectionId) => Effect.asVoid(sql.unsafe(`KILL CONNECTION ${Math.trunc(connectionId)}`)),
     scheduleGet: (name) =>
       Effect.map(
         sql<{ us: number }>`SELECT ${sql.literal(usOf("last_tick_at"))} AS us FROM ${sql(`${prefix}schedules`)}
@@ -1346,7 +1369,8 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
 export const withTransientRetry = (statements: Statements): Statements => {
   const wrapped: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(statements)) {
-    wrapped[key] = typeof value === "function" && key !== "workerLockStatement" && key !== "workerLockName"
+    wrapped[key] = typeof value === "function" && key !== "workerLockStatement" && key !== "workerLockName" &&
+        key !== "connectionIdStatement"
       ? (...args: Array<unknown>) =>
         withoutUnreadSpans(retryTransient((value as (...a: Array<unknown>) => Effect.Effect<unknown, SqlError>)(...args)))
       : value

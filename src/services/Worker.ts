@@ -79,8 +79,10 @@ export interface WorkerOptions<R> {
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
    * MySQL the worker's lock name, `sqw<scope>:<id>`, must fit `GET_LOCK`'s 64). Unique within one
    * queue (database and table prefix); workers of other queues may use the same id. A worker whose
-   * id is held by another live worker fails to start; one that finds it held when it takes its
-   * lock again (after its lock connection was cut) logs an error and stops claiming.
+   * id is held by another live worker fails to start. One whose lock connection was cut takes its
+   * lock again; if the server still runs the cut session (a network failure the server has not
+   * noticed), the worker ends that session first. If another live worker holds the lock by then,
+   * it logs an error and stops claiming.
    */
   readonly id?: string | undefined
   /**
@@ -190,18 +192,34 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken:
     const unlockSql = statements.dialect === "pg"
       ? "SELECT pg_advisory_unlock($1, hashtext($2))"
       : "SELECT RELEASE_LOCK(?)"
+    /** The connection that held the lock last (`pg_backend_pid()` / `CONNECTION_ID()`). */
+    let heldBy: number | undefined
+    /**
+     * The lock is held by someone else. If that is this worker's own earlier connection — cut on the
+     * client's side while the server still runs its session (a network failure without a FIN) — end
+     * it and try again; otherwise another live worker has this id.
+     */
+    const lockHeld = Effect.gen(function*() {
+      const holder = yield* statements.workerLockHolder(workerId)
+      if (holder !== null && holder === heldBy) {
+        yield* Effect.ignore(statements.endConnection(holder))
+        return yield* Effect.fail(new Error("sqlane: the worker's earlier lock connection still held its lock; ended it"))
+      }
+      // Freed meanwhile: try again.
+      if (holder === null) return yield* Effect.fail(new Error("sqlane: the worker's lock was freed meanwhile"))
+      return yield* Effect.dieMessage(
+        `sqlane: worker id "${workerId}" is in use by another live worker; give each worker its own id`
+      )
+    })
     const hold = (acquired: Deferred.Deferred<void>) =>
       Effect.gen(function*() {
         const conn = yield* sql.reserve
+        const connectionId = Number((yield* conn.executeValues(statements.connectionIdStatement, []))[0]?.[0])
         yield* Effect.acquireRelease(
           conn.executeValues(lockSql, lockParams).pipe(
             Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
               const got = rows[0]?.[0]
-              return got === true || Number(got) === 1
-                ? Effect.void
-                : Effect.dieMessage(
-                  `sqlane: worker id "${workerId}" is in use by another live worker; give each worker its own id`
-                )
+              return got === true || Number(got) === 1 ? Effect.sync(() => void (heldBy = connectionId)) : lockHeld
             })
           ),
           () => Effect.ignore(conn.executeRaw(unlockSql, lockParams).pipe(Effect.interruptible, Effect.timeout("5 seconds")))

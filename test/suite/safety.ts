@@ -3,6 +3,7 @@
  * timeouts, cancellation, graceful shutdown, connection faults.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -348,6 +349,55 @@ export const safety = (target: Target) => {
           const info = yield* queue.get(id)
           assert.strictEqual(info.errors[0]?.message, "worker lost")
         })), 60_000)
+
+    // A lock connection cut on the client's side only (a network failure without a FIN): the server
+    // still runs the old session, which holds the worker's lock. The worker ends that session (it
+    // knows its connection id) and takes its lock again, instead of taking itself for a duplicate.
+    it.live(name("a lock connection cut on the client's side while the server keeps its session: the worker ends that session, retakes its lock and goes on"), () =>
+      Effect.gen(function*() {
+        // A TCP proxy between the worker and the database whose client sides the test can cut while
+        // the server sides stay open.
+        const upstream = new URL(target.url)
+        const pairs: Array<{ client: Net.Socket; server: Net.Socket }> = []
+        const proxy = Net.createServer((client) => {
+          const server = Net.connect(Number(upstream.port), upstream.hostname)
+          client.pipe(server, { end: false })
+          server.pipe(client, { end: false })
+          client.on("error", () => {})
+          server.on("error", () => client.destroy())
+          pairs.push({ client, server })
+        })
+        yield* Effect.async<void>((resume) => void proxy.listen(0, "127.0.0.1", () => resume(Effect.void)))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            for (const p of pairs) p.server.destroy()
+            proxy.close()
+          })
+        )
+        const proxied = new URL(target.url)
+        proxied.port = String((proxy.address() as Net.AddressInfo).port)
+        yield* withQueue({ ...target, url: proxied.toString() }, () =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            const ran: Array<number> = []
+            yield* Worker.make({ id: "cut", handlers: [Job.handler(Noop, (p) => Effect.sync(() => ran.push(p.i)))] })
+            yield* queue.enqueue(Noop, { i: 1 })
+            yield* waitUntil(Effect.sync(() => ran.length === 1), 10_000, "the first job")
+            yield* realSleep(300)
+            // Cut every connection made so far on the client's side; the server keeps the sessions.
+            for (const p of pairs.splice(0)) {
+              p.client.unpipe(p.server)
+              p.server.unpipe(p.client)
+              p.client.destroy()
+              pairs.push({ client: p.client, server: p.server })
+            }
+            yield* realSleep(2000)
+            yield* queue.enqueue(Noop, { i: 2 })
+            yield* waitUntil(Effect.sync(() => ran.length === 2), 10_000, "a job after the cut")
+            const holder = yield* (yield* Database).statements.workerLockHolder("cut")
+            assert.isNotNull(holder)
+          }))
+      }).pipe(Effect.scoped), 60_000)
 
     // A worker whose lock connection was cut took its lock again; if another process with the same
     // id took it first, the first worker's liveness ended quietly and it went on claiming, while the
