@@ -744,7 +744,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND l.classid::bigint = ${pgLockSpace}
                   AND l.objid::bigint = (hashtext(${lockPrefix}::text || j.worker_id)::bigint & 4294967295)))
-            LIMIT ${sql.literal(String(Math.floor(limit)))}`,
+            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`,
         (rows) =>
           rows.map((r: any) => ({
             ...toClaimed(r),
@@ -1167,7 +1167,7 @@ export const mysql = (sql: SqlClient.SqlClient, prefix: string, database: string
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
-            LIMIT ${sql.literal(String(Math.floor(limit)))}`.unprepared,
+            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`.unprepared,
         (rows) =>
           rows.map((r: any) => ({
             ...toClaimed(r),

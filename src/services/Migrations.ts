@@ -154,7 +154,7 @@ export const run = (
   Effect.gen(function*() {
     if (!isValidPrefix(prefix)) {
       return yield* new SetupError({
-        message: `invalid table prefix ${JSON.stringify(prefix)}: use letters, digits and _ (at most 40)`
+        message: `invalid table prefix ${JSON.stringify(prefix)}: use lowercase letters, digits and _ (at most 40)`
       })
     }
     const info = yield* checkServer
@@ -203,7 +203,7 @@ export const status = (
   Effect.gen(function*() {
     if (!isValidPrefix(prefix)) {
       return yield* new SetupError({
-        message: `invalid table prefix ${JSON.stringify(prefix)}: use letters, digits and _ (at most 40)`
+        message: `invalid table prefix ${JSON.stringify(prefix)}: use lowercase letters, digits and _ (at most 40)`
       })
     }
     const info = yield* checkServer

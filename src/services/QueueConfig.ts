@@ -72,7 +72,11 @@ export class QueueConfig extends Context.Tag("sqlane/QueueConfig")<QueueConfig, 
  * @category models
  */
 export interface QueueOptions {
-  /** Table prefix, a plain identifier: letters, digits and `_`, at most 40 characters. Default `"sqlane_"`. */
+  /**
+   * Table prefix, a plain identifier: lowercase letters, digits and `_`, at most 40 characters
+   * (PostgreSQL folds unquoted names to lowercase, and the migrator looks its table up unquoted).
+   * Default `"sqlane_"`.
+   */
   readonly prefix?: string | undefined
   /** Default 5 seconds. */
   readonly pollInterval?: Duration.DurationInput | undefined
@@ -197,4 +201,4 @@ export const optionsProblem = (options: QueueOptions): string | undefined => {
 }
 
 /** @internal */
-export const isValidPrefix = (prefix: string): boolean => /^[A-Za-z_][A-Za-z0-9_]{0,39}$/.test(prefix)
+export const isValidPrefix = (prefix: string): boolean => /^[a-z_][a-z0-9_]{0,39}$/.test(prefix)

@@ -837,7 +837,12 @@ export const make = <R>(
     /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
     const lockFree = new Map<string, number>()
     const rescue = Effect.gen(function*() {
-      if (names.length === 0 || idTaken) return
+      if (names.length === 0) return
+      // With its id taken, only the cancellations of jobs still running here are looked for.
+      if (idTaken) {
+        if (inflight.size > 0) cancel(yield* statements.jobCancelledAmong(Array.from(inflight.keys())))
+        return
+      }
       const nowUs = yield* nowMicros
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not in `claiming` yet: wait for them to end. (A claim started after the listing began commits
