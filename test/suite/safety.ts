@@ -35,6 +35,20 @@ const ledgerOf = (prefix: string) =>
     }
   })
 
+/**
+ * What a worker `workerId` leaves of job `jobId` when its process is gone: the job running under it,
+ * claimed when it was created, and the worker's row with its heartbeat at that time (its lock is not
+ * taken here). `host` is the row's host name.
+ */
+const leftRunning = (prefix: string, jobId: string, workerId: string, host = "old-host") =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+      SELECT ${workerId}, created_at, created_at, ${host}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${jobId}`
+    yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${workerId},
+      claimed_at = created_at WHERE id = ${jobId}`
+  })
+
 export const safety = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
   const args = (mode: string, prefix: string, worker: string, arg = "") =>
@@ -101,10 +115,7 @@ export const safety = (target: Target) => {
           yield* target.dialect === "pg"
             ? conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, lockName])
             : conn.executeRaw("SELECT GET_LOCK(?, 0)", [lockName])
-          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
-            SELECT ${"frozen"}, created_at, created_at, ${"frozen-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"frozen"},
-            claimed_at = created_at WHERE id = ${id}`
+          yield* leftRunning(prefix, id, "frozen", "frozen-host")
           yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.succeed(undefined))] })
           yield* realSleep(400)
           assert.strictEqual((yield* queue.get(id)).state, "running") // the lock is held, the lease is fresh
@@ -257,14 +268,10 @@ export const safety = (target: Target) => {
     it.live(name("a worker restarted with the same id takes back the jobs its earlier life left running"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const queue = yield* Queue.Queue
           const id = yield* queue.enqueue(Noop, { i: 1 })
           // What a SIGKILLed "web-1" leaves: its job running, its lock gone, its row still there.
-          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
-            SELECT ${"web-1"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-1"},
-            claimed_at = created_at WHERE id = ${id}`
+          yield* leftRunning(prefix, id, "web-1")
           yield* Worker.make({ id: "web-1", handlers: [Job.handler(Noop, () => Effect.void)] })
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the rescue")
           assert.strictEqual((yield* queue.get(id)).attempts, 2)
@@ -276,14 +283,10 @@ export const safety = (target: Target) => {
     it.live(name("two queues (table prefixes) in one database, workers of the same ids in both: all start, and the other queue's live worker hides no lost job"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const queue = yield* Queue.Queue
           const id = yield* queue.enqueue(Noop, { i: 1 })
           // What a SIGKILLed "shared-1" of this queue leaves: its job running, its row fresh, its lock gone.
-          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
-            SELECT ${"shared-1"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"shared-1"},
-            claimed_at = created_at WHERE id = ${id}`
+          yield* leftRunning(prefix, id, "shared-1")
           // The other queue: live workers "shared-1" and "twin", which run its job.
           const other = testLayer(target)
           const ready = yield* Deferred.make<void>()
@@ -336,11 +339,8 @@ export const safety = (target: Target) => {
           // A lost worker's job, listed last (highest id; its worker id sorts after a UUID): the
           // worker row's heartbeat is long past the lease.
           const id = yield* queue.enqueue(Noop, { i: 1 }, { delay: "1 hour" })
-          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
-            SELECT ${"zzz-lost"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${id}`
+          yield* leftRunning(prefix, id, "zzz-lost")
           yield* sql`UPDATE ${sql(prefix + "workers")} SET heartbeat_at = started_at - INTERVAL '1' HOUR WHERE id = ${"zzz-lost"}`
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"zzz-lost"},
-            claimed_at = created_at WHERE id = ${id}`
           yield* waitUntil(
             Effect.map(queue.get(id), (j) => j.state !== "running"),
             10_000,
