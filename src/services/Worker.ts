@@ -836,13 +836,16 @@ export const make = <R>(
     // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB).
     /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
     const lockFree = new Map<string, number>()
+    /** Interrupts the jobs running here that the table says were cancelled (no NOTIFY on MySQL). */
+    const cancelFromTable = Effect.suspend(() =>
+      inflight.size === 0
+        ? Effect.void
+        : Effect.map(statements.jobCancelledAmong(Array.from(inflight.keys())), cancel)
+    )
     const rescue = Effect.gen(function*() {
       if (names.length === 0) return
       // With its id taken, only the cancellations of jobs still running here are looked for.
-      if (idTaken) {
-        if (inflight.size > 0) cancel(yield* statements.jobCancelledAmong(Array.from(inflight.keys())))
-        return
-      }
+      if (idTaken) return yield* cancelFromTable
       const nowUs = yield* nowMicros
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not in `claiming` yet: wait for them to end. (A claim started after the listing began commits
@@ -895,7 +898,7 @@ export const make = <R>(
         yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
         yield* wakeSelf
       }
-      if (inflight.size > 0) cancel(yield* statements.jobCancelledAmong(Array.from(inflight.keys())))
+      yield* cancelFromTable
       yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
     })
     yield* rescue.pipe(
