@@ -1369,8 +1369,7 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
 export const withTransientRetry = (statements: Statements): Statements => {
   const wrapped: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(statements)) {
-    wrapped[key] = typeof value === "function" && key !== "workerLockStatement" && key !== "workerLockName" &&
-        key !== "connectionIdStatement"
+    wrapped[key] = typeof value === "function" && key !== "workerLockStatement" && key !== "workerLockName"
       ? (...args: Array<unknown>) =>
         withoutUnreadSpans(retryTransient((value as (...a: Array<unknown>) => Effect.Effect<unknown, SqlError>)(...args)))
       : value
