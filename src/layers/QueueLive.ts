@@ -10,6 +10,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -68,15 +69,19 @@ export const QueueLive = (
       if (server.dialect === "pg") {
         const [{ db, id }] = yield* sql<{ db: string; id: string }>`SELECT current_database() AS db, current_database() || '@' ||
           COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
+        // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
+        // run on them directly (Statements.runner).
+        const pg = yield* Effect.serviceOption(PgClient.PgClient)
+        const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
         const database = Layer.succeed(Database, {
           statements: Statements.withTransientRetry(
-            Statements.pg(sql, config.prefix, db, { durableClaims: config.durableClaims })
+            Statements.pg(sql, config.prefix, db, { durableClaims: config.durableClaims, direct }),
+            direct
           ),
           dialect: "pg",
           version: server.version,
           identity: `pg:${id}`
         })
-        const pg = yield* Effect.serviceOption(PgClient.PgClient)
         const notifier = Option.isSome(pg)
           ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
           : Notifier.layerLocal
@@ -85,9 +90,13 @@ export const QueueLive = (
       const [row] = yield* sql<{ inc: number; db: string | null; id: string; packet: number }>`SELECT
         @@auto_increment_increment AS inc, DATABASE() AS db,
         CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id, @@max_allowed_packet AS packet`
+      // As on PostgreSQL, for @effect/sql-mysql2's client.
+      const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
+      const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
       const database = Layer.succeed(Database, {
         statements: Statements.withTransientRetry(
-          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1))
+          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1), direct),
+          direct
         ),
         dialect: "mysql",
         version: server.version,

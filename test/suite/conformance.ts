@@ -3,6 +3,7 @@
  * Every test name carries the database id, e.g. `[postgres-15]`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -11,6 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
+import * as Tracer from "effect/Tracer"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
@@ -102,6 +104,52 @@ export const conformance = (target: Target) => {
           const info = yield* queue.get(id)
           assert.strictEqual(info.state, "pending")
           assert.deepStrictEqual(info.payload, { i: 2 })
+        })))
+
+    // The hot statements may run directly on their connection (statements.ts `runner`): it must be
+    // the caller's transaction's, and a statement transformer or a tracer must still see them.
+    it.live(name("enqueueMany and a unique-key enqueue roll back with the caller's transaction; transformers and tracers see the statements"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const queue = yield* Queue.Queue
+          const rolledBack = yield* Effect.gen(function*() {
+            yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }])
+            yield* queue.enqueue(Noop, { i: 4 }, { unique: "only-one" })
+            assert.strictEqual(yield* countJobs(prefix), 4) // seen inside the transaction
+            return yield* Effect.fail("rolled back" as const)
+          }).pipe(sql.withTransaction, Effect.flip)
+          assert.strictEqual(rolledBack, "rolled back")
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // The key was never held: a new job takes it.
+          const first = yield* queue.enqueue(Noop, { i: 5 }, { unique: "only-one" })
+          assert.strictEqual(yield* countJobs(prefix), 1)
+
+          // A transformer set by the app is applied to sqlane's statements too.
+          const seen: Array<string> = []
+          const transformed = yield* queue.enqueue(Noop, { i: 6 }).pipe(
+            Statement.withTransformer((statement) =>
+              Effect.sync(() => {
+                seen.push(statement.compile()[0])
+                return statement
+              })
+            )
+          )
+          assert.isTrue(seen.some((text) => text.includes(`${prefix}jobs`)), JSON.stringify(seen))
+          // A tracer other than Effect's built-in one gets a `sql.execute` span per statement.
+          const spans: Array<string> = []
+          const base = yield* Effect.tracer
+          const tracer = Tracer.make({
+            span: (name, ...rest) => {
+              spans.push(name)
+              return base.span(name, ...rest)
+            },
+            context: base.context
+          })
+          yield* Effect.withTracer(queue.enqueueMany(Noop, [{ i: 7 }, { i: 8 }]), tracer)
+          assert.include(spans, "sql.execute")
+          assert.strictEqual(yield* countJobs(prefix), 4)
+          assert.notStrictEqual(first, transformed)
         })))
 
     it.live(name("enqueueMany of 1,000 jobs returns their ids in order"), () =>
