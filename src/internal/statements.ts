@@ -447,11 +447,12 @@ export const runner = (direct: boolean): Run => {
     Effect.withFiberRuntime<any, SqlError>((fiber) => {
       // The connection getter every statement of the client carries (not in @effect/sql's types).
       const acquirer = (statement as unknown as { readonly acquirer?: unknown }).acquirer
-      if (
-        (fiber.currentTracer !== builtInTracer && fiber.getFiberRef(FiberRef.currentTracerEnabled)) ||
-        Option.isSome(fiber.getFiberRef(Statement.currentTransformer)) ||
-        !Effect.isEffect(acquirer)
-      ) return viaStatement(statement, mode)
+      const traced = fiber.currentTracer !== builtInTracer && fiber.getFiberRef(FiberRef.currentTracerEnabled)
+      if (traced) return viaStatement(statement, mode)
+      // The transformer (or an unexpected statement) needs @effect/sql's own path; its span is unread.
+      if (Option.isSome(fiber.getFiberRef(Statement.currentTransformer)) || !Effect.isEffect(acquirer)) {
+        return withoutUnreadSpans(viaStatement(statement, mode))
+      }
       const [text, params] = statement.compile(mode === "raw")
       const transformRows = (statement as unknown as { readonly transformRows?: any }).transformRows
       // Typed with a Scope that these clients' connection getters never use (see above).
@@ -1091,7 +1092,9 @@ export const mysql = (
       if (chunks.length === 1) return insertChunk(chunks[0], nowUs)
       return Effect.forEach(chunks, (c) => insertChunk(c, nowUs)).pipe(
         Effect.map((ids) => ids.flat()),
-        sql.withTransaction
+        sql.withTransaction,
+        // Its `sql.transaction` span is unread with the built-in tracer.
+        withoutUnreadSpans
       )
     },
     jobInsertUnique: (row, nowUs) => {
