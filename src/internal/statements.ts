@@ -439,7 +439,8 @@ const viaStatement = (statement: Statement.Statement<any>, mode: RunMode): Effec
  * - no tracer reads spans (Effect's built-in tracer, or tracing disabled): with any other tracer
  *   the `sql.execute` spans are made as usual;
  * - no statement transformer (`Statement.withTransformer`) is set.
- * Otherwise the statement runs as @effect/sql runs it.
+ * Otherwise the statement runs as @effect/sql runs it (under a transformer, with its span skipped
+ * while nobody reads it, as `withoutUnreadSpans` does).
  */
 export const runner = (direct: boolean): Run => {
   if (!direct) return viaStatement as Run
