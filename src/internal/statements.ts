@@ -208,6 +208,11 @@ export interface Statements {
   >
   readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
+  /**
+   * The largest job id in the table (`null` when it is empty): one read of the primary key's last
+   * entry. The MySQL/MariaDB notifier compares it between checks to learn of other processes' inserts.
+   */
+  readonly jobNewestId: () => Effect.Effect<string | null, SqlError>
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
   /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
@@ -820,6 +825,11 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
           ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    jobNewestId: () =>
+      Effect.map(
+      run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
+      (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
+    ),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
@@ -1259,6 +1269,11 @@ export const mysql = (
           ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    jobNewestId: () =>
+      Effect.map(
+      run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
+      (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
+    ),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}
@@ -1450,7 +1465,8 @@ const runDirect: ReadonlySet<string> = new Set([
   "jobClaim",
   "jobClaimKeyed",
   "jobFinishMany",
-  "workerHeartbeat"
+  "workerHeartbeat",
+  "jobNewestId"
 ])
 
 /**

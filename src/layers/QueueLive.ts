@@ -4,7 +4,8 @@
  * and builds the services for that dialect:
  *
  * - PostgreSQL: `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, and a `Notifier` with `LISTEN/NOTIFY`;
- * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and polling.
+ * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and an insert check
+ *   (`insertCheckInterval`).
  *
  * @since 0.1.0
  */
@@ -103,6 +104,6 @@ export const QueueLive = (
         identity: `mysql:${row.id}`,
         maxStatementBytes: Number(row.packet)
       })
-      return services(Notifier.layerLocal).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
+      return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })
   )

@@ -7,7 +7,11 @@
  *    commit sqlane cannot observe, after `hintDelay` (20 ms);
  * 2. PostgreSQL `LISTEN/NOTIFY` ({@link layerPg}): the enqueue statement itself sends a `NOTIFY`
  *    carrying only job names, delivered to every listening process when the transaction commits;
- * 3. the worker's jittered poll (`pollInterval`, 5 s), the backstop for everything else.
+ * 3. on MySQL/MariaDB, which have no `LISTEN/NOTIFY` ({@link layerMysql}): one fiber per layer reads
+ *    the newest job id every `insertCheckInterval` (100 ms) while workers are subscribed, and when it
+ *    changed wakes them to probe, so jobs enqueued by other processes start without waiting for the
+ *    poll;
+ * 4. the worker's jittered poll (`pollInterval`, 5 s), the backstop for everything else.
  *
  * Source: River's notifier + producer (notify wakes, debounced fetch, jittered poll as backstop).
  *
@@ -241,11 +245,13 @@ const decodeIds = (payload: string): ReadonlyArray<string> | undefined => {
 
 const make = (
   listenOn: ((channel: string, onReady: () => void, onPayload: (p: string) => void) => Effect.Effect<never, unknown>) | undefined,
-  notify: (channel: string, payload: string) => Effect.Effect<unknown, unknown>
+  notify: (channel: string, payload: string) => Effect.Effect<unknown, unknown>,
+  /** Check the newest job id every `insertCheckInterval` while workers are subscribed (MySQL/MariaDB). */
+  checkInserts = false
 ) =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
-    const { identity } = yield* Database
+    const { identity, statements } = yield* Database
     const scope = yield* Effect.scope
     const channel = `${config.prefix}jobs`
     const key = `${identity}/${config.prefix}`
@@ -353,6 +359,32 @@ const make = (
       return undefined
     }
 
+    // The insert check: started by the first subscriber, kept for the layer's life. Wall-clock sleeps:
+    // it decides when to look, never when a job is due, so it behaves the same under `TestClock`.
+    let checkStarted = false
+    const checkIntervalMillis = Duration.toMillis(config.insertCheckInterval)
+    const startInsertCheck = Effect.suspend(() => {
+      if (!checkInserts || checkStarted || !Number.isFinite(checkIntervalMillis)) return Effect.void
+      checkStarted = true
+      let seen: string | null | undefined
+      const check = statements.jobNewestId().pipe(
+        Effect.map((newest) => {
+          // The first reading only sets the mark: a new subscriber probes when it starts anyway.
+          if (seen !== undefined && newest !== seen) deliver(own, "*")
+          seen = newest
+        }),
+        // The database is unreachable: the workers' own statements say so; try again next time.
+        Effect.ignore
+      )
+      return check.pipe(
+        Effect.zipRight(wallSleep(checkIntervalMillis)),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
+
     const service: NotifierShape = {
       enqueued: (entries, committed, notified = true) =>
         committed
@@ -438,6 +470,7 @@ const make = (
               })
           )
           yield* startListening
+          yield* startInsertCheck
           const drain = (): Wake => {
             const wake: Wake = { groups: Array.from(groups.values()), probe }
             groups = new Map()
@@ -455,9 +488,27 @@ const make = (
     return service
   })
 
+/**
+ * In-process hints only: other processes' enqueues are found by the workers' polls.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerLocal: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
   Notifier,
   make(undefined, () => Effect.void)
+)
+
+/**
+ * For MySQL/MariaDB: in-process hints, plus the insert check (`insertCheckInterval`, 100 ms) that
+ * wakes this process's workers when another process enqueued jobs.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMysql: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
+  Notifier,
+  make(undefined, () => Effect.void, true)
 )
 
 /**

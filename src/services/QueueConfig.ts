@@ -44,6 +44,11 @@ export interface QueueConfigShape {
   readonly pruneBatchSize: number
   /** PostgreSQL: whether a claim waits for its WAL flush (see `QueueOptions.durableClaims`). */
   readonly durableClaims: boolean
+  /**
+   * MySQL/MariaDB: how often the notifier reads the newest job id to learn of other processes'
+   * enqueues (see `QueueOptions.insertCheckInterval`); infinite: never.
+   */
+  readonly insertCheckInterval: Duration.Duration
 }
 
 /**
@@ -118,6 +123,19 @@ export interface QueueOptions {
    * setting: their claims always follow `innodb_flush_log_at_trx_commit`.
    */
   readonly durableClaims?: boolean | undefined
+  /**
+   * MySQL/MariaDB only (PostgreSQL is woken by `LISTEN/NOTIFY`). Default 100 ms; `Duration.infinity`
+   * turns the check off. MySQL and MariaDB have no `LISTEN/NOTIFY`, so a worker learns of a job
+   * enqueued by another process from its poll (`pollInterval`). With this check, one fiber per
+   * `QueueLive` that runs workers reads the newest job id (`SELECT MAX(id)`, one read of the
+   * primary key's last entry) this often, and when it changed wakes this process's workers to probe:
+   * such a job starts within about this long. A job whose id is below one already seen when its
+   * transaction commits (a long transaction) waits for the poll. Costs one small query per interval
+   * per `QueueLive` with workers (10 per second by default), whether jobs come or not.
+   *
+   * Source: Solid Queue's workers poll every 0.1 s by default (`polling_interval`).
+   */
+  readonly insertCheckInterval?: Duration.DurationInput | undefined
 }
 
 /**
@@ -153,7 +171,8 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   pruneInterval: Duration.decode(options.pruneInterval ?? "1 minute"),
   pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.min(maxPruneBatchSize, Math.max(1, Math.floor(options.pruneBatchSize!)))
     : 1000,
-  durableClaims: options.durableClaims ?? false
+  durableClaims: options.durableClaims ?? false,
+  insertCheckInterval: Duration.decode(options.insertCheckInterval ?? "100 millis")
 })
 
 /**
@@ -164,8 +183,8 @@ export const layer = (options: QueueOptions = {}): Layer.Layer<QueueConfig> =>
   Layer.succeed(QueueConfig, make(options))
 
 /**
- * Why `options` cannot run, or `undefined`: every duration must decode and be finite, the intervals
- * longer than 0, and `leaseTimeout` longer than twice `heartbeatInterval` — a lease shorter than the
+ * Why `options` cannot run, or `undefined`: every duration must decode and be finite (retention and
+ * `insertCheckInterval` may be infinite), the intervals longer than 0, and `leaseTimeout` longer than twice `heartbeatInterval` — a lease shorter than the
  * heartbeat makes live workers look lost between heartbeats, and their running jobs are taken and run
  * again while they still run. `QueueLive` fails with a `SetupError` carrying this message.
  *
@@ -174,23 +193,24 @@ export const layer = (options: QueueOptions = {}): Layer.Layer<QueueConfig> =>
 export const optionsProblem = (options: QueueOptions): string | undefined => {
   const millis: Record<string, number> = {}
   // Retention may be infinite ("keep forever"); the intervals and the lease must be finite.
-  const durations: Array<readonly [string, unknown, "positive" | "non-negative" | "retention"]> = [
+  const durations: Array<readonly [string, unknown, "positive" | "non-negative" | "retention" | "positive-or-off"]> = [
     ["pollInterval", options.pollInterval ?? "5 seconds", "positive"],
     ["hintDelay", options.hintDelay ?? "20 millis", "non-negative"],
     ["heartbeatInterval", options.heartbeatInterval ?? "5 seconds", "positive"],
     ["leaseTimeout", options.leaseTimeout ?? "30 seconds", "positive"],
     ["rescueInterval", options.rescueInterval ?? "500 millis", "positive"],
     ["pruneInterval", options.pruneInterval ?? "1 minute", "positive"],
+    ["insertCheckInterval", options.insertCheckInterval ?? "100 millis", "positive-or-off"],
     ["retention.completed", options.retention?.completed ?? "1 day", "retention"],
     ["retention.dead", options.retention?.dead ?? "7 days", "retention"],
     ["retention.cancelled", options.retention?.cancelled ?? "7 days", "retention"]
   ]
   for (const [name, input, sign] of durations) {
     // A negative number of milliseconds would be read as 0 by Effect: refused as written.
-    if (sign === "retention" && Option.exists(Duration.decodeUnknown(input), (d) => !Duration.isFinite(d))) continue
+    if ((sign === "retention" || sign === "positive-or-off") && Option.exists(Duration.decodeUnknown(input), (d) => !Duration.isFinite(d))) continue
     const d = typeof input === "number" && input < 0 ? { problem: `must not be negative, got ${input}` } : durationMillis(input)
     if ("problem" in d) return `${name} ${d.problem}`
-    if (sign === "positive" && d.millis <= 0) return `${name} must be longer than 0`
+    if ((sign === "positive" || sign === "positive-or-off") && d.millis <= 0) return `${name} must be longer than 0`
     millis[name] = d.millis
   }
   if (millis.leaseTimeout <= 2 * millis.heartbeatInterval) {

@@ -366,7 +366,8 @@ export const badInput = (target: Target) => {
           [{ leaseTimeout: -1 }, "leaseTimeout must not be negative, got -1"],
           [{ rescueInterval: 0 }, "rescueInterval must be longer than 0"],
           [{ pollInterval: "banana" as never }, "pollInterval must be a duration"],
-          [{ heartbeatInterval: NaN }, "heartbeatInterval must be a finite duration, got NaN"]
+          [{ heartbeatInterval: NaN }, "heartbeatInterval must be a finite duration, got NaN"],
+          [{ insertCheckInterval: 0 }, "insertCheckInterval must be longer than 0"]
         ]
         for (const [options, message] of cases) {
           const exit = yield* Effect.exit(Effect.scoped(Layer.build(testLayer(target, options).layer)))
@@ -378,6 +379,8 @@ export const badInput = (target: Target) => {
         // The defaults, a lease just over two heartbeats, and retention kept forever, start.
         yield* withQueue(target, () => Effect.void, { retention: { dead: Duration.infinity, completed: Infinity } })
         yield* withQueue(target, () => Effect.void, { leaseTimeout: "10001 millis", heartbeatInterval: "5 seconds" })
+        // The insert check may be turned off (MySQL/MariaDB; ignored on PostgreSQL).
+        yield* withQueue(target, () => Effect.void, { insertCheckInterval: Duration.infinity })
       }))
 
     it.live(name("names and keys with quotes, %, _ and backslashes round-trip and match exactly, never as patterns"), () =>

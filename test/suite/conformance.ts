@@ -507,6 +507,34 @@ export const conformance = (target: Target) => {
           assert.deepStrictEqual(order, [100, ...Array.from({ length: 20 }, (_, i) => i)])
         })))
 
+    if (target.dialect === "mysql") {
+      it.live(name("the insert check starts a job enqueued by another process without waiting for the poll"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const started: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.sync(() => started.push(Date.now())))] })
+            yield* realSleep(500) // the worker has probed once and is now asleep for an hour
+            const t0 = Date.now()
+            const code = yield* runProcess(["enqueue", target.dialect, target.url, prefix, "x", "1"])
+            assert.strictEqual(code, 0)
+            yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "the job to start")
+            // The poll is 1 hour and the other process's hint cannot reach here: only the check can.
+            assert.isBelow(started[0] - t0, 10_000)
+          }), { pollInterval: "1 hour" }))
+
+      it.live(name("with the insert check off, a job enqueued by another process waits for the poll"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const started: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.sync(() => started.push(Date.now())))] })
+            yield* realSleep(500)
+            const code = yield* runProcess(["enqueue", target.dialect, target.url, prefix, "x", "1"])
+            assert.strictEqual(code, 0)
+            yield* realSleep(2000)
+            assert.strictEqual(started.length, 0)
+          }), { pollInterval: "1 hour", insertCheckInterval: Duration.infinity }))
+    }
+
     if (target.dialect === "pg") {
       it.live(name("a LISTEN/NOTIFY wake-up starts a job enqueued by another process without waiting for the poll"), () =>
         withQueue(target, (prefix) =>
