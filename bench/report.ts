@@ -81,7 +81,7 @@ export const markdown = (
   if (latSystems.length > 0) {
     out.push("", "From the COMMIT of the enqueue to the start of the handler, one job at a time, 0–50 ms apart (ms):", "")
     out.push(table(
-      ["System", "Same process p50", "p95", "max", "Other instance (hint) p50", "p95", "max", `Other process (${db.startsWith("postgres") ? "NOTIFY" : "polling 1 s"}) p50`, "p95", "max"],
+      ["System", "Same process p50", "p95", "max", "Other instance (hint) p50", "p95", "max", `Other process (${db.startsWith("postgres") ? "NOTIFY" : "polling 1 s; sqlane: insert check"}) p50`, "p95", "max"],
       latSystems.map((s) => [label[s], ...lat.flatMap((l) => [c(l, s, "p50_ms"), c(l, s, "p95_ms"), c(l, s, "max_ms")])])
     ))
   }
