@@ -209,8 +209,9 @@ export interface Statements {
   readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
   /**
-   * The largest job id in the table (`null` when it is empty): one read of the primary key's last
-   * entry. The MySQL/MariaDB notifier compares it between checks to learn of other processes' inserts.
+   * The largest job id in the table (`null` when it is empty): usually one read of the primary key's
+   * last entry (more while another transaction holds uncommitted inserts). The MySQL/MariaDB notifier
+   * compares it between checks to learn of other processes' inserts.
    */
   readonly jobNewestId: () => Effect.Effect<string | null, SqlError>
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>

@@ -9,8 +9,8 @@
  *    carrying only job names, delivered to every listening process when the transaction commits;
  * 3. on MySQL/MariaDB, which have no `LISTEN/NOTIFY` ({@link layerMysql}): one fiber per layer reads
  *    the newest job id every `insertCheckInterval` (100 ms) while workers are subscribed, and when it
- *    changed wakes them to probe, so jobs enqueued by other processes start without waiting for the
- *    poll;
+ *    changed (or on its first reading) wakes them all to probe, so jobs enqueued by other processes
+ *    start without waiting for the poll;
  * 4. the worker's jittered poll (`pollInterval`, 5 s), the backstop for everything else.
  *
  * Source: River's notifier + producer (notify wakes, debounced fetch, jittered poll as backstop).
@@ -113,7 +113,7 @@ export interface NotifierShape {
   readonly subscribe: (names: ReadonlyArray<string>) => Effect.Effect<Wakeups, never, Scope.Scope>
   /**
    * Tells every worker (this process at once; other processes by `NOTIFY` on PostgreSQL, by their
-   * periodic check on MySQL/MariaDB) that these jobs were cancelled.
+   * rescue pass, every `rescueInterval`, on MySQL/MariaDB) that these jobs were cancelled.
    */
   readonly cancelled: (ids: ReadonlyArray<string>) => Effect.Effect<void>
   /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
@@ -359,26 +359,44 @@ const make = (
       return undefined
     }
 
-    // The insert check: started by the first subscriber, kept for the layer's life. Wall-clock sleeps:
-    // it decides when to look, never when a job is due, so it behaves the same under `TestClock`.
+    // The insert check: started by the first subscriber, kept for the layer's life, reading only while
+    // this layer has subscribers. Wall-clock sleeps: it decides when to look, never when a job is due,
+    // so it behaves the same under `TestClock`. Its statements make no spans (10 a second would drown
+    // a trace exporter).
     let checkStarted = false
     const checkIntervalMillis = Duration.toMillis(config.insertCheckInterval)
     const startInsertCheck = Effect.suspend(() => {
       if (!checkInserts || checkStarted || !Number.isFinite(checkIntervalMillis)) return Effect.void
       checkStarted = true
+      /** The newest id seen; `undefined`: none yet, so the next reading wakes everyone (a job may have
+       * committed between a new subscriber's first probe and this reading). */
       let seen: string | null | undefined
-      const check = statements.jobNewestId().pipe(
-        Effect.map((newest) => {
-          // The first reading only sets the mark: a new subscriber probes when it starts anyway.
-          if (seen !== undefined && newest !== seen) deliver(own, "*")
-          seen = newest
-        }),
-        // The database is unreachable: the workers' own statements say so; try again next time.
-        Effect.ignore
-      )
+      let failures = 0
+      const check = Effect.suspend(() => {
+        if (own.size === 0) {
+          seen = undefined
+          return Effect.void
+        }
+        return statements.jobNewestId().pipe(
+          Effect.map((newest) => {
+            if (newest !== seen) deliver(own, "*")
+            seen = newest
+            failures = 0
+          }),
+          // Any failure, a defect too, must not end the check: the database may be unreachable (the
+          // workers' own statements say so); the first failure of a run is logged, then it backs off.
+          Effect.catchAllCause((cause) =>
+            failures++ === 0 ? Effect.logWarning("sqlane: insert check failed; retrying with backoff", cause) : Effect.void
+          )
+        )
+      })
       return check.pipe(
-        Effect.zipRight(wallSleep(checkIntervalMillis)),
+        Effect.zipRight(Effect.suspend(() =>
+          wallSleep(failures === 0 ? checkIntervalMillis : Math.min(5000, checkIntervalMillis * 2 ** Math.min(failures, 10)))
+        )),
         Effect.forever,
+        Effect.withTracerEnabled(false),
+        Effect.annotateLogs({ package: "sqlane", module: "Notifier" }),
         Effect.interruptible,
         Effect.forkIn(scope),
         Effect.asVoid

@@ -367,7 +367,8 @@ export const badInput = (target: Target) => {
           [{ rescueInterval: 0 }, "rescueInterval must be longer than 0"],
           [{ pollInterval: "banana" as never }, "pollInterval must be a duration"],
           [{ heartbeatInterval: NaN }, "heartbeatInterval must be a finite duration, got NaN"],
-          [{ insertCheckInterval: 0 }, "insertCheckInterval must be longer than 0"]
+          [{ insertCheckInterval: 0 }, "insertCheckInterval must be longer than 0"],
+          [{ insertCheckInterval: "5 millis" }, "insertCheckInterval must be at least 10 ms"]
         ]
         for (const [options, message] of cases) {
           const exit = yield* Effect.exit(Effect.scoped(Layer.build(testLayer(target, options).layer)))
