@@ -140,6 +140,30 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
   )
   const lives = new Set<Life>()
   let stopping = false
+  /** Stops the workers, the runtime and the server and removes the server's data (once). */
+  let cleaning: Promise<void> | undefined
+  const cleanup = () =>
+    cleaning ??= (async () => {
+      stopping = true
+      const remaining = Array.from(lives)
+      for (const l of remaining) l.child.kill("SIGTERM")
+      await Promise.race([Promise.all(remaining.map((l) => l.exited)), sleep(15_000)])
+      for (const l of lives) l.child.kill("SIGKILL")
+      await runtime.dispose().catch(() => {})
+      await server.stop()
+      bundle.cleanup()
+    })()
+  // Ctrl-C (or SIGTERM): the same cleanup as the end of a run, then exit 130; a second one exits at
+  // once (the servers are still killed by their exit hooks, their data directories left behind).
+  let interrupted = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) process.exit(130)
+    interrupted = true
+    log(`soak: ${signal}: stopping the workers and the server (${signal} again to quit at once)`)
+    void cleanup().finally(() => process.exit(130))
+  }
+  process.on("SIGINT", onSignal)
+  process.on("SIGTERM", onSignal)
   try {
     const run = <A, E>(effect: Effect.Effect<A, E, Queue.Queue | SqlClient.SqlClient>) =>
       runtime.runPromise(effect as Effect.Effect<A, E, any>)
@@ -456,14 +480,9 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     }
     return result
   } finally {
-    stopping = true
-    const remaining = Array.from(lives)
-    for (const l of remaining) l.child.kill("SIGTERM")
-    await Promise.race([Promise.all(remaining.map((l) => l.exited)), sleep(15_000)])
-    for (const l of lives) l.child.kill("SIGKILL")
-    await runtime.dispose().catch(() => {})
-    await server.stop()
-    bundle.cleanup()
+    await cleanup()
+    process.removeListener("SIGINT", onSignal)
+    process.removeListener("SIGTERM", onSignal)
   }
 }
 
