@@ -826,11 +826,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
           ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
-    jobNewestId: () =>
-      Effect.map(
-      run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
-      (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
-    ),
+    jobNewestId: () => newestId(run, sql, jobs),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
@@ -1270,11 +1266,7 @@ export const mysql = (
           ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
-    jobNewestId: () =>
-      Effect.map(
-      run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
-      (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
-    ),
+    jobNewestId: () => newestId(run, sql, jobs),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}
@@ -1456,6 +1448,13 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
     fiber.currentTracer === builtInTracer && fiber.getFiberRef(FiberRef.currentTracerEnabled)
       ? Effect.withTracerEnabled(effect, false)
       : effect
+  )
+
+/** `jobNewestId`, the same SQL on both dialects. */
+const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>
+  Effect.map(
+    run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
+    (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
   )
 
 /** The statements that run through `runner` (or, on MySQL/MariaDB, on a reserved connection): no span to skip. */
