@@ -21,6 +21,7 @@
  *
  * @internal
  */
+import * as MysqlText from "./mysqlText.js"
 import type { Finish } from "./statements.js"
 
 /** The most characters of an error message stored per attempt (in `last_error` and in the history). */
@@ -286,11 +287,13 @@ export const fitRecord = (finish: Finish, maxStatementBytes: number | undefined)
   if (maxStatementBytes === undefined) return finish
   const units = (finish.lastError?.length ?? 0) + (finish.errors?.length ?? 0) + (finish.result?.length ?? 0)
   const limit = maxStatementBytes - recordOverheadBytes
-  // UTF-8 takes at most 3 bytes per UTF-16 code unit: count bytes only for records that may be too large.
-  if (units * 3 <= limit) return finish
-  const bytes = (finish.lastError === null ? 0 : Buffer.byteLength(finish.lastError, "utf8")) +
-    (finish.errors === null ? 0 : Buffer.byteLength(finish.errors, "utf8")) +
-    (finish.result === null ? 0 : Buffer.byteLength(finish.result, "utf8"))
+  // The record travels in the statement's text, as literals (mysqlText): at most twice its UTF-8
+  // bytes, and UTF-8 takes at most 3 bytes per UTF-16 code unit. Count bytes only for records that
+  // may be too large.
+  if (units * 6 + 33 <= limit) return finish
+  const bytes = (finish.lastError === null ? 0 : MysqlText.literalBytes(finish.lastError)) +
+    (finish.errors === null ? 0 : MysqlText.literalBytes(finish.errors)) +
+    (finish.result === null ? 0 : MysqlText.literalBytes(finish.result))
   if (bytes <= limit) return finish
   const what = finish.state === "completed" ? "its result" : "its error record"
   return {
@@ -298,7 +301,7 @@ export const fitRecord = (finish: Finish, maxStatementBytes: number | undefined)
     state: "dead",
     runAtUs: null,
     finishedAtUs: finish.finishedAtUs ?? finish.endedAtUs ?? finish.runAtUs ?? 0,
-    lastError: `sqlane could not record this attempt's end: ${what} is ${bytes} bytes; this database takes ` +
+    lastError: `sqlane could not record this attempt's end: ${what} takes ${bytes} bytes in a statement; this database takes ` +
       `at most ${limit} in one statement (max_allowed_packet less ${recordOverheadBytes})`,
     errors: null,
     result: null

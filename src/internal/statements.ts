@@ -19,6 +19,7 @@ import * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
+import * as MysqlText from "./mysqlText.js"
 import { uniqueGuard } from "./migrations.js"
 import { builtInTracer } from "./tracing.js"
 import { wallSleep } from "./wallClock.js"
@@ -971,10 +972,19 @@ export const mysql = (
   database: string,
   autoIncrement: number,
   /** Whether the hot statements may run directly on their connection (see `runner`). */
-  direct = false
+  direct = false,
+  /** The server's `max_allowed_packet` (bytes), when known. */
+  maxStatementBytes?: number
 ): Statements => {
   const jobs = sql(`${prefix}jobs`)
-  const run = runner(direct)
+  const runPlain = runner(direct)
+  // Statements sent unprepared carry their strings as literals that every sql_mode reads alike
+  // (see mysqlText); prepared ones carry them apart from the text.
+  const run = ((statement: Statement.Statement<any>, mode: RunMode = "execute") => {
+    if (mode !== "unprepared") return runPlain(statement, mode as "execute")
+    const [text, params] = statement.compile()
+    return runPlain(sql.unsafe(text, MysqlText.values(params)), "unprepared")
+  }) as Run
   const lockPrefix = workerLockPrefix("mysql", database, prefix)
   const workers = sql(`${prefix}workers`)
   const ts = (us: number) => sql`TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
@@ -987,36 +997,51 @@ export const mysql = (
     `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ${usOf("j.run_at")} AS run_at_us, ` +
       `${usOf("j.created_at")} AS created_at_us, j.errors, j.trace_context`
   )
-  // Inserts go through prepared statements (`.raw` gives the insert id), so the number of
-  // distinct statement texts must stay small: rows are cut into chunks whose sizes are powers of
-  // two up to 256, giving at most 9 texts per table.
-  // The one-job insert, compiled once (as on PostgreSQL): only its values change.
+  // One job: a prepared insert (`.raw` gives the insert id), compiled once (as on PostgreSQL): only
+  // its values change.
   const [insertOneText] = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
       VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})`.compile()
-  const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
-    if (rows.length === 1) {
-      const r = rows[0]
-      return Effect.map(
-        run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]), "raw"),
-        (result: any) => [String(result.insertId)]
-      )
-    }
-    const values = rows.map((r) =>
-      sql`(${r.name}, ${r.payload}, ${r.priority}, ${ts(r.runAtUs)}, ${ts(nowUs)}, ${r.mutexKey}, ${r.traceContext})`
+  const insertOne = (r: InsertRow, nowUs: number) =>
+    Effect.map(
+      run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]), "raw"),
+      (result: any) => [String(result.insertId)]
     )
-    return run(
-      sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-      VALUES ${sql.csv(values)}`,
-      "raw"
-    ).pipe(
-      Effect.map((result: any) => {
+  // Several jobs: one unprepared multi-row INSERT and `LAST_INSERT_ID()`, in one round trip, whatever
+  // the count (a prepared text per count would fill the server's statement cache). The text is
+  // written here, its strings as mysqlText literals.
+  const [jobsText] = sql`${jobs}`.compile()
+  const epochUs = (us: number) => `TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
+  const insertHead = `INSERT INTO ${jobsText} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES `
+  const orNull = (s: string | null) => (s === null ? "NULL" : MysqlText.literal(s))
+  const insertMany = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
+    const created = epochUs(nowUs)
+    let text = insertHead
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]
+      text += `${i === 0 ? "" : ", "}(${MysqlText.literal(r.name)}, ${MysqlText.literal(r.payload)}, ${Number(r.priority)}, ${
+        epochUs(Number(r.runAtUs))
+      }, ${created}, ${orNull(r.mutexKey)}, ${orNull(r.traceContext)})`
+    }
+    return Effect.map(
+      run(sql.unsafe<any>(`${text}; SELECT LAST_INSERT_ID() AS id`), "unprepared"),
+      (results: ReadonlyArray<any>) => {
         // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
-        // ids (in steps of auto_increment_increment) in every autoinc lock mode.
-        const first = BigInt(result.insertId)
+        // ids (in steps of auto_increment_increment) in every autoinc lock mode; LAST_INSERT_ID()
+        // is the first.
+        const first = BigInt(results[1][0].id)
         return rows.map((_, i) => String(first + BigInt(i * autoIncrement)))
-      })
+      }
     )
   }
+  /** The most bytes of row values in one multi-row INSERT: well inside `max_allowed_packet`. */
+  const insertBytes = Math.max(65_536, Math.min(maxStatementBytes ?? 16_777_216, 16_777_216) / 2)
+  /** A row's bytes in the INSERT's text (its strings as literals, the rest at most 160 bytes). */
+  const rowBytes = (r: InsertRow) =>
+    MysqlText.literalBytes(r.payload) + MysqlText.literalBytes(r.name) +
+    (r.mutexKey === null ? 0 : MysqlText.literalBytes(r.mutexKey)) +
+    (r.traceContext === null ? 0 : MysqlText.literalBytes(r.traceContext)) + 160
+  const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
+    rows.length === 1 ? insertOne(rows[0], nowUs) : insertMany(rows, nowUs)
   const pendingIndex = sql(`${prefix}jobs_pending`)
   // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
   // index for group-by"): one index dive per (name, priority) with pending jobs, of any name; the
@@ -1045,19 +1070,22 @@ export const mysql = (
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile(true)
     return Effect.map(
-      sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params).unprepared,
+      run(sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params), "unprepared"),
       (rows) => rows.map((r) => JSON.stringify(r))
     )
   }
+  /** Rows cut into runs that each fit one INSERT ({@link insertBytes}), in order. */
   const chunksOf = (rows: ReadonlyArray<InsertRow>): Array<ReadonlyArray<InsertRow>> => {
-    const chunks: Array<ReadonlyArray<InsertRow>> = []
-    let i = 0
-    while (i < rows.length) {
-      const left = rows.length - i
-      let size = 256
-      while (size > left) size >>= 1
-      chunks.push(rows.slice(i, i + size))
-      i += size
+    const chunks: Array<Array<InsertRow>> = [[]]
+    let bytes = 0
+    for (const r of rows) {
+      const size = rowBytes(r)
+      if (bytes + size > insertBytes && chunks[chunks.length - 1].length > 0) {
+        chunks.push([])
+        bytes = 0
+      }
+      chunks[chunks.length - 1].push(r)
+      bytes += size
     }
     return chunks
   }
@@ -1078,7 +1106,7 @@ export const mysql = (
       return yield* Effect.gen(function*() {
         const results = yield* conn.executeUnprepared(
           `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${selects.map(([q]) => q).join("; ")}`,
-          selects.flatMap(([, params]) => params),
+          MysqlText.values(selects.flatMap(([, params]) => params)),
           undefined
         )
         const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
@@ -1089,13 +1117,14 @@ export const mysql = (
         const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
               claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
             WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
-        yield* conn.executeUnprepared(`${update}; COMMIT`, updateParams, undefined)
+        yield* conn.executeUnprepared(`${update}; COMMIT`, MysqlText.values(updateParams), undefined)
         return picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 }))
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
   return {
     dialect: "mysql",
     jobInsertMany: (rows, nowUs) => {
+      if (rows.length === 0) return Effect.succeed([])
       const chunks = chunksOf(rows)
       if (chunks.length === 1) return insertChunk(chunks[0], nowUs)
       return Effect.forEach(chunks, (c) => insertChunk(c, nowUs)).pipe(
@@ -1191,14 +1220,14 @@ export const mysql = (
       )),
     jobCountDue: (names, nowUs, cap) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
-        sql<{ name: string; due: number }>`${
+        run(sql<{ name: string; due: number }>`${
           sql.join(" UNION ALL ", false)(names.map((name) =>
             sql`SELECT ${name} AS name, (SELECT COUNT(*) FROM (
                 SELECT 1 FROM ${jobs} FORCE INDEX (${pendingIndex})
                 WHERE state = 'pending' AND name = ${name} AND run_at <= ${ts(nowUs)}
                 LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS due`
           ))
-        }`.unprepared,
+        }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
     jobFinishMany: (finishes) => {
@@ -1239,19 +1268,19 @@ export const mysql = (
       ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
     jobCancelledAmong: (ids) =>
       ids.length === 0 ? Effect.succeed([]) : Effect.map(
-        sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`.unprepared,
+        run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`, "unprepared"),
         (rows) => rows.map((r) => String(r.id))
       ),
     jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(
-        sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
+        run(sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
               (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
-            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`.unprepared,
+            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
         (rows) =>
           rows.map((r: any) => ({
             ...toClaimed(r),
@@ -1317,7 +1346,7 @@ export const mysql = (
       Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
     jobList: (filter) =>
       Effect.map(
-        sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
+        run(sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
               ${sql.literal(usOf("created_at"))} AS created_at_us, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
               ${sql.literal(usOf("finished_at"))} AS finished_at_us, worker_id, last_error, progress
             FROM ${jobs}
@@ -1326,17 +1355,17 @@ export const mysql = (
           ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
           ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`])
         ])}
-            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`.unprepared,
+            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`, "unprepared"),
         (rows) => rows.map(toSummary)
       ),
     jobStats: (nowUs, sinceUs) =>
       Effect.map(
-        sql`SELECT name, state, COUNT(*) AS n,
+        run(sql`SELECT name, state, COUNT(*) AS n,
               SUM(CASE WHEN state = 'pending' AND run_at <= ${ts(nowUs)} THEN 1 ELSE 0 END) AS due,
               TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',
                 MIN(CASE WHEN state = 'pending' AND run_at <= ${ts(nowUs)} THEN run_at END)) AS oldest_due_us,
               SUM(CASE WHEN finished_at >= ${ts(sinceUs)} THEN 1 ELSE 0 END) AS recent
-            FROM ${jobs} GROUP BY name, state ORDER BY name, state`.unprepared,
+            FROM ${jobs} GROUP BY name, state ORDER BY name, state`, "unprepared"),
         (rows) => rows.map(toStats)
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>

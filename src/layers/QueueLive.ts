@@ -96,7 +96,7 @@ export const QueueLive = (
       const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
       const database = Layer.succeed(Database, {
         statements: Statements.withTransientRetry(
-          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1), direct),
+          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1), direct, Number(row.packet)),
           direct
         ),
         dialect: "mysql",

@@ -14,7 +14,8 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
-import { Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
+import * as MysqlText from "../../src/internal/mysqlText.js"
+import { Admin, Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -186,6 +187,34 @@ export const conformance = (target: Target) => {
             assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
           }
         })))
+
+    if (target.dialect === "mysql") {
+      it.live(name("under sql_mode NO_BACKSLASH_ESCAPES, statements sent as text keep quotes and backslashes (enqueueMany, Admin.list by name)"), () =>
+        withQueue(target, () =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const nasty = ["back\\slash", "quote ' and \\' and \\\\'", "nul \u0000 byte", "'; DROP TABLE x; --", "é€😀 \"\\n\""]
+            // The literals read the same in both modes, on one connection.
+            const read = (s: string) =>
+              Effect.map(sql.unsafe<{ v: string }>(`SELECT ${MysqlText.literal(s)} AS v`).unprepared, (r) => r[0].v)
+            yield* sql.withTransaction(Effect.gen(function*() {
+              const [{ mode }] = yield* sql<{ mode: string }>`SELECT @@SESSION.sql_mode AS mode`
+              for (const extra of ["", ",NO_BACKSLASH_ESCAPES"]) {
+                yield* sql.unsafe(`SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, '${extra}')`).unprepared
+                for (const s of nasty) assert.strictEqual(yield* read(s), s)
+              }
+              // sqlane's own statements on this connection, in that mode: a multi-row insert and a
+              // list by a name with a backslash and a quote.
+              const Odd = Job.make("odd\\name'", { payload: Schema.Struct({ s: Schema.String }) })
+              const queue = yield* Queue.Queue
+              const ids = yield* queue.enqueueMany(Odd, nasty.map((s) => ({ s })))
+              for (const [i, s] of nasty.entries()) assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
+              const listed = yield* (yield* Admin.Admin).list({ name: Odd.name })
+              assert.deepStrictEqual(listed.map((j) => j.id).sort(), [...ids].sort())
+              yield* sql.unsafe(`SET SESSION sql_mode = ${MysqlText.literal(mode)}`).unprepared
+            }))
+          })))
+    }
 
     it.live(name("a payload round-trips bigint and Date through its schema"), () =>
       withQueue(target, () =>
