@@ -1,0 +1,74 @@
+/**
+ * Diagnostic: what the server's side of "enqueue, a transaction each" costs on MariaDB/MySQL, without
+ * any queue's client. 8 connections of a plain mysql2 pool insert one row per statement (autocommit)
+ * for 5 s, in alternating rounds (4 each), into:
+ * - `sqlane`: sqlane's jobs table as its migrations make it (4 secondary indexes);
+ * - `sqlane-no-keys`: the same table without the unique-key and mutex-key indexes (2 secondary);
+ * - `espq`: Effect's SqlPersistedQueue table with its 3 secondary indexes and its `INSERT IGNORE`.
+ * Prints rows per second of each round and the medians.
+ *   node --import tsx bench/tools/mysql-insert-cost.ts [rounds=4] [seconds=5]
+ */
+import * as Mysql from "mysql2/promise"
+import { randomUUID } from "node:crypto"
+import { open } from "../lib/targets.js"
+import { sqlane } from "../systems/sqlane.js"
+import { payload } from "../systems/types.js"
+
+const rounds = Number(process.argv[2] ?? 4)
+const seconds = Number(process.argv[3] ?? 5)
+const target = await open("mariadb-10.11")
+const env = { target, ns: `inscost_${process.pid}` }
+await sqlane.drop(env).catch(() => {})
+await sqlane.prepare(env)
+const pool = Mysql.createPool({ uri: target.url, connectionLimit: 8 })
+const jobs = `${env.ns}_jobs`
+const noKeys = `${env.ns}_nokeys`
+const espq = `${env.ns}_espq`
+try {
+  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}`)
+  await pool.query(`CREATE TABLE ${noKeys} LIKE ${jobs}`)
+  await pool.query(`ALTER TABLE ${noKeys} DROP KEY ${jobs}_unique, DROP KEY ${jobs}_mutex`)
+  await pool.query(`CREATE TABLE ${espq} (sequence BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, id VARCHAR(36) NOT NULL,
+    queue_name VARCHAR(100) NOT NULL, element TEXT NOT NULL, completed BOOLEAN NOT NULL, attempts INT NOT NULL DEFAULT 0,
+    last_failure TEXT NULL, acquired_at DATETIME NULL, acquired_by VARCHAR(36) NULL, created_at DATETIME NOT NULL,
+    updated_at DATETIME NOT NULL)`)
+  await pool.query(`CREATE UNIQUE INDEX ${espq}_id ON ${espq} (id)`)
+  await pool.query(`CREATE INDEX ${espq}_take ON ${espq} (queue_name, completed, attempts, acquired_at)`)
+  await pool.query(`CREATE INDEX ${espq}_update ON ${espq} (sequence, acquired_by)`)
+
+  const insert = (table: string, i: number) =>
+    table === espq
+      ? pool.execute(
+        `INSERT IGNORE INTO ${espq} (id, queue_name, element, completed, attempts, created_at, updated_at)
+         VALUES (?, 'bench', ?, FALSE, 0, NOW(), NOW())`,
+        [randomUUID(), JSON.stringify(payload(i))]
+      )
+      : pool.execute(
+        `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+         VALUES ('bench', ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), NULL, NULL)`,
+        [JSON.stringify(payload(i))]
+      )
+  const round = async (table: string, ms: number) => {
+    const end = Date.now() + ms
+    let n = 0
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (Date.now() < end) await insert(table, n++)
+    }))
+    return n / (ms / 1000)
+  }
+  const tables = { sqlane: jobs, "sqlane-no-keys": noKeys, espq } as const
+  for (const t of Object.values(tables)) await round(t, 1000)
+  const results: Record<string, Array<number>> = { sqlane: [], "sqlane-no-keys": [], espq: [] }
+  for (let r = 0; r < rounds; r++) {
+    for (const [id, t] of Object.entries(tables)) results[id].push(await round(t, seconds * 1000))
+  }
+  const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  for (const [id, xs] of Object.entries(results)) {
+    console.log(`${id.padEnd(15)} median ${median(xs).toFixed(0)} rows/s; rounds ${xs.map((x) => x.toFixed(0)).join(", ")}`)
+  }
+} finally {
+  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}`).catch(() => {})
+  await pool.end()
+  await sqlane.drop(env).catch(() => {})
+  await target.stop()
+}
