@@ -144,13 +144,15 @@ export const markdown = (
     ["CPU per job, c50 (µs, lower is better)", "run-c50", "cpu_us_per_job"],
     ["storage (B/job, lower is better)", "storage", "bytes_per_job"]
   ]
+  // Two decimals, or two significant digits below 0.1 (0.0034×, not 0.00×).
+  const ratio = (r: number) => `${r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}×`
   const ratioBody = ratioRows
     .filter(([, s, m]) => get(rows, s, "sqlane", m) !== undefined)
     .map(([name, s, m]) => {
       const mine = get(rows, s, "sqlane", m)!
       return [name, ...peers.map((p) => {
         const theirs = get(rows, s, p, m)
-        return theirs === undefined || theirs === 0 ? "—" : `${(mine / theirs).toFixed(2)}×`
+        return theirs === undefined || theirs === 0 ? "—" : ratio(mine / theirs)
       })]
     })
   if (ratioBody.length > 0 && peers.length > 0) {
