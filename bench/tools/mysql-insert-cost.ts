@@ -62,7 +62,11 @@ try {
   for (let r = 0; r < rounds; r++) {
     for (const [id, t] of Object.entries(tables)) results[id].push(await round(t, seconds * 1000))
   }
-  const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  const median = (xs: Array<number>) => {
+    const s = [...xs].sort((a, b) => a - b)
+    const m = Math.floor(s.length / 2)
+    return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2
+  }
   for (const [id, xs] of Object.entries(results)) {
     console.log(`${id.padEnd(15)} median ${median(xs).toFixed(0)} rows/s; rounds ${xs.map((x) => x.toFixed(0)).join(", ")}`)
   }

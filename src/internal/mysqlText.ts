@@ -6,30 +6,42 @@
  * is stored changed, and a quote after a backslash ends the literal early, so the rest of the value
  * is read as SQL. mysql2 does not pass the session's mode to its escaper. {@link literal} writes a
  * literal that both modes read the same way:
- * - no backslash and no U+0000: `'…'`, with each `'` doubled (the SQL standard's escape, which
- *   both modes accept);
- * - otherwise its UTF-8 bytes in hex with a character set introducer, `_utf8mb4 X'…'`, which
- *   no mode reads differently.
+ * - no backslash: `'…'`, with each `'` doubled (the SQL standard's escape, which both modes accept;
+ *   every other character, U+0000 included, stands for itself in both);
+ * - with backslashes: each written as `\%`, which both modes read as the two characters `\%` (in
+ *   the default mode `\%` is kept as it is outside patterns), and turned back by
+ *   `REPLACE('…', '\%', LEFT('\%', 1))` — the way sql-escaper (mysql2's escaper) writes a backslash
+ *   when it is told the mode. A `\%` already in the value becomes `\%%` and comes back as `\%`.
  *
- * Either form is at most twice the value's UTF-8 bytes plus 11 ({@link literalBytes}). Statements
+ * Both forms keep the connection's character set and collation, like mysql2's own literals, so
+ * they mix in one `UNION` (a literal with a character set introducer would take the set's default
+ * collation and fail there with `ER_CANT_AGGREGATE_NCOLLATIONS`). A literal takes the value's
+ * UTF-8 bytes plus one per `'` and per backslash, plus 2 or 36 ({@link literalBytes}). Statements
  * sent prepared (the binary protocol) carry their values apart from the text and need none of this.
  *
  * @internal
  */
 
-const needsHex = (s: string): boolean => s.includes("\\") || s.includes("\u0000")
+const replaceHead = "REPLACE('"
+const replaceTail = "', '\\%', LEFT('\\%', 1))"
+
+const count = (s: string, c: string): number => {
+  let n = 0
+  for (let i = s.indexOf(c); i !== -1; i = s.indexOf(c, i + 1)) n++
+  return n
+}
 
 /** `s` as a literal read the same with and without `NO_BACKSLASH_ESCAPES`. */
-export const literal = (s: string): string =>
-  needsHex(s) ? `_utf8mb4 X'${Buffer.from(s, "utf8").toString("hex")}'` : `'${s.replaceAll("'", "''")}'`
+export const literal = (s: string): string => {
+  const quoted = s.replaceAll("'", "''")
+  return s.includes("\\") ? `${replaceHead}${quoted.replaceAll("\\", "\\%")}${replaceTail}` : `'${quoted}'`
+}
 
 /** The bytes of `literal(s)` in the statement. */
 export const literalBytes = (s: string): number => {
-  const bytes = Buffer.byteLength(s, "utf8")
-  if (needsHex(s)) return 2 * bytes + 11
-  let quotes = 0
-  for (let i = s.indexOf("'"); i !== -1; i = s.indexOf("'", i + 1)) quotes++
-  return bytes + quotes + 2
+  const bytes = Buffer.byteLength(s, "utf8") + count(s, "'")
+  const backslashes = count(s, "\\")
+  return backslashes === 0 ? bytes + 2 : bytes + backslashes + replaceHead.length + replaceTail.length
 }
 
 /** A value mysql2's escaper writes as it is (its `toSqlString` protocol). */

@@ -287,10 +287,10 @@ export const fitRecord = (finish: Finish, maxStatementBytes: number | undefined)
   if (maxStatementBytes === undefined) return finish
   const units = (finish.lastError?.length ?? 0) + (finish.errors?.length ?? 0) + (finish.result?.length ?? 0)
   const limit = maxStatementBytes - recordOverheadBytes
-  // The record travels in the statement's text, as literals (mysqlText): at most twice its UTF-8
-  // bytes, and UTF-8 takes at most 3 bytes per UTF-16 code unit. Count bytes only for records that
-  // may be too large.
-  if (units * 6 + 33 <= limit) return finish
+  // The record travels in the statement's text, as literals (mysqlText): at most 3 bytes per UTF-16
+  // code unit (UTF-8, or an ASCII quote or backslash written twice) and 36 per string. Count bytes
+  // only for records that may be too large.
+  if (units * 3 + 108 <= limit) return finish
   const bytes = (finish.lastError === null ? 0 : MysqlText.literalBytes(finish.lastError)) +
     (finish.errors === null ? 0 : MysqlText.literalBytes(finish.errors)) +
     (finish.result === null ? 0 : MysqlText.literalBytes(finish.result))

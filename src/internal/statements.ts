@@ -1034,12 +1034,12 @@ export const mysql = (
     )
   }
   /** The most bytes of row values in one multi-row INSERT: well inside `max_allowed_packet`. */
-  const insertBytes = Math.max(65_536, Math.min(maxStatementBytes ?? 16_777_216, 16_777_216) / 2)
-  /** A row's bytes in the INSERT's text (its strings as literals, the rest at most 160 bytes). */
+  const insertBytes = Math.max(32_768, Math.min(maxStatementBytes ?? 16_777_216, 16_777_216) / 2)
+  /** A row's bytes in the INSERT's text (its strings as literals, the rest at most 200 bytes). */
   const rowBytes = (r: InsertRow) =>
     MysqlText.literalBytes(r.payload) + MysqlText.literalBytes(r.name) +
     (r.mutexKey === null ? 0 : MysqlText.literalBytes(r.mutexKey)) +
-    (r.traceContext === null ? 0 : MysqlText.literalBytes(r.traceContext)) + 160
+    (r.traceContext === null ? 0 : MysqlText.literalBytes(r.traceContext)) + 200
   const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
     rows.length === 1 ? insertOne(rows[0], nowUs) : insertMany(rows, nowUs)
   const pendingIndex = sql(`${prefix}jobs_pending`)

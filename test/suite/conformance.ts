@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
+import { Database } from "../../src/internal/Database.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
 import { Admin, Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
@@ -189,32 +190,93 @@ export const conformance = (target: Target) => {
         })))
 
     if (target.dialect === "mysql") {
-      it.live(name("under sql_mode NO_BACKSLASH_ESCAPES, statements sent as text keep quotes and backslashes (enqueueMany, Admin.list by name)"), () =>
+      it.live(name("under sql_mode NO_BACKSLASH_ESCAPES (and ANSI_QUOTES), statements sent as text keep quotes and backslashes: enqueueMany, claim, completion, due count, orphans, Admin.list"), () =>
         withQueue(target, () =>
           Effect.gen(function*() {
             const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-            const nasty = ["back\\slash", "quote ' and \\' and \\\\'", "nul \u0000 byte", "'; DROP TABLE x; --", "é€😀 \"\\n\""]
-            // The literals read the same in both modes, on one connection.
-            const read = (s: string) =>
-              Effect.map(sql.unsafe<{ v: string }>(`SELECT ${MysqlText.literal(s)} AS v`).unprepared, (r) => r[0].v)
-            yield* sql.withTransaction(Effect.gen(function*() {
-              const [{ mode }] = yield* sql<{ mode: string }>`SELECT @@SESSION.sql_mode AS mode`
-              for (const extra of ["", ",NO_BACKSLASH_ESCAPES"]) {
-                yield* sql.unsafe(`SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, '${extra}')`).unprepared
-                for (const s of nasty) assert.strictEqual(yield* read(s), s)
-              }
-              // sqlane's own statements on this connection, in that mode: a multi-row insert and a
-              // list by a name with a backslash and a quote.
-              const Odd = Job.make("odd\\name'", { payload: Schema.Struct({ s: Schema.String }) })
-              const queue = yield* Queue.Queue
-              const ids = yield* queue.enqueueMany(Odd, nasty.map((s) => ({ s })))
-              for (const [i, s] of nasty.entries()) assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
-              const listed = yield* (yield* Admin.Admin).list({ name: Odd.name })
-              assert.deepStrictEqual(listed.map((j) => j.id).sort(), [...ids].sort())
-              yield* sql.unsafe(`SET SESSION sql_mode = ${MysqlText.literal(mode)}`).unprepared
-            }))
-          })))
+            const nasty = ["back\\slash", "quote ' and \\' and \\\\'", "\\%_ and %", "nul \u0000 byte", "'; DROP TABLE x; --", "? ?? \"\\n\""]
+            // Both connections of the pool (held at once by the SLEEP) get the modes.
+            const modes = "NO_BACKSLASH_ESCAPES,ANSI_QUOTES"
+            const onBoth = (text: string) =>
+              Effect.all([0, 1].map(() => sql.unsafe<any>(`${text}, SLEEP(0.3)`).unprepared), { concurrency: 2 })
+            yield* onBoth(`SET SESSION sql_mode = CONCAT(@@GLOBAL.sql_mode, ',${modes}'); SELECT 1`)
+            for (const s of nasty) {
+              const [{ v }] = yield* sql.unsafe<{ v: string }>(`SELECT ${MysqlText.literal(s)} AS v`).unprepared
+              assert.strictEqual(v, s)
+            }
+            const { statements } = yield* Database
+            const queue = yield* Queue.Queue
+            const Odd = Job.make("odd\\name'", { payload: Schema.Struct({ s: Schema.String }) })
+            const ids = yield* queue.enqueueMany(Odd, nasty.map((s) => ({ s })))
+            for (const [i, s] of nasty.entries()) assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
+            const listed = yield* (yield* Admin.Admin).list({ name: Odd.name })
+            assert.deepStrictEqual(listed.map((j) => j.id).sort(), [...ids].sort())
+            const laterUs = Date.now() * 1000 + 1_000_000
+            assert.deepStrictEqual(yield* statements.jobCountDue([Odd.name], laterUs, 100), [{ name: Odd.name, due: nasty.length }])
+            const worker = "w\\'1"
+            const claimed = yield* statements.jobClaim([{ name: Odd.name, priority: 0 }], 100, laterUs, worker)
+            assert.strictEqual(claimed.length, nasty.length)
+            const orphans = yield* statements.jobListOrphaned([Odd.name], 0, worker, 100)
+            assert.strictEqual(orphans.length, nasty.length)
+            yield* statements.jobFinishMany(ids.map((id, i) => ({
+              id,
+              attempt: 1,
+              state: "completed" as const,
+              runAtUs: null,
+              finishedAtUs: laterUs,
+              lastError: nasty[i],
+              errors: JSON.stringify([nasty[i]]),
+              result: nasty[i]
+            })))
+            for (const [i, id] of ids.entries()) {
+              const row = yield* statements.jobGet(id)
+              assert.strictEqual(row?.state, "completed")
+              assert.strictEqual(row?.result, nasty[i])
+              assert.strictEqual(row?.lastError, nasty[i])
+            }
+            // The modes were in force on both connections throughout.
+            for (const [r] of yield* onBoth("SELECT @@SESSION.sql_mode AS m")) {
+              assert.include(r.m, "NO_BACKSLASH_ESCAPES")
+              assert.include(r.m, "ANSI_QUOTES")
+            }
+          }), { maxConnections: 2 }))
     }
+
+    it.live(name("one completion write and one due count take values with and without backslashes and quotes together"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const { statements } = yield* Database
+          const Mixed = Job.make("mixed", { payload: Schema.Struct({ n: Schema.Number }) })
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Mixed, [{ n: 1 }, { n: 2 }, { n: 3 }])
+          const nowUs = Date.now() * 1000
+          const claimed = yield* statements.jobClaim([{ name: Mixed.name, priority: 0 }], 10, nowUs, "w-mixed")
+          assert.strictEqual(claimed.length, 3)
+          // JSON of a string with a quote or a line break holds a backslash; the others do not.
+          const results = [JSON.stringify({ s: "a \"quoted\" word" }), JSON.stringify({ s: "plain" }), "{\"s\":\"it's\"}"]
+          yield* statements.jobFinishMany(ids.map((id, i) => ({
+            id,
+            attempt: 1,
+            state: "completed" as const,
+            runAtUs: null,
+            finishedAtUs: nowUs,
+            lastError: null,
+            errors: null,
+            result: results[i]
+          })))
+          for (const [i, id] of ids.entries()) {
+            const row = yield* statements.jobGet(id)
+            assert.strictEqual(row?.state, "completed")
+            assert.strictEqual(row?.result, results[i])
+          }
+          const Odd = Job.make("odd\\due'", { payload: Schema.Struct({}) })
+          yield* queue.enqueue(Odd, {})
+          const due = yield* statements.jobCountDue(["plain-due", Odd.name], Date.now() * 1000 + 1_000_000, 100)
+          assert.deepStrictEqual([...due].sort((a, b) => a.name.localeCompare(b.name)), [
+            { name: Odd.name, due: 1 },
+            { name: "plain-due", due: 0 }
+          ].sort((a, b) => a.name.localeCompare(b.name)))
+        })))
 
     it.live(name("a payload round-trips bigint and Date through its schema"), () =>
       withQueue(target, () =>
