@@ -128,16 +128,16 @@ export const make = Effect.gen(function*() {
     Effect.interruptible,
     Effect.forkScoped
   )
-  // On shutdown, write what is left once (workers have stopped by then).
+  // On shutdown, write what is left (workers have stopped by then), as the loop does: a batch the
+  // database refuses is written outcome by outcome. At most 5 s: the database may be gone.
   yield* Effect.addFinalizer(() =>
     Queue.takeAll(pending).pipe(
       Effect.flatMap((rest) =>
         rest.length === 0
           ? Effect.void
-          : statements.jobFinishMany(Array.from(rest, ([outcome]) => outcome)).pipe(
+          : write(Array.from(rest)).pipe(
             Effect.interruptible,
             Effect.timeout("5 seconds"),
-            Effect.zipRight(written(Array.from(rest))),
             Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause))
           )
       )

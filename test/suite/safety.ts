@@ -208,6 +208,32 @@ export const safety = (target: Target) => {
           })), 90_000)
     }
 
+    it.live(name("at shutdown, a last batch of ends the database refuses as a whole is written end by end: none is lost"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const { statements } = yield* Database
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
+          const nowUs = Date.now() * 1000
+          assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 10, nowUs, "w-final")).length, 2)
+          // Releasing the second would take its attempt count below 0: the check constraint refuses
+          // the statement that holds it.
+          yield* sql`UPDATE ${sql(`${prefix}jobs`)} SET attempts = 0 WHERE id = ${ids[1]}`
+          let written = 0
+          yield* Effect.scoped(Effect.gen(function*() {
+            const completer = yield* Completer.make
+            const end = { runAtUs: null, finishedAtUs: nowUs, lastError: null, errors: null, result: null }
+            completer.unsafeFinish({ ...end, id: ids[0], attempt: 1, state: "completed" }, () => written++)
+            completer.unsafeFinish({ ...end, id: ids[1], attempt: 0, state: "released" }, () => written++)
+          }))
+          assert.strictEqual(written, 2)
+          assert.strictEqual((yield* queue.get(ids[0])).state, "completed")
+          const refused = yield* queue.get(ids[1])
+          assert.strictEqual(refused.state, "dead")
+          assert.match(refused.lastError._tag === "Some" ? refused.lastError.value : "", /could not record this attempt's end/)
+        })))
+
     it.live(name("cancel a pending job (it never runs) and a running one, from this process and another"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
