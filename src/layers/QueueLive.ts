@@ -1,7 +1,7 @@
 /**
  * `QueueLive`: the layer a user provides. Given a `SqlClient` from `@effect/sql-pg` or
- * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (unless `migrate: false`)
- * and builds the services for that dialect:
+ * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (with `migrate: false`, it
+ * fails with `SchemaNotMigrated` when any is pending) and builds the services for that dialect:
  *
  * - PostgreSQL: `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, and a `Notifier` with `LISTEN/NOTIFY`;
  * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and an insert check
@@ -18,7 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import * as Statements from "../internal/statements.js"
-import { SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
+import { SchemaNotMigrated, SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Claimer from "../services/Claimer.js"
 import * as Completer from "../services/Completer.js"
@@ -57,7 +57,7 @@ const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueCo
  */
 export const QueueLive = (
   options: QueueConfig.QueueOptions = {}
-): Layer.Layer<Services, SqlError | UnsupportedDatabase | SetupError, SqlClient.SqlClient> =>
+): Layer.Layer<Services, SqlError | UnsupportedDatabase | SetupError | SchemaNotMigrated, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const problem = QueueConfig.optionsProblem(options)
@@ -66,6 +66,14 @@ export const QueueLive = (
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       const server = yield* Migrations.checkServer
       if (config.migrate) yield* Migrations.run(config.prefix)
+      else {
+        // Migrated by someone else (`sqlane migrate`): say so if not, rather than fail at the first statement.
+        const status = yield* Migrations.status(config.prefix)
+        if (status.pending.length > 0) {
+          const applied = status.applied?.length ?? 0
+          return yield* new SchemaNotMigrated({ prefix: config.prefix, applied, known: applied + status.pending.length })
+        }
+      }
       const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
       if (server.dialect === "pg") {
         const [{ db, id }] = yield* sql<{ db: string; id: string }>`SELECT current_database() AS db, current_database() || '@' ||

@@ -87,7 +87,11 @@ export interface QueueOptions {
   readonly pollInterval?: Duration.DurationInput | undefined
   /** Default 20 ms. */
   readonly hintDelay?: Duration.DurationInput | undefined
-  /** Default `true`. */
+  /**
+   * Whether `QueueLive` runs sqlane's migrations when it starts. Default `true`. With `false` (tables
+   * migrated by `sqlane migrate` or `Migrations.run`), `QueueLive` fails with `SchemaNotMigrated` when
+   * a migration this version knows is not applied.
+   */
   readonly migrate?: boolean | undefined
   /** Default 5 seconds. */
   readonly heartbeatInterval?: Duration.DurationInput | undefined

@@ -19,9 +19,9 @@ import * as Tracer from "effect/Tracer"
 import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
-import { Admin, Errors, Job, PeriodicJob, Queue, Worker } from "../../src/index.js"
+import { Admin, Errors, Job, Migrations, PeriodicJob, Queue, Worker } from "../../src/index.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
-import { countJobs, testLayer, waitUntil } from "../support/helpers.js"
+import { countJobs, dropTables, testLayer, waitUntil } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
@@ -382,6 +382,20 @@ export const badInput = (target: Target) => {
         yield* withQueue(target, () => Effect.void, { leaseTimeout: "10001 millis", heartbeatInterval: "5 seconds" })
         // The insert check may be turned off (MySQL/MariaDB; ignored on PostgreSQL).
         yield* withQueue(target, () => Effect.void, { insertCheckInterval: Duration.infinity })
+      }))
+
+    it.live(name("QueueLive with migrate: false on tables not migrated fails with SchemaNotMigrated, before any job statement"), () =>
+      Effect.gen(function*() {
+        const t = testLayer(target, { migrate: false })
+        const exit = yield* Effect.exit(Effect.scoped(Layer.build(t.layer)))
+        const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        assert.isTrue(Option.isSome(error) && error.value instanceof Errors.SchemaNotMigrated, String(exit))
+        const e = Option.getOrThrow(error) as Errors.SchemaNotMigrated
+        assert.strictEqual(e.applied, 0)
+        assert.include(e.message, "do not exist: run `sqlane migrate`")
+        // Once migrated, the same options start.
+        yield* Migrations.run(t.prefix).pipe(Effect.provide(t.client))
+        yield* Effect.scoped(Layer.build(t.layer)).pipe(Effect.ensuring(dropTables(t.prefix).pipe(Effect.provide(t.client), Effect.ignore)))
       }))
 
     it.live(name("names and keys with quotes, %, _ and backslashes round-trip and match exactly, never as patterns"), () =>
