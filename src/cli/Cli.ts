@@ -33,7 +33,6 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { QueueLive } from "../layers/QueueLive.js"
-import { SchemaNotMigrated } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Migrations from "../services/Migrations.js"
 import * as Pruner from "../services/Pruner.js"
@@ -156,18 +155,8 @@ const withAdmin = <A, E>(
 ) =>
   Effect.gen(function*() {
     const client = yield* connect(c)
-    return yield* Effect.gen(function*() {
-      const status = yield* Migrations.status(c.prefix)
-      if (status.pending.length > 0) {
-        const applied = status.applied?.length ?? 0
-        return yield* new SchemaNotMigrated({
-          prefix: c.prefix,
-          applied,
-          known: applied + status.pending.length
-        })
-      }
-      return yield* body.pipe(Effect.provide(QueueLive({ prefix: c.prefix, migrate: false })))
-    }).pipe(Effect.provide(client))
+    // With migrate: false, QueueLive fails with SchemaNotMigrated when the tables are missing or behind.
+    return yield* body.pipe(Effect.provide(QueueLive({ prefix: c.prefix, migrate: false })), Effect.provide(client))
   })
 
 // ---------------------------------------------------------------------------------------------
@@ -518,21 +507,15 @@ const prune = Command.make(
         })
       }
       const client = yield* connect(c)
-      const result = yield* Effect.gen(function*() {
-        const status = yield* Migrations.status(c.prefix)
-        if (status.pending.length > 0) {
-          const applied = status.applied?.length ?? 0
-          return yield* new SchemaNotMigrated({ prefix: c.prefix, applied, known: applied + status.pending.length })
-        }
-        return yield* Effect.flatMap(Admin.Admin, (admin) => admin.prune).pipe(
-          Effect.provide(QueueLive({
-            prefix: c.prefix,
-            migrate: false,
-            retention: { completed: c.keepCompleted, dead: c.keepDead, cancelled: c.keepCancelled },
-            pruneBatchSize: c.batchSize
-          }))
-        )
-      }).pipe(Effect.provide(client))
+      const result = yield* Effect.flatMap(Admin.Admin, (admin) => admin.prune).pipe(
+        Effect.provide(QueueLive({
+          prefix: c.prefix,
+          migrate: false,
+          retention: { completed: c.keepCompleted, dead: c.keepDead, cancelled: c.keepCancelled },
+          pruneBatchSize: c.batchSize
+        })),
+        Effect.provide(client)
+      )
       if (c.json) return yield* printJson(result)
       yield* Console.log(
         result.ran
