@@ -172,6 +172,18 @@ export interface Statements {
   ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly due: number }>, SqlError>
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
+  /**
+   * `jobFinishMany` and `jobClaim` in one statement, so in one transaction and one commit (with the
+   * WAL flush the ends need): the slots the ends free are filled by the claim in the same commit,
+   * and the claim costs no round trip of its own. PostgreSQL only (undefined on MySQL/MariaDB).
+   */
+  readonly jobFinishManyAndClaim?: (
+    finishes: ReadonlyArray<Finish>,
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
   /** Cancels a pending or running job; returns whether it was. */
   readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
@@ -571,7 +583,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
   // One arm per group, with the group's name and priority as parameters (not an unnest): the
   // planner sees the values, estimates the group's size from its statistics and reads the index
   // range in order, stopping after `limit` rows, instead of fetching the whole group and sorting.
-  const claimStatement = (groups: ReadonlyArray<Group>, limit: number, nowUs: number, workerId: string) => {
+  const claimStatement = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string,
+    commit: Statement.Fragment = asyncCommit
+  ) => {
     const k = sql.literal(String(Math.floor(limit)))
     const arms = groups.map((g, i) =>
       sql`SELECT * FROM (
@@ -587,7 +605,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
     return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = LEAST(u.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}
         FROM (${pick}) AS pick
-        WHERE u.id = pick.id${asyncCommit}
+        WHERE u.id = pick.id${commit}
         RETURNING ${claimedColumnsU}`
   }
   // The keyed claim: per group, a window of due jobs whose key (if any) has no running job, read
@@ -622,6 +640,23 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         FROM pick WHERE j.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsJ}`
   }
+  // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
+  const finishStatement = (finishes: ReadonlyArray<Finish>) =>
+    sql`UPDATE ${jobs} AS j SET
+        state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
+        attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
+        run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
+        finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
+        last_error = COALESCE(v.last_error, j.last_error),
+        errors = COALESCE(v.errors, j.errors),
+        result = v.result,
+        worker_id = NULL
+      FROM unnest(${numbers(finishes.map((f) => f.id))}::bigint[], ${numbers(finishes.map((f) => f.attempt))}::int[],
+                  ${numbers(finishes.map((f) => f.state))}::text[], ${numbers(finishes.map((f) => f.runAtUs))}::bigint[],
+                  ${numbers(finishes.map((f) => f.finishedAtUs))}::bigint[], ${texts(finishes.map((f) => f.lastError))}::text[],
+                  ${texts(finishes.map((f) => f.errors))}::text[], ${texts(finishes.map((f) => f.result))}::text[])
+           AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
+      WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`
   // The one-job insert, compiled once: its parameters are, in order, name, payload, priority,
   // run_at (µs), created_at (µs), mutex key, trace context (and the NOTIFY channel and payload).
   const insertOne = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
@@ -754,22 +789,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
             FROM unnest(${names}::text[]) AS n(name)`,
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) =>
-      run(sql`UPDATE ${jobs} AS j SET
-            state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
-            attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
-            run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
-            finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
-            last_error = COALESCE(v.last_error, j.last_error),
-            errors = COALESCE(v.errors, j.errors),
-            result = v.result,
-            worker_id = NULL
-          FROM unnest(${numbers(finishes.map((f) => f.id))}::bigint[], ${numbers(finishes.map((f) => f.attempt))}::int[],
-                      ${numbers(finishes.map((f) => f.state))}::text[], ${numbers(finishes.map((f) => f.runAtUs))}::bigint[],
-                      ${numbers(finishes.map((f) => f.finishedAtUs))}::bigint[], ${texts(finishes.map((f) => f.lastError))}::text[],
-                      ${texts(finishes.map((f) => f.errors))}::text[], ${texts(finishes.map((f) => f.result))}::text[])
-               AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
-          WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`).pipe(Effect.asVoid),
+    jobFinishMany: (finishes) => run(finishStatement(finishes)).pipe(Effect.asVoid),
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
+      Effect.map(
+        run(sql`WITH ended AS (${finishStatement(finishes)})
+          ${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))}`),
+        (rows) => rows.map(toClaimed).sort(byClaimOrder)
+      ),
     jobCancel: (id, nowUs) =>
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
@@ -1494,6 +1520,7 @@ const runDirect: ReadonlySet<string> = new Set([
   "jobClaim",
   "jobClaimKeyed",
   "jobFinishMany",
+  "jobFinishManyAndClaim",
   "workerHeartbeat",
   "jobNewestId"
 ])

@@ -77,6 +77,16 @@ export interface ClaimerShape {
 export class Claimer extends Context.Tag("sqlane/Claimer")<Claimer, ClaimerShape>() {}
 
 /**
+ * The groups one claim of up to `limit` jobs reads: each group read may lock up to `limit` rows,
+ * so at most about 500 rows are locked by one claim. The groups are best first, and those left out
+ * are claimed next time.
+ *
+ * @since 0.2.0
+ */
+export const claimGroups = (groups: ReadonlyArray<Group>, limit: number): ReadonlyArray<Group> =>
+  groups.slice(0, Math.max(1, Math.floor(500 / limit)))
+
+/**
  * @since 0.1.0
  * @category constructors
  */
@@ -97,11 +107,9 @@ export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Dat
   claim: (groups, limit, nowUs, workerId, keyed) => {
     if (groups.length === 0 || limit <= 0) return Effect.succeed([])
     if (keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))) {
-      return statements.jobClaimKeyed(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
+      return statements.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
     }
-    // Each group read may lock up to `limit` rows: bound the groups so one claim locks at most
-    // about 500 rows. The groups are best first, and those left out are claimed next time.
-    return statements.jobClaim(groups.slice(0, Math.max(1, Math.floor(500 / limit))), limit, nowUs, workerId)
+    return statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
   }
 }))
 

@@ -33,8 +33,8 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Database } from "../internal/Database.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { Claimer } from "./Claimer.js"
-import { Completer, type Outcome } from "./Completer.js"
+import { type ClaimedJob, Claimer } from "./Claimer.js"
+import { Completer, type Outcome, type Rider, type RiderClaim } from "./Completer.js"
 
 /**
  * One event. Every event has the job's `id`, `name`, the `attempt` (from 1) and when it happened
@@ -167,28 +167,50 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
           ? WorkerEvent.Dead({ ...common, error: outcome.lastError ?? "" })
           : WorkerEvent.Failed({ ...common, error: outcome.lastError ?? "", retryAt: microsToDate(outcome.runAtUs ?? atUs) })
       }
+      const claimed = (rows: ReadonlyArray<ClaimedJob>, workerId: string, nowUs: number) => {
+        if (!events.unsafeHasSubscribers()) return
+        for (const row of rows) {
+          names.set(keyOf(row.id, row.attempts), row.name)
+          events.unsafePublish(WorkerEvent.Claimed({
+            id: row.id,
+            name: row.name,
+            attempt: row.attempts,
+            workerId,
+            at: microsToDate(nowUs)
+          }))
+        }
+      }
+      /** Each worker's rider, wrapped once (the completer groups a batch's ends by rider). */
+      const riders = new WeakMap<Rider, Rider>()
+      const wrap = (rider: Rider | undefined): Rider | undefined => {
+        if (rider === undefined) return undefined
+        let wrapped = riders.get(rider)
+        if (wrapped === undefined) {
+          let claim: RiderClaim | undefined
+          wrapped = {
+            claimWith: (ended) => (claim = rider.claimWith(ended)),
+            claimed: (rows) => {
+              rider.claimed(rows)
+              if (claim !== undefined) claimed(rows, claim.workerId, claim.nowUs)
+            },
+            passed: () => rider.passed()
+          }
+          riders.set(rider, wrapped)
+        }
+        return wrapped
+      }
       return Context.make(Claimer, {
         ...claimer,
         claim: (groups, limit, nowUs, workerId, keyed) =>
-          Effect.tap(claimer.claim(groups, limit, nowUs, workerId, keyed), (rows) =>
-            Effect.sync(() => {
-              if (!events.unsafeHasSubscribers()) return
-              for (const row of rows) {
-                names.set(keyOf(row.id, row.attempts), row.name)
-                events.unsafePublish(WorkerEvent.Claimed({
-                  id: row.id,
-                  name: row.name,
-                  attempt: row.attempts,
-                  workerId,
-                  at: microsToDate(nowUs)
-                }))
-              }
-            }))
+          Effect.tap(
+            claimer.claim(groups, limit, nowUs, workerId, keyed),
+            (rows) => Effect.sync(() => claimed(rows, workerId, nowUs))
+          )
       }).pipe(Context.add(Completer, {
         ...completer,
         // The worker's hot path: published from the completer's callback once the end is written.
-        unsafeFinish: (outcome, onWritten) =>
-          names.size === 0 ? completer.unsafeFinish(outcome, onWritten) : completer.unsafeFinish(outcome, () => {
+        unsafeFinish: (outcome, onWritten, rider) =>
+          names.size === 0 ? completer.unsafeFinish(outcome, onWritten, wrap(rider)) : completer.unsafeFinish(outcome, () => {
             onWritten()
             const key = keyOf(outcome.id, outcome.attempt)
             const name = names.get(key)
@@ -196,7 +218,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
             if (name === undefined) return
             const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
             if (event !== undefined) events.unsafePublish(event)
-          }),
+          }, wrap(rider)),
         finish: (outcome) =>
           Effect.gen(function*() {
             yield* completer.finish(outcome)

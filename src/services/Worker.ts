@@ -7,6 +7,9 @@
  * if the claim filled every slot, claim again as soon as slots free (without a probe); otherwise
  * sleep until a wake-up (in-process hint, PostgreSQL `NOTIFY`, or `LISTEN` re-established), the
  * next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
+ * On PostgreSQL, while a backlog lasts, the claims ride on the writes of the worker's ends: one
+ * statement and one commit end a batch of attempts and claim the slots they free (see
+ * `Completer.Rider`), so the slots are never over-filled and the claim costs no round trip.
  *
  * A handler's typed failure or defect is recorded as the attempt's error; the job is retried at
  * the time its retry `Schedule` gives, or dead-lettered when the schedule is done or the failure
@@ -60,8 +63,8 @@ import { ofJobName } from "./Metrics.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
-import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
-import { Completer, type Outcome } from "./Completer.js"
+import { type ClaimedJob, Claimer, claimGroups, type Group } from "./Claimer.js"
+import { Completer, type Outcome, type Rider } from "./Completer.js"
 import { keyReleased, Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
 import { QueueConfig } from "./QueueConfig.js"
@@ -541,7 +544,7 @@ export const make = <R>(
           idleWaiters = []
           for (const w of waiters) w()
         }
-      })
+      }, rider)
     }
 
     /** How an attempt ended, for the cases that need effects (failures, async schemas). */
@@ -687,6 +690,69 @@ export const make = <R>(
     const batchMin = Math.ceil(concurrency / 2)
     const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
 
+    /** Starts the jobs a claim took; returns how many. */
+    const took = (rows: ReadonlyArray<ClaimedJob>) => {
+      running += rows.length
+      const nowMs = clock.unsafeCurrentTimeMillis()
+      for (const row of rows) {
+        claiming.set(row.id, row.attempts)
+        const metrics = ofJobName(row.name)
+        metrics.claimed.unsafeUpdate(1, [])
+        metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
+        start(row)
+      }
+      return rows.length
+    }
+    const claimEnds = () => {
+      claimsEnded++
+      Queue.unsafeOffer(claimEnded, undefined)
+    }
+
+    /**
+     * The claim that rides on the write of this worker's ends (PostgreSQL, see `Completer.Rider`).
+     * While a backlog lasts (`riderWanted`: set when a claim fills every slot it asked for), each
+     * write of this worker's ends claims, in the same statement and commit, every slot those ends
+     * free; the loop then claims nothing itself and reads `riderDone`: the jobs claimed and asked
+     * for, or -1 when a write of its ends passed without the claim. A claim that comes back short
+     * ends the ride (the groups are drained), and so does the loop when it has to probe.
+     */
+    const riding = completer.riders && keyed.size === 0
+    let riderWanted = false
+    /** A claim taken by a write is in flight: the loop must not claim beside it. */
+    let riderInFlight = false
+    let riderAsked = 0
+    let riderDue: ReadonlyArray<Group> = []
+    const riderDone = yield* Queue.unbounded<readonly [claimed: number, asked: number]>()
+    const rider: Rider | undefined = !riding ? undefined : {
+      claimWith: (ended) => {
+        if (!riderWanted || riderInFlight) return undefined
+        const groups = paused.claimableGroups(riderDue)
+        const limit = concurrency - running + ended
+        if (idTaken || groups.length === 0 || limit <= 0) return undefined
+        claimsStarted++
+        riderInFlight = true
+        riderAsked = limit
+        return {
+          groups: claimGroups(groups, limit),
+          limit,
+          nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n),
+          workerId
+        }
+      },
+      claimed: (rows) => {
+        riderInFlight = false
+        if (rows.length < riderAsked) riderWanted = false
+        took(rows)
+        claimEnds()
+        Queue.unsafeOffer(riderDone, [rows.length, riderAsked])
+      },
+      passed: () => {
+        if (!riderWanted) return
+        riderWanted = false
+        Queue.unsafeOffer(riderDone, [-1, 0])
+      }
+    }
+
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
     const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
@@ -694,21 +760,15 @@ export const make = <R>(
         claimsStarted++
         return Effect.ensuring(
           Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
-            running += rows.length
-            const nowMs = clock.unsafeCurrentTimeMillis()
-            for (const row of rows) {
-              claiming.set(row.id, row.attempts)
-              const metrics = ofJobName(row.name)
-              metrics.claimed.unsafeUpdate(1, [])
-              metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
-              start(row)
+            if (riding && rows.length === free) {
+              // A backlog: the writes of these jobs' ends claim the slots they free (before the
+              // jobs start, so that even their first ends carry a claim).
+              riderWanted = true
+              riderDue = groups
             }
-            return rows.length
+            return took(rows)
           }),
-          Effect.sync(() => {
-            claimsEnded++
-            Queue.unsafeOffer(claimEnded, undefined)
-          })
+          Effect.sync(claimEnds)
         )
       }))
 
@@ -724,9 +784,36 @@ export const make = <R>(
       let backlog = false
       /** The earliest `run_at` (µs) of the pending jobs not yet due at the last probe. */
       let laterUs: number | undefined
+      /**
+       * Claims from the same groups while a backlog lasts must not starve other names: take in the
+       * groups that got due jobs meanwhile (hints, NOTIFY), and probe again when a job that was not
+       * yet due at the last probe now is (or when a wake-up asks for a probe).
+       */
+      const takeWakes = (nowUs: number) =>
+        Effect.map(wakeups.poll, (wake) => {
+          if (wake !== undefined) {
+            if (wake.probe) probeNext = true
+            else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
+          }
+          if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
+        })
       while (true) {
         // Running jobs still finish and their ends are written (guarded by attempt and state).
         if (idTaken) return yield* Effect.never
+        if (riderWanted || riderInFlight) {
+          // Riding (see `rider`): the writes of this worker's ends claim for it.
+          const [claimed, asked] = yield* Queue.take(riderDone)
+          if (claimed < 0) continue // a write passed without the claim: claim as below
+          backlog = claimed === asked
+          if (!backlog) {
+            probeNext = true
+            continue
+          }
+          yield* takeWakes(yield* nowMicros)
+          if (probeNext) riderWanted = false
+          else riderDue = paused.claimableGroups(due)
+          continue
+        }
         if (running >= concurrency) {
           yield* Queue.take(slotFreed)
           continue
@@ -740,17 +827,7 @@ export const make = <R>(
           }
         }
         const nowUs = yield* nowMicros
-        if (backlog && !probeNext) {
-          // Claims from the same groups while a backlog lasts must not starve other names: take
-          // in the groups that got due jobs meanwhile (hints, NOTIFY), and probe again when a job
-          // that was not yet due at the last probe now is (or when a wake-up asks for a probe).
-          const wake = yield* wakeups.poll
-          if (wake !== undefined) {
-            if (wake.probe) probeNext = true
-            else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
-          }
-          if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
-        }
+        if (backlog && !probeNext) yield* takeWakes(nowUs)
         const probed = probeNext
         let nextUs: number | undefined
         if (probeNext) {
@@ -792,6 +869,10 @@ export const make = <R>(
         }
       }
     }).pipe(
+      // A stopped (or restarting) loop takes no more claims from the writes of its ends.
+      Effect.ensuring(Effect.sync(() => {
+        riderWanted = false
+      })),
       Effect.scoped,
       // A defect must not end the loop for good: log it and restart like any failure.
       Effect.catchAllDefect((defect) => Effect.fail(defect)),

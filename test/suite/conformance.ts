@@ -5,10 +5,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
@@ -16,7 +18,7 @@ import * as Tracer from "effect/Tracer"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { Database } from "../../src/internal/Database.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
-import { Admin, Errors, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
+import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -398,6 +400,63 @@ export const conformance = (target: Target) => {
           // and the worker did use its slots
           assert.strictEqual(maxInHandler, 4)
         })), 60_000)
+
+    if (target.dialect === "pg") {
+      it.live(name("with a backlog, a worker's claims ride on the writes of its ends: one commit frees and fills its slots"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const jobs = sql(prefix + "jobs")
+            const events = yield* Events.Events
+            const seen = yield* events.subscribe
+            const total = 60
+            /** The transaction (xmin) that claimed each job, read by its handler. */
+            const claimedBy: Array<string> = []
+            let inHandler = 0
+            let maxInHandler = 0
+            const handler = Job.handler(Noop, (_, ctx) =>
+              Effect.gen(function*() {
+                inHandler++
+                maxInHandler = Math.max(maxInHandler, inHandler)
+                const rows = yield* sql<{ x: string }>`SELECT xmin::text AS x FROM ${jobs} WHERE id = ${ctx.id}::bigint`
+                claimedBy.push(rows[0].x)
+                yield* Effect.sleep("5 millis")
+                inHandler--
+              }).pipe(Effect.orDie))
+            const queue = yield* Queue.Queue
+            yield* queue.enqueueMany(Noop, Array.from({ length: total }, (_, i) => ({ i })))
+            const worker = yield* Worker.make({ handlers: [handler], concurrency: 4 })
+            let maxClaimed = 0
+            while ((yield* countJobs(prefix, "completed")) < total) {
+              const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${jobs}
+                WHERE state = 'running' AND worker_id = ${worker.id}`
+              maxClaimed = Math.max(maxClaimed, Number(rows[0].n))
+              yield* realSleep(2)
+            }
+            assert.strictEqual(claimedBy.length, total)
+            // A completed row keeps the transaction of the write that ended it: a job claimed in
+            // that same transaction was claimed by the claim riding on the write.
+            const ends = yield* sql<{ x: string }>`SELECT DISTINCT xmin::text AS x FROM ${jobs} WHERE state = 'completed'`
+            const endedBy = new Set(ends.map((r) => r.x))
+            const riding = claimedBy.filter((x) => endedBy.has(x)).length
+            // The first claim (4 jobs) is the loop's own; nearly every later one rides.
+            assert.isAtLeast(riding, total / 2, `${riding} of ${total} jobs were claimed with an end write`)
+            // The rule of issue 2 still holds: never more than 4 claimed-and-running.
+            assert.isAtMost(maxClaimed, 4)
+            assert.isAtMost(maxInHandler, 4)
+            // Every claim is reported, those riding on end writes too.
+            const all: Array<Events.WorkerEvent> = []
+            yield* waitUntil(
+              Effect.map(Queue_.takeAll(seen), (chunk) => {
+                all.push(...Chunk.toReadonlyArray(chunk))
+                return all.filter((e) => e._tag === "Completed").length === total
+              }),
+              20_000,
+              "every Completed event"
+            )
+            assert.strictEqual(all.filter((e) => e._tag === "Claimed").length, total)
+          })), 60_000)
+    }
 
     it.effect(name("a job delayed 1 hour runs only after TestClock passes it"), () =>
       withQueue(target, () =>
