@@ -790,6 +790,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
     jobFinishMany: (finishes) => run(finishStatement(finishes)).pipe(Effect.asVoid),
+    // The ends touch running rows and the claim pending ones: one snapshot, disjoint rows. The
+    // claim's rows are locked while the ends are written, so a bulk update by hand can deadlock
+    // with it; the transient retry runs it again. Its commit waits for the WAL flush, as the
+    // ends' writes always do (no `synchronous_commit` off here).
     jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
       Effect.map(
         run(sql`WITH ended AS (${finishStatement(finishes)})

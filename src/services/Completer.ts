@@ -78,7 +78,7 @@ export interface CompleterShape {
    */
   readonly unsafeFinish: (outcome: Outcome, onWritten: () => void, rider?: Rider) => void
   /** Whether a claim can ride on the write of ends (PostgreSQL). */
-  readonly riders: boolean
+  readonly riders?: boolean | undefined
 }
 
 /**
@@ -187,8 +187,15 @@ export const make = Effect.gen(function*() {
       const [rider, claim] = chosen
       return finishAndClaim!(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
         .pipe(
-          Effect.catchAll(() => Effect.as(writeEnds(batch), [])),
+          Effect.catchAll((error) =>
+            Effect.logDebug("sqlane: ending jobs with a claim failed; ending them alone", error).pipe(
+              Effect.zipRight(writeEnds(batch)),
+              Effect.as([])
+            )
+          ),
+          // The worker starts the jobs here, on this fiber: a defect must not end the completer.
           Effect.flatMap((rows) => Effect.sync(() => rider.claimed(rows))),
+          Effect.catchAllDefect((defect) => Effect.logError("sqlane: starting claimed jobs failed", defect)),
           Effect.zipRight(passed),
           Effect.zipRight(written(batch))
         )

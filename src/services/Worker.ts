@@ -531,7 +531,14 @@ export const make = <R>(
     const submit = (row: ClaimedJob, end: Outcome) => {
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
       const outcome = fitRecord(end, maxStatementBytes)
+      const callsBefore = riderCalls
       completer.unsafeFinish(outcome, () => {
+        if (riderWanted && !riderInFlight && riderCalls === callsBefore) {
+          // A completer (a wrapper of it) that does not pass the rider on: stop riding, or the
+          // loop would wait for a claim that never comes.
+          riderWanted = false
+          Queue.unsafeOffer(riderDone, [-1, 0])
+        }
         count(row.name, outcome)
         if (claiming.get(row.id) === row.attempts) claiming.delete(row.id)
         running--
@@ -723,8 +730,11 @@ export const make = <R>(
     let riderAsked = 0
     let riderDue: ReadonlyArray<Group> = []
     const riderDone = yield* Queue.unbounded<readonly [claimed: number, asked: number]>()
+    /** Calls of the rider by the completer: a write of this worker's ends that made none did not pass the rider on. */
+    let riderCalls = 0
     const rider: Rider | undefined = !riding ? undefined : {
       claimWith: (ended) => {
+        riderCalls++
         if (!riderWanted || riderInFlight) return undefined
         const groups = paused.claimableGroups(riderDue)
         const limit = concurrency - running + ended
@@ -742,11 +752,15 @@ export const make = <R>(
       claimed: (rows) => {
         riderInFlight = false
         if (rows.length < riderAsked) riderWanted = false
-        took(rows)
-        claimEnds()
-        Queue.unsafeOffer(riderDone, [rows.length, riderAsked])
+        try {
+          took(rows)
+        } finally {
+          claimEnds()
+          Queue.unsafeOffer(riderDone, [rows.length, riderAsked])
+        }
       },
       passed: () => {
+        riderCalls++
         if (!riderWanted) return
         riderWanted = false
         Queue.unsafeOffer(riderDone, [-1, 0])
@@ -760,9 +774,10 @@ export const make = <R>(
         claimsStarted++
         return Effect.ensuring(
           Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
-            if (riding && rows.length === free) {
-              // A backlog: the writes of these jobs' ends claim the slots they free (before the
-              // jobs start, so that even their first ends carry a claim).
+            if (riding && rows.length === free && running + rows.length === concurrency) {
+              // A backlog, every slot taken: the writes of these jobs' ends claim the slots they
+              // free (armed before the jobs start, so that even their first ends carry a claim).
+              // Not while slots are still free: a ride claims only what its ends free.
               riderWanted = true
               riderDue = groups
             }
@@ -869,9 +884,15 @@ export const make = <R>(
         }
       }
     }).pipe(
-      // A stopped (or restarting) loop takes no more claims from the writes of its ends.
-      Effect.ensuring(Effect.sync(() => {
+      // A stopped (or restarting) loop takes no more claims from the writes of its ends, and,
+      // like its own claims, waits for a ride claim in flight, so that shutdown accounts for its jobs.
+      Effect.ensuring(Effect.suspend(() => {
         riderWanted = false
+        return Effect.whileLoop({
+          while: () => riderInFlight,
+          body: () => Queue.take(riderDone),
+          step: () => {}
+        })
       })),
       Effect.scoped,
       // A defect must not end the loop for good: log it and restart like any failure.

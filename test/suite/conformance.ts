@@ -17,6 +17,8 @@ import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { Database } from "../../src/internal/Database.js"
+import * as Claimer from "../../src/services/Claimer.js"
+import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
@@ -455,6 +457,32 @@ export const conformance = (target: Target) => {
               "every Completed event"
             )
             assert.strictEqual(all.filter((e) => e._tag === "Claimed").length, total)
+          })), 60_000)
+
+      it.live(name("a Completer wrapper that does not pass the rider on: the worker still drains its backlog"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            // A wrapper written against the two-argument `unsafeFinish` (review, session 9): the
+            // worker armed a ride that no write would take, and waited for it for ever.
+            const dropping = Layer.scoped(
+              Completer.Completer,
+              Effect.map(Completer.make, (completer) => ({
+                ...completer,
+                unsafeFinish: (outcome: Completer.Outcome, onWritten: () => void) =>
+                  completer.unsafeFinish(outcome, onWritten)
+              }))
+            )
+            const services = yield* Layer.build(
+              Layer.mergeAll(Claimer.layer, dropping).pipe(
+                Layer.provide(Layer.succeedContext(yield* Effect.context<Database>()))
+              )
+            )
+            const queue = yield* Queue.Queue
+            yield* queue.enqueueMany(Noop, Array.from({ length: 40 }, (_, i) => ({ i })))
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)], concurrency: 4 }).pipe(
+              Effect.provide(services)
+            )
+            yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 40), 20_000, "40 jobs completed")
           })), 60_000)
     }
 
