@@ -774,10 +774,9 @@ export const make = <R>(
         claimsStarted++
         return Effect.ensuring(
           Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
-            if (riding && rows.length === free && running + rows.length === concurrency) {
-              // A backlog, every slot taken: the writes of these jobs' ends claim the slots they
-              // free (armed before the jobs start, so that even their first ends carry a claim).
-              // Not while slots are still free: a ride claims only what its ends free.
+            if (riding && rows.length === free) {
+              // A backlog: the writes of these jobs' ends claim the slots they free (armed before
+              // the jobs start, so that even their first ends carry a claim).
               riderWanted = true
               riderDue = groups
             }
@@ -817,7 +816,21 @@ export const make = <R>(
         if (idTaken) return yield* Effect.never
         if (riderWanted || riderInFlight) {
           // Riding (see `rider`): the writes of this worker's ends claim for it.
-          const [claimed, asked] = yield* Queue.take(riderDone)
+          let signal: readonly [claimed: number, asked: number] | undefined
+          if (!riderInFlight && running < concurrency) {
+            // Slots free beside the ride (the last claim asked for half the slots, or slots were
+            // freed while it was in flight): the next write of this worker's ends claims them too.
+            // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
+            // the half-slot rule does: no slot idle for long while jobs wait.
+            signal = yield* Effect.raceFirst(Queue.take(riderDone), Effect.as(wallSleep(2), undefined))
+            if (signal === undefined) {
+              if (!riderInFlight) riderWanted = false
+              continue
+            }
+          } else {
+            signal = yield* Queue.take(riderDone)
+          }
+          const [claimed, asked] = signal
           if (claimed < 0) continue // a write passed without the claim: claim as below
           backlog = claimed === asked
           if (!backlog) {

@@ -411,7 +411,7 @@ export const conformance = (target: Target) => {
             const jobs = sql(prefix + "jobs")
             const events = yield* Events.Events
             const seen = yield* events.subscribe
-            const total = 60
+            const total = 200
             /** The transaction (xmin) that claimed each job, read by its handler. */
             const claimedBy: Array<string> = []
             let inHandler = 0
@@ -422,14 +422,19 @@ export const conformance = (target: Target) => {
                 maxInHandler = Math.max(maxInHandler, inHandler)
                 const rows = yield* sql<{ x: string }>`SELECT xmin::text AS x FROM ${jobs} WHERE id = ${ctx.id}::bigint`
                 claimedBy.push(rows[0].x)
-                yield* Effect.sleep("5 millis")
                 inHandler--
               }).pipe(Effect.orDie))
             const queue = yield* Queue.Queue
-            yield* queue.enqueueMany(Noop, Array.from({ length: total }, (_, i) => ({ i })))
+            yield* queue.enqueueMany(Noop, Array.from({ length: total / 2 }, (_, i) => ({ i })))
             const worker = yield* Worker.make({ handlers: [handler], concurrency: 4 })
             let maxClaimed = 0
+            let more = true
             while ((yield* countJobs(prefix, "completed")) < total) {
+              if (more && claimedBy.length >= total / 4) {
+                // More jobs while the worker drains: their hints must not end the ride for good.
+                more = false
+                yield* queue.enqueueMany(Noop, Array.from({ length: total / 2 }, (_, i) => ({ i })))
+              }
               const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${jobs}
                 WHERE state = 'running' AND worker_id = ${worker.id}`
               maxClaimed = Math.max(maxClaimed, Number(rows[0].n))
@@ -442,7 +447,7 @@ export const conformance = (target: Target) => {
             const endedBy = new Set(ends.map((r) => r.x))
             const riding = claimedBy.filter((x) => endedBy.has(x)).length
             // The first claim (4 jobs) is the loop's own; nearly every later one rides.
-            assert.isAtLeast(riding, total / 2, `${riding} of ${total} jobs were claimed with an end write`)
+            assert.isAtLeast(riding, total * 0.8, `${riding} of ${total} jobs were claimed with an end write`)
             // The rule of issue 2 still holds: never more than 4 claimed-and-running.
             assert.isAtMost(maxClaimed, 4)
             assert.isAtMost(maxInHandler, 4)
