@@ -97,7 +97,7 @@ export const sqlane: System = {
   drop: async (env) => {
     const a = admin(env.target)
     try {
-      for (const t of ["jobs", "migrations", "workers"]) await a.query(`DROP TABLE IF EXISTS ${prefix(env)}${t}`)
+      for (const t of ["jobs", "migrations", "workers", "schedules", "paused"]) await a.query(`DROP TABLE IF EXISTS ${prefix(env)}${t}`)
     } finally {
       await a.close()
     }
