@@ -173,9 +173,11 @@ export interface Statements {
   /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
   /**
-   * `jobFinishMany` and `jobClaim` in one statement, so in one transaction and one commit (with the
-   * WAL flush the ends need): the slots the ends free are filled by the claim in the same commit,
-   * and the claim costs no round trip of its own. PostgreSQL only (undefined on MySQL/MariaDB).
+   * `jobFinishMany` and `jobClaim` in one transaction and one commit (with the WAL flush the
+   * ends need): the slots the ends free are filled by the claim in the same commit. PostgreSQL: one
+   * statement, so the claim costs no round trip of its own; MySQL/MariaDB: the ends written with
+   * the claim's locking reads, then its update and the commit (two round trips, one commit, where
+   * the two apart take three and two).
    */
   readonly jobFinishManyAndClaim?: (
     finishes: ReadonlyArray<Finish>,
@@ -1119,6 +1121,27 @@ export const mysql = (
     }
     return chunks
   }
+  // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
+  const finishStatement = (finishes: ReadonlyArray<Finish>) => {
+    const rows = finishes.map((f, i) =>
+      i === 0
+        ? sql`SELECT CAST(${f.id} AS SIGNED) AS id, CAST(${f.attempt} AS SIGNED) AS attempt, ${f.state} AS state,
+              CAST(${f.runAtUs} AS SIGNED) AS run_at_us, CAST(${f.finishedAtUs} AS SIGNED) AS finished_at_us,
+              ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
+        : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
+    )
+    return sql`UPDATE ${jobs} j JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
+          ON j.id = v.id AND j.attempts = v.attempt
+        SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
+          j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
+          j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
+          j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
+          j.last_error = COALESCE(v.last_error, j.last_error),
+          j.errors = COALESCE(v.errors, j.errors),
+          j.result = v.result,
+          j.worker_id = NULL
+        WHERE j.state = 'running'`
+  }
   /**
    * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
    * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
@@ -1129,14 +1152,17 @@ export const mysql = (
     selects: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>,
     pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    /** A statement to run first in the same transaction (the ends a claim rides on). */
+    before?: readonly [string, ReadonlyArray<unknown>]
   ) =>
     Effect.gen(function*() {
       const conn = yield* sql.reserve
+      const statements = before === undefined ? selects : [before, ...selects]
       return yield* Effect.gen(function*() {
         const results = yield* conn.executeUnprepared(
-          `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${selects.map(([q]) => q).join("; ")}`,
-          MysqlText.values(selects.flatMap(([, params]) => params)),
+          `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${statements.map(([q]) => q).join("; ")}`,
+          MysqlText.values(statements.flatMap(([, params]) => params)),
           undefined
         )
         const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
@@ -1260,29 +1286,17 @@ export const mysql = (
         }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => {
-      const rows = finishes.map((f, i) =>
-        i === 0
-          ? sql`SELECT CAST(${f.id} AS SIGNED) AS id, CAST(${f.attempt} AS SIGNED) AS attempt, ${f.state} AS state,
-                CAST(${f.runAtUs} AS SIGNED) AS run_at_us, CAST(${f.finishedAtUs} AS SIGNED) AS finished_at_us,
-                ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
-          : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
-      )
-      return run(
-        sql`UPDATE ${jobs} j JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
-            ON j.id = v.id AND j.attempts = v.attempt
-          SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
-            j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
-            j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
-            j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
-            j.last_error = COALESCE(v.last_error, j.last_error),
-            j.errors = COALESCE(v.errors, j.errors),
-            j.result = v.result,
-            j.worker_id = NULL
-          WHERE j.state = 'running'`,
-        "unprepared"
-      ).pipe(Effect.asVoid)
-    },
+    jobFinishMany: (finishes) => run(finishStatement(finishes), "unprepared").pipe(Effect.asVoid),
+    // The ends touch running rows and the claim pending ones. The ends' row locks are held while
+    // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both.
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
+      claimInTransaction(
+        groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
+        (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
+        nowUs,
+        workerId,
+        finishStatement(finishes).compile(true)
+      ),
     jobCancel: (id, nowUs) =>
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL

@@ -17,9 +17,9 @@
  * index over the keys of running jobs makes two running jobs of one key impossible; a claim that
  * loses a race for a key is retried.
  *
- * On PostgreSQL, while a worker has a backlog, most of its claims do not go through this service:
- * they ride on the write of its ends (`Completer.Rider`, the same claim statement inside the
- * write's statement).
+ * While a worker has a backlog, most of its claims do not go through this service: they ride on
+ * the write of its ends (`Completer.Rider`: on PostgreSQL the same claim statement inside the
+ * write's statement, on MySQL/MariaDB the same locking reads and update in the write's transaction).
  *
  * @since 0.1.0
  */

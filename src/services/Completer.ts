@@ -6,9 +6,10 @@
  * Every write is guarded by the job's id and attempt number and by `state = 'running'`: a worker
  * that lost its claim changes nothing.
  *
- * On PostgreSQL a write may carry a worker's next claim (`Rider`): the same statement ends the
- * batch's attempts and claims the slots they free, in one commit (session 9: run c50 +31 %,
- * run c10 +60 %, real work +22 % in one bench run, docs/performance.md).
+ * A write may carry a worker's next claim (`Rider`): the same transaction ends the batch's
+ * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement
+ * (session 9: run c50 +31 %, run c10 +60 %, real work +22 % in one bench run); on MySQL/MariaDB the
+ * ends are written with the claim's locking reads (session 10). docs/performance.md has the numbers.
  *
  * Source: River's batch completer (`internal/jobcompleter`).
  *
@@ -46,9 +47,9 @@ export interface RiderClaim {
 }
 
 /**
- * A worker whose next claim rides on the write of its ends (PostgreSQL): the ends free slots and
- * the claim fills them in the same commit, so the worker never has more jobs claimed than slots,
- * and the claim costs no round trip of its own. Called on the completer's fiber, synchronously.
+ * A worker whose next claim rides on the write of its ends: the ends free slots and the claim
+ * fills them in the same commit, so the worker never has more jobs claimed than slots, and the
+ * claim costs no commit of its own (on PostgreSQL, no round trip either). Called on the completer's fiber, synchronously.
  *
  * @since 0.2.0
  * @category models
@@ -77,7 +78,7 @@ export interface CompleterShape {
    * once it is written. For the worker's hot path: no fiber per outcome.
    */
   readonly unsafeFinish: (outcome: Outcome, onWritten: () => void, rider?: Rider) => void
-  /** Whether a claim can ride on the write of ends (PostgreSQL). */
+  /** Whether a claim can ride on the write of ends (the statements have `jobFinishManyAndClaim`). */
   readonly riders?: boolean | undefined
 }
 

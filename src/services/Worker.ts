@@ -7,9 +7,9 @@
  * if the claim filled every slot, claim again as soon as slots free (without a probe); otherwise
  * sleep until a wake-up (in-process hint, PostgreSQL `NOTIFY`, or `LISTEN` re-established), the
  * next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
- * On PostgreSQL, while a backlog lasts, the claims ride on the writes of the worker's ends: one
- * statement and one commit end a batch of attempts and claim the slots they free (see
- * `Completer.Rider`), so the slots are never over-filled and the claim costs no round trip.
+ * While a backlog lasts, the claims ride on the writes of the worker's ends: one transaction and
+ * one commit end a batch of attempts and claim the slots they free (see `Completer.Rider`), so the
+ * slots are never over-filled and the claim costs no commit of its own.
  *
  * A handler's typed failure or defect is recorded as the attempt's error; the job is retried at
  * the time its retry `Schedule` gives, or dead-lettered when the schedule is done or the failure
@@ -716,7 +716,7 @@ export const make = <R>(
     }
 
     /**
-     * The claim that rides on the write of this worker's ends (PostgreSQL, see `Completer.Rider`).
+     * The claim that rides on the write of this worker's ends (see `Completer.Rider`).
      * While a backlog lasts (`riderWanted`: set when a claim fills every slot it asked for), each
      * write of this worker's ends claims, in the same statement and commit, every slot those ends
      * free; the loop then claims nothing itself and reads `riderDone`: the jobs claimed and asked

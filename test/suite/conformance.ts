@@ -464,6 +464,76 @@ export const conformance = (target: Target) => {
             assert.strictEqual(all.filter((e) => e._tag === "Claimed").length, total)
           })), 60_000)
 
+    }
+
+    it.live(name("with a backlog, most claims ride on end writes, and the slots are never over-filled"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // On both dialects: a Completer wrapper that passes each rider on and counts the jobs its
+          // claims took (on MySQL/MariaDB the ride is the ends written in the claim's transaction).
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          let rode = 0
+          const spied = new WeakMap<Completer.Rider, Completer.Rider>()
+          const spy = (rider: Completer.Rider): Completer.Rider => {
+            const known = spied.get(rider)
+            if (known !== undefined) return known
+            const wrapped: Completer.Rider = {
+              claimWith: (ended) => rider.claimWith(ended),
+              claimed: (rows) => {
+                rode += rows.length
+                rider.claimed(rows)
+              },
+              passed: () => rider.passed()
+            }
+            spied.set(rider, wrapped)
+            return wrapped
+          }
+          const spying = Layer.scoped(
+            Completer.Completer,
+            Effect.map(Completer.make, (completer) => ({
+              ...completer,
+              unsafeFinish: (outcome: Completer.Outcome, onWritten: () => void, rider?: Completer.Rider) =>
+                completer.unsafeFinish(outcome, onWritten, rider === undefined ? undefined : spy(rider))
+            }))
+          )
+          const services = yield* Layer.build(
+            Layer.mergeAll(Claimer.layer, spying).pipe(
+              Layer.provide(Layer.succeedContext(yield* Effect.context<Database>()))
+            )
+          )
+          const total = 200
+          let ran = 0
+          let inHandler = 0
+          let maxInHandler = 0
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Noop, Array.from({ length: total }, (_, i) => ({ i })))
+          const worker = yield* Worker.make({
+            handlers: [Job.handler(Noop, () =>
+              Effect.gen(function*() {
+                inHandler++
+                maxInHandler = Math.max(maxInHandler, inHandler)
+                yield* Effect.yieldNow()
+                inHandler--
+                ran++
+              }))],
+            concurrency: 4
+          }).pipe(Effect.provide(services))
+          let maxClaimed = 0
+          while ((yield* countJobs(prefix, "completed")) < total) {
+            const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${jobs}
+              WHERE state = 'running' AND worker_id = ${worker.id}`
+            maxClaimed = Math.max(maxClaimed, Number(rows[0].n))
+            yield* realSleep(2)
+          }
+          assert.strictEqual(ran, total)
+          // The first claim (4 jobs) is the loop's own; nearly every later one rides.
+          assert.isAtLeast(rode, total * 0.8, `${rode} of ${total} jobs were claimed with an end write`)
+          assert.isAtMost(maxClaimed, 4)
+          assert.isAtMost(maxInHandler, 4)
+        })), 60_000)
+
+    {
       it.live(name("a Completer wrapper that does not pass the rider on: the worker still drains its backlog"), () =>
         withQueue(target, (prefix) =>
           Effect.gen(function*() {
