@@ -1288,15 +1288,20 @@ export const mysql = (
       ),
     jobFinishMany: (finishes) => run(finishStatement(finishes), "unprepared").pipe(Effect.asVoid),
     // The ends touch running rows and the claim pending ones. The ends' row locks are held while
-    // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both.
-    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
-      claimInTransaction(
+    // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both. Unlike
+    // PostgreSQL's one statement (one snapshot), the locking reads see the ends just written: a job
+    // they put back to pending (released, or retried at once) is left for a later claim, as there.
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
+      const ended = new Set(finishes.map((f) => String(f.id)))
+      return claimInTransaction(
         groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
-        (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
+        (sets) =>
+          sets.flat().map(toClaimed).filter((r) => !ended.has(r.id)).sort(byClaimOrder).slice(0, Math.floor(limit)),
         nowUs,
         workerId,
         finishStatement(finishes).compile(true)
-      ),
+      )
+    },
     jobCancel: (id, nowUs) =>
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL

@@ -718,7 +718,7 @@ export const make = <R>(
     /**
      * The claim that rides on the write of this worker's ends (see `Completer.Rider`).
      * While a backlog lasts (`riderWanted`: set when a claim fills every slot it asked for), each
-     * write of this worker's ends claims, in the same statement and commit, every slot those ends
+     * write of this worker's ends claims, in the same transaction and commit, every slot those ends
      * free; the loop then claims nothing itself and reads `riderDone`: the jobs claimed and asked
      * for, or -1 when a write of its ends passed without the claim. A claim that comes back short
      * ends the ride (the groups are drained), and so does the loop when it has to probe.
