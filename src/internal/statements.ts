@@ -1347,11 +1347,21 @@ export const mysql = (
     jobNewestId: () => newestId(run, sql, jobs),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
-      sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}
-          AND id NOT IN (SELECT worker_id FROM (
-            SELECT DISTINCT worker_id FROM ${jobs} WHERE state = 'running' AND worker_id IS NOT NULL) AS r)`.pipe(
-          Effect.asVoid
-        ),
+      // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
+      // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,
+      // ride and enqueue in flight, and blocked them while it scanned. A plain SELECT locks nothing.
+      // Without stale workers (the common case) the jobs table is not read at all.
+      Effect.gen(function*() {
+        const stale = yield* sql<{ id: string }>`SELECT id FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}`
+        if (stale.length === 0) return
+        const ids = stale.map((r) => String(r.id))
+        const busy = yield* sql<{ worker_id: string }>`SELECT DISTINCT worker_id FROM ${jobs}
+          WHERE state = 'running' AND worker_id IN ${sql.in(ids)}`
+        const running = new Set(busy.map((r) => String(r.worker_id)))
+        const idle = ids.filter((id) => !running.has(id))
+        if (idle.length === 0) return
+        yield* sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)} AND id IN ${sql.in(idle)}`
+      }),
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT CONNECTION_ID()",

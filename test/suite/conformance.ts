@@ -6,9 +6,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
@@ -313,6 +315,37 @@ export const conformance = (target: Target) => {
           const later = yield* statements.jobClaim(group, 2, nowUs, "w-ride")
           assert.deepStrictEqual(later.map((r) => [r.id, r.attempts]), [[first, 1]])
         })))
+
+    it.live(name("pruning stale workers waits for no transaction that holds job rows"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // On MySQL/MariaDB a DELETE whose subquery reads the jobs table locked every row it read:
+          // the prune waited for any claim, ride or enqueue in flight (and blocked them).
+          const { statements } = yield* Database
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          const [first] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
+          yield* statements.workerRegister("w-stale", 0, "host", 1)
+          yield* statements.workerRegister("w-busy", 0, "host", 2)
+          const nowUs = Date.now() * 1000 + 1_000_000
+          assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, nowUs, "w-busy")).length, 1)
+          const holding = yield* Deferred.make<void>()
+          const done = yield* Deferred.make<void>()
+          const holder = yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`UPDATE ${jobs} SET progress = NULL WHERE id = ${first}`
+            yield* Deferred.succeed(holding, undefined)
+            yield* Deferred.await(done)
+          })).pipe(Effect.fork)
+          yield* Deferred.await(holding)
+          const pruned = yield* statements.workerPrune(nowUs).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          yield* Deferred.succeed(done, undefined)
+          yield* Fiber.join(holder)
+          assert.isTrue(Exit.isSuccess(pruned), "the prune finished while another transaction held a job row")
+          const left = yield* sql<{ id: string }>`SELECT id FROM ${sql(prefix + "workers")} ORDER BY id`
+          // The stale worker without running jobs is gone; the one with a running job stays.
+          assert.deepStrictEqual(left.map((r) => r.id), ["w-busy"])
+        }), { maxConnections: 4 }))
 
     it.live(name("a payload round-trips bigint and Date through its schema"), () =>
       withQueue(target, () =>
