@@ -200,7 +200,9 @@ export const conformance = (target: Target) => {
         withQueue(target, () =>
           Effect.gen(function*() {
             const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-            const nasty = ["back\\slash", "quote ' and \\' and \\\\'", "\\%_ and %", "nul \u0000 byte", "'; DROP TABLE x; --", "? ?? \"\\n\""]
+            const nasty = ["back\\slash", "quote ' and \\' and \\\\'", "\\%_ and %", "nul \u0000 byte", "'; DROP TABLE x; --", "? ?? \"\\n\"",
+              // Over 1,024 backslashes: the literal is cut into pieces joined by CONCAT.
+              "\\".repeat(1500) + "x'\\%" + "é😀\\".repeat(1100)]
             // Both connections of the pool (held at once by the SLEEP) get the modes.
             const modes = "NO_BACKSLASH_ESCAPES,ANSI_QUOTES"
             const onBoth = (text: string) =>
@@ -209,6 +211,7 @@ export const conformance = (target: Target) => {
             for (const s of nasty) {
               const [{ v }] = yield* sql.unsafe<{ v: string }>(`SELECT ${MysqlText.literal(s)} AS v`).unprepared
               assert.strictEqual(v, s)
+              assert.strictEqual(MysqlText.literalBytes(s), Buffer.byteLength(MysqlText.literal(s)))
             }
             const { statements } = yield* Database
             const queue = yield* Queue.Queue
