@@ -16,9 +16,10 @@
  * Both forms keep the connection's character set and collation, like mysql2's own literals, so
  * they mix in one `UNION` (a literal with a character set introducer would take the set's default
  * collation and fail there with `ER_CANT_AGGREGATE_NCOLLATIONS`). A literal takes the value's
- * UTF-8 bytes plus one per `'` and per backslash, plus 2 or 36, plus 38 per 1,024 backslashes
- * ({@link literalBytes}). Statements
- * sent prepared (the binary protocol) carry their values apart from the text and need none of this.
+ * UTF-8 bytes plus one per `'` and per backslash, plus 2 (no backslash) or 32 (one `REPLACE`);
+ * a value cut in pieces (see `backslashesPerPiece`) 8 more for `CONCAT()` and 34 per further piece
+ * ({@link literalBytes}). Statements sent prepared (the binary protocol) carry their values apart
+ * from the text and need none of this.
  *
  * @internal
  */
