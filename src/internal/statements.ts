@@ -559,11 +559,14 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
           ORDER BY j.name, j.priority, j.run_at LIMIT 1) n
       )
       SELECT name, priority, ${us("run_at")} AS next_us FROM t`
-  // The groups of a few names: the same loose scan, started from each of those names, so its cost
-  // follows the worker's names, not every name with pending jobs.
+  // The groups of the worker's names: the same loose scan, started from each of those names, so its
+  // cost follows the worker's names, not every name with pending jobs. The names come through an
+  // InitPlan (`SELECT $1`), which hides the array's length from the planner: with it visible the
+  // estimate grows with the names, and past a few hundred crosses `jit_above_cost` (JIT then adds
+  // ~100 ms to each probe).
   const probeNames = (names: ReadonlyArray<string>) =>
     sql<{ name: string; priority: number; next_us: string }>`WITH RECURSIVE t AS (
-        SELECT n.name, p.priority, p.run_at FROM unnest(${names}::text[]) AS n(name) CROSS JOIN LATERAL (
+        SELECT n.name, p.priority, p.run_at FROM unnest((SELECT ${names}::text[])) AS n(name) CROSS JOIN LATERAL (
           SELECT j.priority, j.run_at FROM ${jobs} j WHERE j.state = 'pending' AND j.name = n.name
           ORDER BY j.priority, j.run_at LIMIT 1) p
         UNION ALL
@@ -574,14 +577,26 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
       )
       SELECT name, priority, ${us("run_at")} AS next_us FROM t`
   /**
-   * Up to this many names, the probe starts from the names; above it, it scans every group. The
-   * per-name form costs about 2.5 µs per name and the scan about 6 µs per group with pending
-   * jobs (PostgreSQL 15, bench/results); the per-name form's estimate grows with the names, and
-   * past a few hundred it crosses `jit_above_cost` (JIT then adds ~100 ms).
+   * Which form probes `names`. The per-name form costs about 2 µs per name plus 2 per group found;
+   * the scan of every group about 6 µs per group with pending jobs, of any name (PostgreSQL 15,
+   * 1,000 names: `bench/results/postgres-15-session11-probe.md`). Up to `probeNamesMax` names the
+   * per-name form is always the cheaper; above it, the form follows the groups the last probe of
+   * the same names found: the per-name form once they are at least 45 % of the names. Those groups
+   * are a lower bound of all groups, so the guess errs towards the scan only when it was right.
    */
   const probeNamesMax = 32
-  const probeStatement = (names: ReadonlyArray<string>) =>
-    names.length <= probeNamesMax ? probeNames(names) : probeAll
+  const probeHistory = new Map<string, number>()
+  const probeKey = (names: ReadonlyArray<string>) => `${names.length}\u0000${names[0]}\u0000${names[names.length - 1]}`
+  const probePerName = (names: ReadonlyArray<string>) => {
+    if (names.length <= probeNamesMax) return true
+    const found = probeHistory.get(probeKey(names))
+    return found !== undefined && found * 20 >= names.length * 9
+  }
+  const probeRemember = (names: ReadonlyArray<string>, found: number) => {
+    if (names.length <= probeNamesMax) return
+    if (probeHistory.size >= 256) probeHistory.clear()
+    probeHistory.set(probeKey(names), found)
+  }
   // One arm per group, with the group's name and priority as parameters (not an unnest): the
   // planner sees the values, estimates the group's size from its statistics and reads the index
   // range in order, stopping after `limit` rows, instead of fetching the whole group and sorting.
@@ -760,25 +775,28 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
                 : go(tries + 1)))
       return go(1)
     },
-    jobProbe: (names) =>
-      Effect.map(
-        run(probeStatement(names)),
+    jobProbe: (names) => {
+      const perName = probePerName(names)
+      return Effect.map(
+        run(perName ? probeNames(names) : probeAll),
         (rows) => {
-          const wanted = names.length <= probeNamesMax ? undefined : new Set(names)
+          const wanted = perName ? undefined : new Set(names)
           const groups: Array<ProbeRow> = []
           for (const r of rows) {
             if (wanted === undefined || wanted.has(r.name)) {
               groups.push({ name: r.name, priority: num(r.priority), nextUs: num(r.next_us) })
             }
           }
+          probeRemember(names, groups.length)
           return groups
         }
-      ),
+      )
+    },
     jobClaim: (groups, limit, nowUs, workerId) =>
       Effect.map(run(claimStatement(groups, limit, nowUs, workerId)), (rows) => rows.map(toClaimed).sort(byClaimOrder)),
     explainProbe: (names) =>
-      // Both forms: the one for a few names and the scan of every group.
-      Effect.zipWith(explain(probeNames(names.slice(0, probeNamesMax))), explain(probeAll), (a, b) => [...a, ...b]),
+      // Both forms: the one that starts from the names and the scan of every group.
+      Effect.zipWith(explain(probeNames(names)), explain(probeAll), (a, b) => [...a, ...b]),
     explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
     explainClaimKeyed: (groups, limit, nowUs) => explain(claimKeyedStatement(groups, limit, nowUs, "explain")),
     jobClaimKeyed: (groups, limit, nowUs, workerId) =>

@@ -365,6 +365,40 @@ export const scheduling = (target: Target) => {
       )
     }
 
+    it.live(name("the probe of 40 names, most with pending jobs, answers the same each time (whichever form it takes)"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // The first probe of many names scans every group; once it found groups in most of the
+          // names, the next ones start from the names (PostgreSQL). Both must give one answer.
+          const jobs = Array.from({ length: 40 }, (_, i) =>
+            Job.make(`${prefix}many${String(i).padStart(2, "0")}`, { payload: Schema.Struct({ i: Schema.Number }) }))
+          const other = Job.make(`${prefix}other`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const queue = yield* Queue.Queue
+          const expected: Array<string> = []
+          for (let i = 0; i < 30; i++) {
+            yield* queue.enqueue(jobs[i], { i }, { priority: 0 })
+            expected.push(`${jobs[i].name}/0`)
+            if (i < 10) {
+              yield* queue.enqueue(jobs[i], { i }, { priority: 5 })
+              expected.push(`${jobs[i].name}/5`)
+            }
+            // Not yet due: not among the due groups, but the probe's next run_at.
+            if (i >= 10 && i < 15) yield* queue.enqueue(jobs[i], { i }, { priority: 3, delay: "1 hour" })
+          }
+          yield* queue.enqueue(other, { i: 0 })
+          const claimer = yield* Claimer.Claimer
+          const names = jobs.map((j) => j.name)
+          for (let round = 0; round < 3; round++) {
+            const nowUs = Date.now() * 1000
+            const probe = yield* claimer.probe(names, nowUs)
+            assert.deepStrictEqual(probe.due.map((g) => `${g.name}/${g.priority}`).sort(), expected.slice().sort())
+            // Best first: priority 0 before 5.
+            assert.deepStrictEqual(probe.due.map((g) => g.priority), [...Array(30).fill(0), ...Array(10).fill(5)])
+            assert.isDefined(probe.nextUs)
+            assert.isTrue(probe.nextUs! > nowUs + 3_000_000_000 && probe.nextUs! < nowUs + 3_700_000_000, `nextUs ${probe.nextUs}`)
+          }
+        })))
+
     it.live(name("priorities: within one priority names interleave by run_at, none starves"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
