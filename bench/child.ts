@@ -11,6 +11,7 @@ import type { Env, System, SystemId } from "./systems/types.js"
 /** Only the adapter this child runs is loaded: a child starts faster without the others. */
 const load: Record<SystemId, () => Promise<System>> = {
   sqlane: () => import("./systems/sqlane.js").then((m) => m.sqlane),
+  "sqlane-delete-completed": () => import("./systems/sqlane.js").then((m) => m.sqlaneDeleteCompleted),
   "skip-locked-1": () => import("./systems/skip-locked.js").then((m) => m.skipLocked1),
   "skip-locked-50": () => import("./systems/skip-locked.js").then((m) => m.skipLocked50),
   "pg-boss-default": () => import("./systems/pg-boss.js").then((m) => m.pgBossDefault),

@@ -3,11 +3,12 @@ import { effectSqlPersistedQueue } from "./effect-sql-persisted-queue.js"
 import { graphileWorker } from "./graphile-worker.js"
 import { pgBossDefault, pgBossTuned } from "./pg-boss.js"
 import { skipLocked1, skipLocked50 } from "./skip-locked.js"
-import { sqlane } from "./sqlane.js"
+import { sqlane, sqlaneDeleteCompleted } from "./sqlane.js"
 import type { System, SystemId } from "./types.js"
 
 export const systems: Record<SystemId, System> = {
   sqlane,
+  "sqlane-delete-completed": sqlaneDeleteCompleted,
   "skip-locked-1": skipLocked1,
   "skip-locked-50": skipLocked50,
   "pg-boss-default": pgBossDefault,

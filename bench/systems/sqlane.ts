@@ -13,7 +13,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Claimer, Job, Queue, QueueLive, Worker } from "../../src/index.js"
 import { admin, tableBytes } from "../lib/targets.js"
-import { type Env, type OpenOptions, type Payload, QUEUE, type System } from "./types.js"
+import { type Env, type OpenOptions, type Payload, QUEUE, type System, type SystemId } from "./types.js"
 
 export const BenchJob = Job.make(QUEUE, {
   payload: Schema.Struct({ i: Schema.Number, userId: Schema.Number, email: Schema.String, template: Schema.String })
@@ -27,10 +27,11 @@ const client = (env: Env, pool: number) =>
 export const prefix = (env: Env) => `${env.ns}_`
 
 /** A running sqlane instance (one `QueueLive` with its own pool) as a ManagedRuntime. */
-export const runtime = (env: Env, o: OpenOptions = {}) =>
+export const runtime = (env: Env, o: OpenOptions = {}, deleteCompleted = false) =>
   ManagedRuntime.make(
     QueueLive({
       prefix: prefix(env),
+      ...(deleteCompleted ? { retention: { completed: 0 } } : {}),
       ...(o.pollMs === undefined ? {} : { pollInterval: o.pollMs }),
       // Diagnostic: SQLANE_DURABLE_CLAIMS=1 makes claims wait for the WAL flush (the default does not).
       durableClaims: process.env.SQLANE_DURABLE_CLAIMS === "1"
@@ -53,8 +54,8 @@ export const probe = (rt: SqlaneRuntime, names: ReadonlyArray<string>) =>
     })
   )
 
-export const sqlane: System = {
-  id: "sqlane",
+const make = (id: SystemId, deleteCompleted: boolean): System => ({
+  id,
   dialects: ["pg", "mysql"],
   prepare: async (env) => {
     const rt = runtime(env, { pool: 2 })
@@ -62,7 +63,7 @@ export const sqlane: System = {
     await rt.dispose()
   },
   open: async (env, o = {}) => {
-    const rt = runtime(env, o)
+    const rt = runtime(env, o, deleteCompleted)
     const queue = await rt.runPromise(Queue.Queue)
     return {
       enqueue: (p) => rt.runPromise(Effect.asVoid(queue.enqueue(BenchJob, p))),
@@ -102,4 +103,9 @@ export const sqlane: System = {
       await a.close()
     }
   }
-}
+})
+
+export const sqlane: System = make("sqlane", false)
+
+/** sqlane with `retention.completed` 0: a completed job's row is deleted by the write of its end. */
+export const sqlaneDeleteCompleted: System = make("sqlane-delete-completed", true)

@@ -6,6 +6,7 @@ import type { Target } from "../lib/targets.js"
 
 export type SystemId =
   | "sqlane"
+  | "sqlane-delete-completed"
   | "pg-boss-default"
   | "pg-boss-tuned"
   | "graphile-worker"
@@ -17,6 +18,7 @@ export type SystemId =
 
 export const systemIds: ReadonlyArray<SystemId> = [
   "sqlane",
+  "sqlane-delete-completed",
   "skip-locked-1",
   "skip-locked-50",
   "pg-boss-default",

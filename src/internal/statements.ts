@@ -38,6 +38,8 @@ export interface ClaimedRow {
   readonly errors: string | null
   /** The span that enqueued the job, `<trace id>:<span id>:<sampled 1|0>`, if a tracer was installed. */
   readonly traceContext: string | null
+  /** Whether the job holds its unique key while completed (its row outlives its completion). */
+  readonly keepsKey: boolean
 }
 
 /** A job row as read by `jobGet`. */
@@ -92,6 +94,11 @@ export interface Finish {
   /** New error history (JSON array), or null to keep it. */
   readonly errors: string | null
   readonly result: string | null
+  /**
+   * A completed job whose row must outlive its completion even when completed rows are deleted at
+   * once (`retention.completed` 0): it holds its unique key while completed (`ClaimedRow.keepsKey`).
+   */
+  readonly keep?: boolean | undefined
 }
 
 /** A job name and a priority: the unit the probe reports and the claim reads. */
@@ -393,7 +400,8 @@ const toClaimed = (r: any): ClaimedRow => ({
   runAtUs: num(r.run_at_us),
   createdAtUs: num(r.created_at_us),
   errors: r.errors ?? null,
-  traceContext: r.trace_context ?? null
+  traceContext: r.trace_context ?? null,
+  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & 4) !== 0
 })
 
 const toJobRow = (r: any): JobRow => ({
@@ -429,6 +437,8 @@ const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
 export interface PgOptions {
   /** Whether a claim waits for its WAL flush (`QueueOptions.durableClaims`; default false). */
   readonly durableClaims?: boolean | undefined
+  /** Whether an attempt's end deletes a completed job's row (`retention.completed` of 0). */
+  readonly deleteCompleted?: boolean | undefined
   /** Whether the hot statements may run directly on their connection (see `runner`). */
   readonly direct?: boolean | undefined
 }
@@ -536,13 +546,13 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
   const us = (col: string) => sql.literal(usText(col))
   const claimedColumns = sql.literal(
     `id, name, payload, attempts, attempt_base, priority, ${usText("run_at")} AS run_at_us, ` +
-      `${usText("created_at")} AS created_at_us, errors, trace_context`
+      `${usText("created_at")} AS created_at_us, errors, trace_context, unique_states`
   )
   const claimedColumnsOf = (t: string) =>
     sql.literal(
       `${t}.id, ${t}.name, ${t}.payload, ${t}.attempts, ${t}.attempt_base, ${t}.priority, ` +
         `${usText(`${t}.run_at`)} AS run_at_us, ` +
-        `${usText(`${t}.created_at`)} AS created_at_us, ${t}.errors, ${t}.trace_context`
+        `${usText(`${t}.created_at`)} AS created_at_us, ${t}.errors, ${t}.trace_context, ${t}.unique_states`
     )
   const claimedColumnsJ = claimedColumnsOf("j")
   const claimedColumnsU = claimedColumnsOf("u")
@@ -658,7 +668,23 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         RETURNING ${claimedColumnsJ}`
   }
   // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
-  const finishStatement = (finishes: ReadonlyArray<Finish>) =>
+  /**
+   * The ends of attempts, as common table expressions for a `WITH` (data-modifying statements must
+   * be at its top level): `ended`, an update; with `deleteCompleted`, `removed` deletes the rows of
+   * completed jobs instead (those not `keep`, see `Finish`), and `ended` updates the others, if any.
+   */
+  const finishCtes = (finishes: ReadonlyArray<Finish>) => {
+    if (options.deleteCompleted !== true) return sql`ended AS (${finishUpdate(finishes)})`
+    const removed = finishes.filter((f) => f.state === "completed" && f.keep !== true)
+    if (removed.length === 0) return sql`ended AS (${finishUpdate(finishes)})`
+    const remove = sql`removed AS (DELETE FROM ${jobs} AS j
+        USING unnest(${numbers(removed.map((f) => f.id))}::bigint[], ${numbers(removed.map((f) => f.attempt))}::int[])
+          AS v(id, attempt)
+        WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running')`
+    const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
+    return rest.length === 0 ? remove : sql`${remove}, ended AS (${finishUpdate(rest)})`
+  }
+  const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
     sql`UPDATE ${jobs} AS j SET
         state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
         attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
@@ -809,14 +835,14 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
             FROM unnest(${names}::text[]) AS n(name)`,
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => run(finishStatement(finishes)).pipe(Effect.asVoid),
+    jobFinishMany: (finishes) => run(sql`WITH ${finishCtes(finishes)} SELECT 1`).pipe(Effect.asVoid),
     // The ends touch running rows and the claim pending ones: one snapshot, disjoint rows. The
     // claim's rows are locked while the ends are written, so a bulk update by hand can deadlock
     // with it; the transient retry runs it again. Its commit waits for the WAL flush, as the
     // ends' writes always do (no `synchronous_commit` off here).
     jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
       Effect.map(
-        run(sql`WITH ended AS (${finishStatement(finishes)})
+        run(sql`WITH ${finishCtes(finishes)}
           ${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))}`),
         (rows) => rows.map(toClaimed).sort(byClaimOrder)
       ),
@@ -1024,7 +1050,9 @@ export const mysql = (
   /** Whether the hot statements may run directly on their connection (see `runner`). */
   direct = false,
   /** The server's `max_allowed_packet` (bytes), when known. */
-  maxStatementBytes?: number
+  maxStatementBytes?: number,
+  /** Whether an attempt's end deletes a completed job's row (`retention.completed` of 0). */
+  deleteCompleted = false
 ): Statements => {
   const jobs = sql(`${prefix}jobs`)
   const runPlain = runner(direct)
@@ -1041,11 +1069,11 @@ export const mysql = (
   const usOf = (col: string) => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${col})`
   const claimedColumns = sql.literal(
     `id, name, payload, attempts, attempt_base, priority, ${usOf("run_at")} AS run_at_us, ` +
-      `${usOf("created_at")} AS created_at_us, errors, trace_context`
+      `${usOf("created_at")} AS created_at_us, errors, trace_context, unique_states`
   )
   const claimedColumnsJ = sql.literal(
     `j.id, j.name, j.payload, j.attempts, j.attempt_base, j.priority, ${usOf("j.run_at")} AS run_at_us, ` +
-      `${usOf("j.created_at")} AS created_at_us, j.errors, j.trace_context`
+      `${usOf("j.created_at")} AS created_at_us, j.errors, j.trace_context, j.unique_states`
   )
   // One job: a prepared insert (`.raw` gives the insert id), compiled once (as on PostgreSQL): only
   // its values change.
@@ -1140,6 +1168,21 @@ export const mysql = (
     return chunks
   }
   // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
+  /**
+   * The ends of attempts: one update; with `deleteCompleted`, a delete of the rows of completed jobs
+   * (those not `keep`, see `Finish`) and an update of the others, if any, in one text.
+   */
+  const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
+    const removed = deleteCompleted ? finishes.filter((f) => f.state === "completed" && f.keep !== true) : []
+    if (removed.length === 0) return finishStatement(finishes).compile(true)
+    const [remove, removeParams] = sql`DELETE FROM ${jobs}
+        WHERE (id, attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
+          AND state = 'running'`.compile(true)
+    const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
+    if (rest.length === 0) return [remove, removeParams]
+    const [update, updateParams] = finishStatement(rest).compile(true)
+    return [`${remove}; ${update}`, [...removeParams, ...updateParams]]
+  }
   const finishStatement = (finishes: ReadonlyArray<Finish>) => {
     const rows = finishes.map((f, i) =>
       i === 0
@@ -1304,7 +1347,10 @@ export const mysql = (
         }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => run(finishStatement(finishes), "unprepared").pipe(Effect.asVoid),
+    jobFinishMany: (finishes) => {
+      const [text, params] = finishStatements(finishes)
+      return runPlain(sql.unsafe(text, MysqlText.values(params)), "unprepared").pipe(Effect.asVoid)
+    },
     // The ends touch running rows and the claim pending ones. The ends' row locks are held while
     // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both. Unlike
     // PostgreSQL's one statement (one snapshot), the locking reads see the ends just written: a job
@@ -1317,7 +1363,7 @@ export const mysql = (
           sets.flat().map(toClaimed).filter((r) => !ended.has(r.id)).sort(byClaimOrder).slice(0, Math.floor(limit)),
         nowUs,
         workerId,
-        finishStatement(finishes).compile(true)
+        finishStatements(finishes)
       )
     },
     jobCancel: (id, nowUs) =>

@@ -13,6 +13,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -84,7 +85,11 @@ export const QueueLive = (
         const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
         const database = Layer.succeed(Database, {
           statements: Statements.withTransientRetry(
-            Statements.pg(sql, config.prefix, db, { durableClaims: config.durableClaims, direct }),
+            Statements.pg(sql, config.prefix, db, {
+              durableClaims: config.durableClaims,
+              direct,
+              deleteCompleted: Duration.isZero(config.retention.completed)
+            }),
             direct
           ),
           dialect: "pg",
@@ -104,7 +109,15 @@ export const QueueLive = (
       const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
       const database = Layer.succeed(Database, {
         statements: Statements.withTransientRetry(
-          Statements.mysql(sql, config.prefix, row.db ?? "", Number(row?.inc ?? 1), direct, Number(row.packet)),
+          Statements.mysql(
+            sql,
+            config.prefix,
+            row.db ?? "",
+            Number(row?.inc ?? 1),
+            direct,
+            Number(row.packet),
+            Duration.isZero(config.retention.completed)
+          ),
           direct
         ),
         dialect: "mysql",

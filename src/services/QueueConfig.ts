@@ -101,7 +101,10 @@ export interface QueueOptions {
   readonly rescueInterval?: Duration.DurationInput | undefined
   /**
    * How long finished jobs are kept after `finished_at`. Defaults: completed 1 day, dead 7 days,
-   * cancelled 7 days.
+   * cancelled 7 days. `completed: 0` deletes a completed job's row with the write of its end
+   * (BullMQ's `removeOnComplete: true`): less write work per job, no completed rows (`Queue.get`
+   * fails with `JobNotFound`, the result is not kept), except for a job whose unique key is guarded
+   * while completed, which is kept until pruned.
    */
   readonly retention?: {
     readonly completed?: Duration.DurationInput | undefined

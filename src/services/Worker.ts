@@ -483,7 +483,8 @@ export const make = <R>(
         finishedAtUs: nowUs,
         lastError: null,
         errors: null,
-        result: json === null ? null : json.json
+        result: json === null ? null : json.json,
+        keep: row.keepsKey
       }
     }
 

@@ -369,6 +369,58 @@ export const operations = (target: Target) => {
           assert.strictEqual(yield* countJobs(prefix, "completed"), 10)
         }), { pruneInterval: "100 millis", pruneBatchSize: 500, retention: { completed: "1 hour" } }))
 
+    it.live(name("with retention.completed 0, an end deletes a completed job's row, unless it holds its unique key when completed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Flaky = Job.make(`${prefix}flaky`, {
+            payload: Schema.Struct({ fail: Schema.Boolean }),
+            failure: Schema.String,
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          const ran = { noop: 0, flaky: 0 }
+          // One job first, alone: its end is written with no claim riding on it.
+          const alone = yield* queue.enqueue(Noop, { i: -1 })
+          yield* Worker.make({
+            handlers: [
+              Job.handler(Noop, () => Effect.sync(() => void ran.noop++)),
+              // `fail`: every attempt fails; otherwise only the first.
+              Job.handler(Flaky, (p, ctx) =>
+                Effect.suspend(() => {
+                  ran.flaky++
+                  return p.fail || ctx.attempt === 1 ? Effect.fail("failed") : Effect.void
+                }))
+            ],
+            concurrency: 5
+          })
+          yield* waitUntil(Effect.sync(() => ran.noop === 1), 10_000, "the first job")
+          yield* waitUntil(Effect.map(countJobs(prefix), (n) => n === 0), 10_000, "its row deleted")
+          const gone = yield* Effect.either(queue.get(alone))
+          assert.isTrue(gone._tag === "Left" && gone.left._tag === "JobNotFound")
+          // A backlog: most ends ride with claims. Then keys and failures.
+          yield* queue.enqueueMany(Noop, Array.from({ length: 60 }, (_, i) => ({ i })))
+          const keptKey = yield* queue.enqueue(Noop, { i: 100 }, { unique: { key: "kept", states: ["completed"] } })
+          yield* queue.enqueue(Noop, { i: 101 }, { unique: "freed" })
+          const dead = yield* queue.enqueue(Flaky, { fail: true })
+          yield* waitUntil(Effect.sync(() => ran.noop === 63 && ran.flaky === 2), 20_000, "every job")
+          yield* waitUntil(
+            Effect.map(countJobs(prefix), (n) => n === 2),
+            10_000,
+            "only the dead job and the one holding its key when completed"
+          )
+          assert.strictEqual((yield* queue.get(keptKey)).state, "completed")
+          assert.strictEqual((yield* queue.get(dead)).state, "dead")
+          // The completed key still holds; the freed one is free again.
+          assert.isTrue((yield* queue.insert(Noop, { i: 102 }, { unique: { key: "kept", states: ["completed"] } })).duplicate)
+          assert.isFalse((yield* queue.insert(Noop, { i: 103 }, { unique: "freed" })).duplicate)
+          // A job that fails once and then succeeds: its row outlives the failed attempt.
+          const retried = yield* queue.enqueue(Flaky, { fail: false })
+          yield* waitUntil(Effect.sync(() => ran.flaky === 4 && ran.noop === 64), 20_000, "the last jobs")
+          yield* waitUntil(Effect.map(countJobs(prefix), (n) => n === 2), 10_000, "their rows deleted")
+          const after = yield* Effect.either(queue.get(retried))
+          assert.isTrue(after._tag === "Left" && after.left._tag === "JobNotFound")
+        }), { retention: { completed: 0 } }))
+
     it.live(name("a handler's progress is shown by Admin.show, status and `sqlane jobs show`"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
