@@ -587,25 +587,28 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
       )
       SELECT name, priority, ${us("run_at")} AS next_us FROM t`
   /**
-   * Which form probes `names`. The per-name form costs about 2 µs per name plus 2 per group found;
-   * the scan of every group about 6 µs per group with pending jobs, of any name (PostgreSQL 15,
-   * 1,000 names: `bench/results/postgres-15-session11-probe.md`). Up to `probeNamesMax` names the
-   * per-name form is always the cheaper; above it, the form follows the groups the last probe of
-   * the same names found: the per-name form once they are at least 45 % of the names. Those groups
-   * are a lower bound of all groups, so the guess errs towards the scan only when it was right.
+   * Which form probes `names`. The per-name form costs about 2 µs per name plus 2 per group it
+   * finds; the scan of every group about 6 µs per group with pending jobs, of any name (PostgreSQL
+   * 15, 1,000 names: `bench/results/postgres-15-session11-probe.md`). Up to `probeNamesMax` names the
+   * per-name form always runs; above, the form with the lower cost by the last probe of the same
+   * names: the groups of these names it found, and all groups as the last scan counted them (at
+   * least the groups found since). A stale count only picks the slower form, never a wrong answer.
    */
   const probeNamesMax = 32
-  const probeHistory = new Map<string, number>()
+  const probeHistory = new Map<string, { readonly found: number; readonly all: number }>()
   const probeKey = (names: ReadonlyArray<string>) => `${names.length}\u0000${names[0]}\u0000${names[names.length - 1]}`
   const probePerName = (names: ReadonlyArray<string>) => {
     if (names.length <= probeNamesMax) return true
-    const found = probeHistory.get(probeKey(names))
-    return found !== undefined && found * 20 >= names.length * 9
+    const last = probeHistory.get(probeKey(names))
+    return last !== undefined && 2 * names.length + 2 * last.found < 6 * last.all
   }
-  const probeRemember = (names: ReadonlyArray<string>, found: number) => {
+  /** `all`: the groups of every name the scan found, or undefined after a per-name probe. */
+  const probeRemember = (names: ReadonlyArray<string>, found: number, all: number | undefined) => {
     if (names.length <= probeNamesMax) return
-    if (probeHistory.size >= 256) probeHistory.clear()
-    probeHistory.set(probeKey(names), found)
+    const key = probeKey(names)
+    const before = probeHistory.get(key)
+    if (before === undefined && probeHistory.size >= 256) probeHistory.clear()
+    probeHistory.set(key, { found, all: all ?? Math.max(found, before?.all ?? 0) })
   }
   // One arm per group, with the group's name and priority as parameters (not an unnest): the
   // planner sees the values, estimates the group's size from its statistics and reads the index
@@ -813,7 +816,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
               groups.push({ name: r.name, priority: num(r.priority), nextUs: num(r.next_us) })
             }
           }
-          probeRemember(names, groups.length)
+          probeRemember(names, groups.length, perName ? undefined : rows.length)
           return groups
         }
       )
@@ -1175,8 +1178,11 @@ export const mysql = (
   const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
     const removed = deleteCompleted ? finishes.filter((f) => f.state === "completed" && f.keep !== true) : []
     if (removed.length === 0) return finishStatement(finishes).compile(true)
+    // `id IN` first: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))` through no key
+    // (a scan of the running rows, locking them); with `id IN` it reads the primary key.
     const [remove, removeParams] = sql`DELETE FROM ${jobs}
-        WHERE (id, attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
+        WHERE id IN ${sql.in(removed.map((f) => f.id))}
+          AND (id, attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
           AND state = 'running'`.compile(true)
     const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
     if (rest.length === 0) return [remove, removeParams]

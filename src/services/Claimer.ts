@@ -5,8 +5,8 @@
  * when each is next due; its cost grows with the number of groups that have pending jobs, not
  * with finished jobs (a loose index scan over the pending-jobs index `(name, priority, run_at, id)`:
  * a recursive CTE on PostgreSQL, `GROUP BY` on MySQL/MariaDB). On PostgreSQL the scan starts from
- * the worker's names when they are few (≤ 32) or when most of them had pending jobs at the last
- * probe, and otherwise walks every group of any name.
+ * the worker's names when they are few (≤ 32) or when, by the last probe of the same names, that
+ * costs less than walking every group of any name (which it does otherwise).
  * The *claim* takes up to `limit` due jobs of the due groups, ordered by priority, `run_at`, id,
  * with `FOR UPDATE SKIP LOCKED`, marks them running and counts the attempt: one `UPDATE …
  * RETURNING` on PostgreSQL, one locking read per group and one update on MySQL/MariaDB. Each

@@ -41,7 +41,8 @@ import { Completer, type Outcome, type Rider, type RiderClaim } from "./Complete
  * (`at`, Effect's `Clock`).
  *
  * - `Claimed`: a worker (`workerId`) claimed the job and starts this attempt;
- * - `Completed`: the handler succeeded and the result is stored;
+ * - `Completed`: the handler succeeded and its end is written (the job completed and its result
+ *   stored; with `retention.completed` 0, its row deleted instead);
  * - `Failed`: the attempt failed (`error`, one line) and the job is pending again, due at `retryAt`;
  * - `Dead`: the attempt failed and the job is dead-lettered (no attempts left, a permanent failure,
  *   or a payload that does not decode).

@@ -144,7 +144,8 @@ export interface QueueShape {
    * Cancels a job. A pending job never runs; a running job's handler is interrupted wherever it runs
    * (at once in this process, by `NOTIFY` on PostgreSQL, within the worker's `rescueInterval` on
    * MySQL/MariaDB). Returns `true` when the job was pending or running and is now `cancelled`,
-   * `false` when it had already ended.
+   * `false` when it had already ended. Fails with `JobNotFound` when there is no such row: never
+   * written, pruned, or completed with `retention.completed` 0 (its row is deleted by its end).
    */
   readonly cancel: (id: string) => Effect.Effect<boolean, JobNotFound | SqlError>
   /**

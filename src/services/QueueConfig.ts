@@ -104,7 +104,7 @@ export interface QueueOptions {
    * cancelled 7 days. `completed: 0` deletes a completed job's row with the write of its end
    * (BullMQ's `removeOnComplete: true`): less write work per job, no completed rows (`Queue.get`
    * fails with `JobNotFound`, the result is not kept), except for a job whose unique key is guarded
-   * while completed, which is kept until pruned.
+   * while completed, which is kept until the next prune pass (within `pruneInterval`).
    */
   readonly retention?: {
     readonly completed?: Duration.DurationInput | undefined

@@ -471,9 +471,15 @@ export const make = <R>(
       result: null
     })
 
+    // With `retention.completed` 0 a completed job's row is deleted by its end (unless it holds its
+    // unique key while completed): its result is never stored, so it is not converted either.
+    const deleteCompleted = Duration.isZero(config.retention.completed)
     /** A completion, or where and why its (encoded) result is not JSON (internal/sanitize.ts). */
     const completed = (row: ClaimedJob, nowUs: number, result: unknown): Outcome | NotJson => {
-      const json = result === undefined || codecs.get(row.name)?.storesResult === false ? null : resultJson(result)
+      const json = result === undefined || codecs.get(row.name)?.storesResult === false ||
+          (deleteCompleted && !row.keepsKey)
+        ? null
+        : resultJson(result)
       if (json !== null && !("json" in json)) return json
       return {
         id: row.id,

@@ -350,6 +350,49 @@ export const conformance = (target: Target) => {
           assert.deepStrictEqual(left.map((r) => r.id), ["w-busy"])
         }), { maxConnections: 4 }))
 
+    it.live(name("with retention.completed 0, one job's end waits for no lock on another running job's row"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // On MariaDB a lone `(id, attempts) IN ((?, ?))` reads no key: the delete scanned (and
+          // locked) every running row, so it waited for any transaction holding one of them.
+          const { statements } = yield* Database
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }])
+          const nowUs = Date.now() * 1000 + 1_000_000
+          const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
+          assert.strictEqual(claimed.length, 3)
+          const [held, ended, ridden] = claimed
+          const holding = yield* Deferred.make<void>()
+          const done = yield* Deferred.make<void>()
+          const holder = yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`UPDATE ${jobs} SET progress = NULL WHERE id = ${held.id}`
+            yield* Deferred.succeed(holding, undefined)
+            yield* Deferred.await(done)
+          })).pipe(Effect.fork)
+          yield* Deferred.await(holding)
+          const end = (row: typeof ended) => ({
+            id: row.id,
+            attempt: row.attempts,
+            state: "completed" as const,
+            runAtUs: null,
+            finishedAtUs: nowUs,
+            lastError: null,
+            errors: null,
+            result: null
+          })
+          const alone = yield* statements.jobFinishMany([end(ended)]).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          const ride = yield* statements.jobFinishManyAndClaim!([end(ridden)], [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
+            .pipe(Effect.timeout("3 seconds"), Effect.exit)
+          yield* Deferred.succeed(done, undefined)
+          yield* Fiber.join(holder)
+          assert.isTrue(Exit.isSuccess(alone), "an end alone finished while another transaction held a running row")
+          assert.isTrue(Exit.isSuccess(ride), "a ride's end finished while another transaction held a running row")
+          const left = yield* sql<{ id: string }>`SELECT id FROM ${jobs} ORDER BY id`
+          assert.deepStrictEqual(left.map((r) => String(r.id)), [held.id])
+        }), { maxConnections: 4, retention: { completed: 0 } }))
+
     it.live(name("a payload round-trips bigint and Date through its schema"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
