@@ -241,8 +241,19 @@ export interface Statements {
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
   /** The latest tick (µs) enqueued for a periodic job, if any. */
   readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
-  /** Records that the tick `tickUs` of a periodic job was enqueued (the stored tick only moves forward). */
-  readonly scheduleAdvance: (name: string, tickUs: number, nowUs: number) => Effect.Effect<void, SqlError>
+  /**
+   * Runs `enqueue` for the tick `tickUs` (µs) of a periodic job and records the tick as the latest,
+   * in one transaction, unless a tick at or after it is recorded already (then returns undefined and
+   * enqueues nothing). The schedule's row is locked first: schedulers of one name take its ticks one
+   * at a time, and a late one never enqueues a tick that another already passed — even after its job
+   * row (and so its unique key) was pruned.
+   */
+  readonly scheduleFire: <A, E, R>(
+    name: string,
+    tickUs: number,
+    nowUs: number,
+    enqueue: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A | undefined, E | SqlError, R>
   /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
   /** The name of a worker's session lock (see {@link workerLockPrefix}). */
@@ -928,11 +939,20 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
         (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
       ),
-    scheduleAdvance: (name, tickUs, nowUs) =>
-      sql`INSERT INTO ${sql(`${prefix}schedules`)} AS s (name, last_tick_at, updated_at)
-          VALUES (${name}, ${ts(tickUs)}, ${ts(nowUs)})
-          ON CONFLICT (name) DO UPDATE SET last_tick_at = GREATEST(s.last_tick_at, EXCLUDED.last_tick_at),
-            updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid),
+    scheduleFire: (name, tickUs, nowUs, enqueue) => {
+      const schedules = sql(`${prefix}schedules`)
+      return sql.withTransaction(Effect.gen(function*() {
+        // A first tick's row is written here and locked; a row that exists is locked as it is.
+        yield* sql`INSERT INTO ${schedules} (name, last_tick_at, updated_at)
+            VALUES (${name}, TIMESTAMPTZ '-infinity', ${ts(nowUs)}) ON CONFLICT (name) DO NOTHING`
+        const rows = yield* sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${schedules}
+            WHERE name = ${name} FOR UPDATE`
+        if (rows.length > 0 && num(rows[0].us) >= tickUs) return undefined
+        const enqueued = yield* enqueue
+        yield* sql`UPDATE ${schedules} SET last_tick_at = ${ts(tickUs)}, updated_at = ${ts(nowUs)} WHERE name = ${name}`
+        return enqueued
+      }))
+    },
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
@@ -1447,11 +1467,21 @@ export const mysql = (
           WHERE name = ${name}`,
         (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
       ),
-    scheduleAdvance: (name, tickUs, nowUs) =>
-      sql`INSERT INTO ${sql(`${prefix}schedules`)} (name, last_tick_at, updated_at)
-          VALUES (${name}, ${ts(tickUs)}, ${ts(nowUs)})
-          ON DUPLICATE KEY UPDATE last_tick_at = GREATEST(last_tick_at, VALUES(last_tick_at)),
-            updated_at = VALUES(updated_at)`.pipe(Effect.asVoid),
+    scheduleFire: (name, tickUs, nowUs, enqueue) => {
+      const schedules = sql(`${prefix}schedules`)
+      return sql.withTransaction(Effect.gen(function*() {
+        // A first tick's row is written here; either way the row is locked (the no-op update locks
+        // an existing one), and the locking read sees the latest committed tick.
+        yield* sql`INSERT INTO ${schedules} (name, last_tick_at, updated_at)
+            VALUES (${name}, '1000-01-01 00:00:00', ${ts(nowUs)}) ON DUPLICATE KEY UPDATE name = name`
+        const rows = yield* sql<{ us: number }>`SELECT ${sql.literal(usOf("last_tick_at"))} AS us FROM ${schedules}
+            WHERE name = ${name} FOR UPDATE`
+        if (rows.length > 0 && num(rows[0].us) >= tickUs) return undefined
+        const enqueued = yield* enqueue
+        yield* sql`UPDATE ${schedules} SET last_tick_at = ${ts(tickUs)}, updated_at = ${ts(nowUs)} WHERE name = ${name}`
+        return enqueued
+      }))
+    },
     jobGet: (id) =>
       Effect.map(
         sql`SELECT ${claimedColumns}, state, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,

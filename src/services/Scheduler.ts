@@ -99,15 +99,21 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
               message: `the payload function threw: ${e instanceof Error ? e.message : String(e)}`
             })
         })
-        const result = yield* queue.insert(p.job, payload, {
-          runAt: tick,
-          priority: p.priority,
-          unique: { key: tickKey(p.name, tick), states: allStates }
-        })
-        yield* statements.scheduleAdvance(p.name, tick.getTime() * 1000, yield* nowMicros)
+        // The schedule's row orders the schedulers of one name; the tick's unique key guards the
+        // job as well (a scheduler of an older version records its ticks but does not check them).
+        const result = yield* statements.scheduleFire(
+          p.name,
+          tick.getTime() * 1000,
+          yield* nowMicros,
+          queue.insert(p.job, payload, {
+            runAt: tick,
+            priority: p.priority,
+            unique: { key: tickKey(p.name, tick), states: allStates }
+          })
+        )
         yield* Effect.logDebug(
-          result.duplicate ? "sqlane: tick already enqueued" : "sqlane: tick enqueued"
-        ).pipe(Effect.annotateLogs({ "sqlane.job.id": result.id, "sqlane.tick": tick.toISOString() }))
+          result === undefined || result.duplicate ? "sqlane: tick already enqueued" : "sqlane: tick enqueued"
+        ).pipe(Effect.annotateLogs({ "sqlane.job.id": result?.id ?? "", "sqlane.tick": tick.toISOString() }))
       }).pipe(
         // A payload that does not encode (or whose function throws) skips the tick: retrying cannot help.
         Effect.catchTag("InvalidPayload", (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)),

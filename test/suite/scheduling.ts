@@ -23,6 +23,7 @@ import { countJobs, realSleep, testLayer, waitUntil } from "../support/helpers.j
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
+import { Database } from "../../src/internal/Database.js"
 
 /** A job whose payload names its mutex key (`null`: none). */
 const Keyed = Job.make("keyed", {
@@ -526,6 +527,37 @@ export const scheduling = (target: Target) => {
           assert.isTrue(ran.every((r) => r.runAt === r.at))
           assert.strictEqual(new Set(ran.map((r) => r.id)).size, 10)
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
+
+    it.live(name("a periodic tick is enqueued once, even after its job row is pruned, and never behind a later tick"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // With `retention.completed` 0 the pruner deletes a tick's job within a minute, and with it
+          // the tick's unique key: a scheduler that was late (a paused process) enqueued it again.
+          const { statements } = yield* Database
+          const queue = yield* Queue.Queue
+          const Tick = Job.make("tick", { payload: Schema.Struct({ us: Schema.Number }) })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const t = 1_800_000_000_000_000
+          const fire = (tickUs: number) =>
+            statements.scheduleFire("every-second", tickUs, Date.now() * 1000, queue.insert(Tick, { us: tickUs }))
+          const first = yield* fire(t)
+          assert.isTrue(first !== undefined && !first.duplicate)
+          yield* sql`DELETE FROM ${sql(prefix + "jobs")}`
+          assert.isUndefined(yield* fire(t), "the same tick, its job row gone")
+          assert.isUndefined(yield* fire(t - 1_000_000), "an earlier tick")
+          // Five schedulers at once on the next tick: one enqueues it.
+          const next = yield* Effect.all(Array.from({ length: 5 }, () => fire(t + 1_000_000)), { concurrency: "unbounded" })
+          assert.strictEqual(next.filter((r) => r !== undefined).length, 1)
+          assert.strictEqual(yield* countJobs(prefix), 1)
+          assert.strictEqual(yield* statements.scheduleGet("every-second"), t + 1_000_000)
+          // A failed enqueue records nothing: the tick is tried again.
+          const failed = yield* Effect.either(
+            statements.scheduleFire("every-second", t + 2_000_000, Date.now() * 1000, Effect.fail("no"))
+          )
+          assert.isTrue(Either.isLeft(failed))
+          assert.strictEqual(yield* statements.scheduleGet("every-second"), t + 1_000_000)
+          assert.isDefined(yield* fire(t + 2_000_000))
+        }), { maxConnections: 8 }))
 
     it.effect(name("cron (TestClock): a tick whose payload function throws is skipped; the next tick is enqueued"), () =>
       withQueue(target, (prefix) =>
