@@ -1198,12 +1198,14 @@ export const mysql = (
   const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
     const removed = deleteCompleted ? finishes.filter((f) => f.state === "completed" && f.keep !== true) : []
     if (removed.length === 0) return finishStatement(finishes).compile(true)
-    // `id IN` first: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))` through no key
-    // (a scan of the running rows, locking them); with `id IN` it reads the primary key.
-    const [remove, removeParams] = sql`DELETE FROM ${jobs}
-        WHERE id IN ${sql.in(removed.map((f) => f.id))}
-          AND (id, attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
-          AND state = 'running'`.compile(true)
+    // Through the primary key, named: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))`
+    // through no key, and with few running rows prefers the `(state, finished_at)` index for
+    // `state = 'running'` even beside `id IN` — and at REPEATABLE READ locks that range and the gap
+    // after it, where every new pending job's entry goes. (Index hints need the multi-table form.)
+    const [remove, removeParams] = sql`DELETE j FROM ${jobs} j FORCE INDEX (PRIMARY)
+        WHERE j.id IN ${sql.in(removed.map((f) => f.id))}
+          AND (j.id, j.attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
+          AND j.state = 'running'`.compile(true)
     const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
     if (rest.length === 0) return [remove, removeParams]
     const [update, updateParams] = finishStatement(rest).compile(true)
@@ -1545,7 +1547,10 @@ export const mysql = (
       ),
     jobProgressSet: (id, attempt, progress) =>
       Effect.map(
-        sql`UPDATE ${jobs} SET progress = ${progress}
+        // Through the primary key, named (see the delete of completed jobs): a handler may report
+        // progress inside its own transaction, and a lock on the `(state, finished_at)` range of
+        // running jobs would hold back every enqueue until that transaction ends.
+        sql`UPDATE ${jobs} FORCE INDEX (PRIMARY) SET progress = ${progress}
             WHERE id = ${id} AND attempts = ${attempt} AND state = 'running'`.raw,
         (r: any) => Number(r.affectedRows) > 0
       ),

@@ -360,6 +360,9 @@ export const conformance = (target: Target) => {
           const jobs = sql(prefix + "jobs")
           const queue = yield* Queue.Queue
           yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }])
+          // Many pending jobs beside three running ones: the plan MariaDB prefers for `state = 'running'`.
+          yield* queue.enqueueMany(Noop, Array.from({ length: 500 }, (_, i) => ({ i })), { delay: "1 hour" })
+          if (target.dialect === "mysql") yield* sql`ANALYZE TABLE ${jobs}`.unprepared
           const nowUs = Date.now() * 1000 + 1_000_000
           const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
           assert.strictEqual(claimed.length, 3)
@@ -389,7 +392,7 @@ export const conformance = (target: Target) => {
           yield* Fiber.join(holder)
           assert.isTrue(Exit.isSuccess(alone), "an end alone finished while another transaction held a running row")
           assert.isTrue(Exit.isSuccess(ride), "a ride's end finished while another transaction held a running row")
-          const left = yield* sql<{ id: string }>`SELECT id FROM ${jobs} ORDER BY id`
+          const left = yield* sql<{ id: string }>`SELECT id FROM ${jobs} WHERE state <> 'pending' ORDER BY id`
           assert.deepStrictEqual(left.map((r) => String(r.id)), [held.id])
         }), { maxConnections: 4, retention: { completed: 0 } }))
 

@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue_ from "effect/Queue"
@@ -420,6 +421,31 @@ export const operations = (target: Target) => {
           const after = yield* Effect.either(queue.get(retried))
           assert.isTrue(after._tag === "Left" && after.left._tag === "JobNotFound")
         }), { retention: { completed: 0 } }))
+
+    it.live(name("progress reported inside the handler's own transaction holds back no enqueue"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          // On MariaDB the progress update read the `(state, finished_at)` index when few jobs ran,
+          // and at REPEATABLE READ locked the gap where every new pending job's entry goes.
+          const queue = yield* Queue.Queue
+          const sql = yield* SqlClient.SqlClient
+          const reported = yield* Deferred.make<void>()
+          const gate = yield* Deferred.make<void>()
+          yield* Worker.make({
+            handlers: [Job.handler(Report, (_, ctx) =>
+              sql.withTransaction(Effect.gen(function*() {
+                yield* queue.progress(ctx, 10)
+                yield* Deferred.succeed(reported, undefined)
+                yield* Deferred.await(gate)
+              })).pipe(Effect.orDie))]
+          })
+          yield* queue.enqueueMany(Noop, Array.from({ length: 50 }, (_, i) => ({ i })))
+          yield* queue.enqueue(Report, {})
+          yield* Deferred.await(reported).pipe(Effect.timeout("10 seconds"))
+          const later = yield* queue.enqueue(Noop, { i: 99 }).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          yield* Deferred.succeed(gate, undefined)
+          assert.isTrue(Exit.isSuccess(later), "an enqueue waited for the handler's transaction")
+        }), { maxConnections: 6 }))
 
     it.live(name("a handler's progress is shown by Admin.show, status and `sqlane jobs show`"), () =>
       withQueue(target, (prefix) =>
