@@ -55,6 +55,21 @@ export const withQueue = <A, E>(
 export const runProcess = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.scoped(Effect.flatMap(spawnWorker(args, env), awaitExit))
 
+/** Holds a lock on job `id`'s row in a transaction of its own; the effect returned ends it. */
+const holdJobRow = (prefix: string, id: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const holding = yield* Deferred.make<void>()
+    const done = yield* Deferred.make<void>()
+    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`UPDATE ${sql(prefix + "jobs")} SET progress = NULL WHERE id = ${id}`
+      yield* Deferred.succeed(holding, undefined)
+      yield* Deferred.await(done)
+    })).pipe(Effect.fork)
+    yield* Deferred.await(holding)
+    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
+  })
+
 export const conformance = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
 
@@ -326,24 +341,15 @@ export const conformance = (target: Target) => {
           // the prune waited for any claim, ride or enqueue in flight (and blocked them).
           const { statements } = yield* Database
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          const jobs = sql(prefix + "jobs")
           const queue = yield* Queue.Queue
           const [first] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
           yield* statements.workerRegister("w-stale", 0, "host", 1)
           yield* statements.workerRegister("w-busy", 0, "host", 2)
           const nowUs = Date.now() * 1000 + 1_000_000
           assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, nowUs, "w-busy")).length, 1)
-          const holding = yield* Deferred.make<void>()
-          const done = yield* Deferred.make<void>()
-          const holder = yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`UPDATE ${jobs} SET progress = NULL WHERE id = ${first}`
-            yield* Deferred.succeed(holding, undefined)
-            yield* Deferred.await(done)
-          })).pipe(Effect.fork)
-          yield* Deferred.await(holding)
+          const release = yield* holdJobRow(prefix, first)
           const pruned = yield* statements.workerPrune(nowUs).pipe(Effect.timeout("3 seconds"), Effect.exit)
-          yield* Deferred.succeed(done, undefined)
-          yield* Fiber.join(holder)
+          yield* release
           assert.isTrue(Exit.isSuccess(pruned), "the prune finished while another transaction held a job row")
           const left = yield* sql<{ id: string }>`SELECT id FROM ${sql(prefix + "workers")} ORDER BY id`
           // The stale worker without running jobs is gone; the one with a running job stays.
@@ -367,14 +373,7 @@ export const conformance = (target: Target) => {
           const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
           assert.strictEqual(claimed.length, 3)
           const [held, ended, ridden] = claimed
-          const holding = yield* Deferred.make<void>()
-          const done = yield* Deferred.make<void>()
-          const holder = yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`UPDATE ${jobs} SET progress = NULL WHERE id = ${held.id}`
-            yield* Deferred.succeed(holding, undefined)
-            yield* Deferred.await(done)
-          })).pipe(Effect.fork)
-          yield* Deferred.await(holding)
+          const release = yield* holdJobRow(prefix, held.id)
           const end = (row: typeof ended) => ({
             id: row.id,
             attempt: row.attempts,
@@ -388,8 +387,7 @@ export const conformance = (target: Target) => {
           const alone = yield* statements.jobFinishMany([end(ended)]).pipe(Effect.timeout("3 seconds"), Effect.exit)
           const ride = yield* statements.jobFinishManyAndClaim!([end(ridden)], [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
             .pipe(Effect.timeout("3 seconds"), Effect.exit)
-          yield* Deferred.succeed(done, undefined)
-          yield* Fiber.join(holder)
+          yield* release
           assert.isTrue(Exit.isSuccess(alone), "an end alone finished while another transaction held a running row")
           assert.isTrue(Exit.isSuccess(ride), "a ride's end finished while another transaction held a running row")
           const left = yield* sql<{ id: string }>`SELECT id FROM ${jobs} WHERE state <> 'pending' ORDER BY id`
