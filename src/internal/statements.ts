@@ -401,6 +401,18 @@ const pgLockSpace = 0x5a1a7e
 const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
 
+/**
+ * The ends whose rows are deleted (completed, not `keep`, when completed rows are deleted at once)
+ * and the rest, which are updated.
+ */
+const splitEnds = (finishes: ReadonlyArray<Finish>, deleteCompleted: boolean) => {
+  if (!deleteCompleted) return { removed: [], rest: finishes }
+  const removed: Array<Finish> = []
+  const rest: Array<Finish> = []
+  for (const f of finishes) (f.state === "completed" && f.keep !== true ? removed : rest).push(f)
+  return { removed, rest }
+}
+
 const toClaimed = (r: any): ClaimedRow => ({
   id: String(r.id),
   name: r.name,
@@ -688,14 +700,12 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
    * completed jobs instead (those not `keep`, see `Finish`), and `ended` updates the others, if any.
    */
   const finishCtes = (finishes: ReadonlyArray<Finish>) => {
-    if (options.deleteCompleted !== true) return sql`ended AS (${finishUpdate(finishes)})`
-    const removed = finishes.filter((f) => f.state === "completed" && f.keep !== true)
+    const { removed, rest } = splitEnds(finishes, options.deleteCompleted === true)
     if (removed.length === 0) return sql`ended AS (${finishUpdate(finishes)})`
     const remove = sql`removed AS (DELETE FROM ${jobs} AS j
         USING unnest(${numbers(removed.map((f) => f.id))}::bigint[], ${numbers(removed.map((f) => f.attempt))}::int[])
           AS v(id, attempt)
         WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running')`
-    const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
     return rest.length === 0 ? remove : sql`${remove}, ended AS (${finishUpdate(rest)})`
   }
   const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
@@ -1196,7 +1206,7 @@ export const mysql = (
    * (those not `keep`, see `Finish`) and an update of the others, if any, in one text.
    */
   const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
-    const removed = deleteCompleted ? finishes.filter((f) => f.state === "completed" && f.keep !== true) : []
+    const { removed, rest } = splitEnds(finishes, deleteCompleted)
     if (removed.length === 0) return finishStatement(finishes).compile(true)
     // Through the primary key, named: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))`
     // through no key, and with few running rows prefers the `(state, finished_at)` index for
@@ -1206,7 +1216,6 @@ export const mysql = (
         WHERE j.id IN ${sql.in(removed.map((f) => f.id))}
           AND (j.id, j.attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
           AND j.state = 'running'`.compile(true)
-    const rest = finishes.filter((f) => !(f.state === "completed" && f.keep !== true))
     if (rest.length === 0) return [remove, removeParams]
     const [update, updateParams] = finishStatement(rest).compile(true)
     return [`${remove}; ${update}`, [...removeParams, ...updateParams]]
