@@ -1,9 +1,11 @@
 /**
  * Diagnostic: the database's side of a PostgreSQL drain alone. Each lane is one connection that
  * runs sqlane's ride statement (end the attempts it claimed, claim as many: `WITH ended AS
- * (UPDATE …) UPDATE … RETURNING`) back to back, with no handler and no Effect runtime, over a
- * backlog of N due jobs; prints jobs/s per (lanes × batch). The statements are copied from
- * src/internal/statements.ts (pg); the raw `pg` driver runs them.
+ * (UPDATE … RETURNING), claimed AS (UPDATE … RETURNING) SELECT claimed rows LEFT JOIN the ends'
+ * summary`) back to back, with no handler and no Effect runtime, over a backlog of N due jobs;
+ * prints jobs/s per (lanes × batch). The statements are copied from src/internal/statements.ts
+ * (pg); the raw `pg` driver runs them. FORM=session11 runs the statement before session 12 (no
+ * report of stale ends: `WITH ended AS (UPDATE …) UPDATE … RETURNING`).
  *
  * It bounds what a worker can reach: a worker at concurrency 50 writes its ends and claims in one
  * such statement at a time (1 × 50); writing two halves in turn would be 1 × 25, and two
@@ -40,6 +42,13 @@ const finish = `UPDATE ${jobs} AS j SET
    FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
      AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
    WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`
+const ride = (k: number, worker: string) =>
+  process.env.FORM === "session11"
+    ? `WITH ended AS (${finish}) ${claim(k, worker)}`
+    : `WITH ended AS (${finish} RETURNING v.id, v.attempt), claimed AS (${claim(k, worker)})
+       SELECT c.*, a.applied FROM (SELECT CASE WHEN count(*) < ${k}
+         THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ended AS w) END
+         AS applied FROM ended AS e) AS a LEFT JOIN claimed c ON true`
 try {
   for (const [lanes, k] of shapes) {
     await a.query(`TRUNCATE ${jobs}`)
@@ -61,12 +70,12 @@ try {
       while (rows.length > 0) {
         const nowUs = Date.now() * 1000
         const none = rows.map(() => null)
-        const { rows: next } = await c.query(`WITH ended AS (${finish}) ${claim(k, `w${lane}`)}`, [
+        const { rows: result } = await c.query(ride(k, `w${lane}`), [
           rows.map((r) => r.id), rows.map((r) => r.attempts), rows.map(() => "completed"), none,
           rows.map(() => nowUs), none, none, none
         ])
         done += rows.length
-        rows = next
+        rows = result.filter((r) => r.id !== null)
       }
     }))
     const seconds = (performance.now() - t0) / 1000

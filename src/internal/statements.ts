@@ -101,6 +101,12 @@ export interface Finish {
   readonly keep?: boolean | undefined
 }
 
+/**
+ * The ends of a write that changed nothing, by `endKey`: their attempt was stale (the job was
+ * cancelled, or rescued from a worker taken for lost, while the attempt ran). Usually empty.
+ */
+export type StaleEnds = ReadonlySet<string>
+
 /** A job name and a priority: the unit the probe reports and the claim reads. */
 export interface Group {
   readonly name: string
@@ -177,14 +183,26 @@ export interface Statements {
     nowUs: number,
     cap: number
   ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly due: number }>, SqlError>
-  /** Writes the ends of attempts in one statement; rows whose attempt is stale are left alone. */
-  readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<void, SqlError>
+  /**
+   * Writes the ends of attempts in one transaction; rows whose attempt is stale are left alone, and
+   * their ends are returned. PostgreSQL: one statement. MySQL/MariaDB: the ends and the commit,
+   * and when fewer rows changed than there were ends, a read in between of which ones they were.
+   */
+  readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<StaleEnds, SqlError>
+  /**
+   * Of `finishes`, the ends their rows do not hold now (a row holds an end when it has what the end
+   * wrote; a deleted row's end, when the row is gone): for ends whose write may have committed
+   * unseen (a connection lost during the commit, then the end written again and found stale). A row
+   * that has moved on since (a retry claimed again) reads as not holding it.
+   */
+  readonly jobEndsNotHeld: (finishes: ReadonlyArray<Finish>) => Effect.Effect<StaleEnds, SqlError>
   /**
    * `jobFinishMany` and `jobClaim` in one transaction and one commit (with the WAL flush the
    * ends need): the slots the ends free are filled by the claim in the same commit. PostgreSQL: one
    * statement, so the claim costs no round trip of its own; MySQL/MariaDB: the ends written with
    * the claim's locking reads, then its update and the commit (two round trips, one commit, where
-   * the two apart take three and two).
+   * the two apart take three and two; one more when an end was stale). Returns the jobs claimed and
+   * the ends that were stale (as `jobFinishMany`).
    */
   readonly jobFinishManyAndClaim?: (
     finishes: ReadonlyArray<Finish>,
@@ -192,7 +210,7 @@ export interface Statements {
     limit: number,
     nowUs: number,
     workerId: string
-  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
   /** Cancels a pending or running job; returns whether it was. */
   readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
@@ -411,6 +429,59 @@ const splitEnds = (finishes: ReadonlyArray<Finish>, deleteCompleted: boolean) =>
   const rest: Array<Finish> = []
   for (const f of finishes) (f.state === "completed" && f.keep !== true ? removed : rest).push(f)
   return { removed, rest }
+}
+
+/** The key of an attempt's end among the stale ends of a write (`StaleEnds`). */
+export const endKey = (id: string, attempt: number): string => `${id}:${attempt}`
+
+const noStaleEnds: StaleEnds = new Set()
+
+/**
+ * The ends of `finishes` that changed nothing, from the ends written (`id:attempt,…`), or none
+ * when `written` is null (every end was written).
+ */
+const staleEnds = (finishes: ReadonlyArray<Finish>, written: string | null): StaleEnds => {
+  if (written === null) return noStaleEnds
+  const applied = new Set(written === "" ? [] : written.split(","))
+  const stale = new Set<string>()
+  for (const f of finishes) {
+    const key = endKey(f.id, f.attempt)
+    if (!applied.has(key)) stale.add(key)
+  }
+  return stale
+}
+
+/**
+ * Of `finishes`, the ends their rows (`rows`: id, attempts, state, free — worker_id IS NULL —,
+ * run_at_us, finished_at_us) do not hold: a row holds an end when it has what the end wrote; a
+ * deleted row's end (see `splitEnds`), when the row is gone.
+ */
+const notHeld = (finishes: ReadonlyArray<Finish>, rows: ReadonlyArray<any>, deleteCompleted: boolean): StaleEnds => {
+  const now = new Map(rows.map((r) => [String(r.id), r]))
+  const deleted = new Set(splitEnds(finishes, deleteCompleted).removed)
+  const stale = new Set<string>()
+  for (const f of finishes) {
+    const r = now.get(f.id)
+    const held = deleted.has(f)
+      ? r === undefined
+      : r !== undefined && (r.free === true || Number(r.free) === 1) && (f.state === "released"
+        ? r.state === "pending" && num(r.attempts) === f.attempt - 1
+        : r.state === f.state && num(r.attempts) === f.attempt &&
+          (f.runAtUs === null || numOrNull(r.run_at_us) === f.runAtUs) &&
+          numOrNull(r.finished_at_us) === f.finishedAtUs)
+    if (!held) stale.add(endKey(f.id, f.attempt))
+  }
+  return stale
+}
+
+/** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
+const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
+  let n = 0
+  for (const r of results) {
+    const affected = Array.isArray(r) ? undefined : (r as { affectedRows?: unknown } | null)?.affectedRows
+    if (typeof affected === "number") n += affected
+  }
+  return n
 }
 
 const toClaimed = (r: any): ClaimedRow => ({
@@ -698,15 +769,29 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
    * The ends of attempts, as common table expressions for a `WITH` (data-modifying statements must
    * be at its top level): `ended`, an update; with `deleteCompleted`, `removed` deletes the rows of
    * completed jobs instead (those not `keep`, see `Finish`), and `ended` updates the others, if any.
+   * Both return the (id, attempt) of the ends they wrote; `applied` is a one-row subquery over them:
+   * its column `applied` is null when every end was written, else those ends as `id:attempt,…`
+   * (read with `staleEnds`).
    */
   const finishCtes = (finishes: ReadonlyArray<Finish>) => {
     const { removed, rest } = splitEnds(finishes, options.deleteCompleted === true)
-    if (removed.length === 0) return sql`ended AS (${finishUpdate(finishes)})`
-    const remove = sql`removed AS (DELETE FROM ${jobs} AS j
+    const ended = () => sql`ended AS (${finishUpdate(rest)})`
+    const remove = () => sql`removed AS (DELETE FROM ${jobs} AS j
         USING unnest(${numbers(removed.map((f) => f.id))}::bigint[], ${numbers(removed.map((f) => f.attempt))}::int[])
           AS v(id, attempt)
-        WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running')`
-    return rest.length === 0 ? remove : sql`${remove}, ended AS (${finishUpdate(rest)})`
+        WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'
+        RETURNING v.id, v.attempt)`
+    const ctes = removed.length === 0 ? ended() : rest.length === 0 ? remove() : sql`${remove()}, ${ended()}`
+    const written = removed.length === 0
+      ? sql.literal("ended")
+      : rest.length === 0
+      ? sql.literal("removed")
+      : sql.literal("(SELECT id, attempt FROM removed UNION ALL SELECT id, attempt FROM ended)")
+    // One row: null when every end was written (the common case), else the ends written.
+    const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
+        THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ${written} AS w) END
+        AS applied FROM ${written} AS e)`
+    return { ctes, applied }
   }
   const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
     sql`UPDATE ${jobs} AS j SET
@@ -723,7 +808,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
                   ${numbers(finishes.map((f) => f.finishedAtUs))}::bigint[], ${texts(finishes.map((f) => f.lastError))}::text[],
                   ${texts(finishes.map((f) => f.errors))}::text[], ${texts(finishes.map((f) => f.result))}::text[])
            AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
-      WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`
+      WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'
+      RETURNING v.id, v.attempt`
   // The one-job insert, compiled once: its parameters are, in order, name, payload, priority,
   // run_at (µs), created_at (µs), mutex key, trace context (and the NOTIFY channel and payload).
   const insertOne = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
@@ -859,17 +945,37 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
             FROM unnest(${names}::text[]) AS n(name)`,
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => run(sql`WITH ${finishCtes(finishes)} SELECT 1`).pipe(Effect.asVoid),
+    jobFinishMany: (finishes) => {
+      const { applied, ctes } = finishCtes(finishes)
+      return Effect.map(
+        run(sql<{ applied: string | null }>`WITH ${ctes} SELECT a.applied FROM ${applied} AS a`),
+        (rows) => staleEnds(finishes, rows[0]?.applied ?? null)
+      )
+    },
+    jobEndsNotHeld: (finishes) =>
+      Effect.map(
+        sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${us("run_at")} AS run_at_us,
+              ${us("finished_at")} AS finished_at_us
+            FROM ${jobs} WHERE id = ANY(${numbers(finishes.map((f) => f.id))}::bigint[])`,
+        (rows) => notHeld(finishes, rows, options.deleteCompleted === true)
+      ),
     // The ends touch running rows and the claim pending ones: one snapshot, disjoint rows. The
     // claim's rows are locked while the ends are written, so a bulk update by hand can deadlock
     // with it; the transient retry runs it again. Its commit waits for the WAL flush, as the
     // ends' writes always do (no `synchronous_commit` off here).
-    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) =>
-      Effect.map(
-        run(sql`WITH ${finishCtes(finishes)}
-          ${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))}`),
-        (rows) => rows.map(toClaimed).sort(byClaimOrder)
-      ),
+    // The claim is a CTE too, so that the statement returns a row (the ends written) when it claims
+    // nothing.
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
+      const { applied, ctes } = finishCtes(finishes)
+      return Effect.map(
+        run(sql`WITH ${ctes}, claimed AS (${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))})
+          SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
+        (rows) => ({
+          claimed: rows.filter((r) => r.id !== null).map(toClaimed).sort(byClaimOrder),
+          stale: staleEnds(finishes, (rows[0]?.applied ?? null) as string | null)
+        })
+      )
+    },
     jobCancel: (id, nowUs) =>
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
@@ -1244,37 +1350,61 @@ export const mysql = (
    * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
    * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
    * (multi-statement): the locking reads, then one update of the rows `pick` keeps from their
-   * result sets. Rows read but not kept are unlocked at COMMIT.
+   * result sets. Rows read but not kept are unlocked at COMMIT. With `before` (a ride), the ends are
+   * written first, and when fewer rows changed than there were ends, one more round trip reads
+   * which ends were stale (`staleAmong`).
    */
   const claimInTransaction = (
     selects: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>,
     pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
     nowUs: number,
     workerId: string,
-    /** A statement to run first in the same transaction (the ends a claim rides on). */
-    before?: readonly [string, ReadonlyArray<unknown>]
+    /** The ends a claim rides on, written first in the same transaction. */
+    before?: ReadonlyArray<Finish>
   ) =>
     Effect.gen(function*() {
       const conn = yield* sql.reserve
-      const statements = before === undefined ? selects : [before, ...selects]
+      const statements = before === undefined ? selects : [finishStatements(before), ...selects]
       return yield* Effect.gen(function*() {
         const results = yield* conn.executeUnprepared(
           `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${statements.map(([q]) => q).join("; ")}`,
           MysqlText.values(statements.flatMap(([, params]) => params)),
           undefined
         )
+        // The ends' rows are still locked by this transaction: which ends were written is exact.
+        const stale = before === undefined || affectedRowsOf(results.slice(0, results.length - selects.length)) >= before.length
+          ? noStaleEnds
+          : yield* staleAmong(before, conn)
         const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
         if (picked.length === 0) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
-          return [] as Array<ClaimedRow>
+          return { claimed: [] as Array<ClaimedRow>, stale }
         }
         const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
               claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
             WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
         yield* conn.executeUnprepared(`${update}; COMMIT`, MysqlText.values(updateParams), undefined)
-        return picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 }))
+        return { claimed: picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 })), stale }
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
+  /** What `notHeld` reads of the rows of `finishes`. */
+  const endsRead = (finishes: ReadonlyArray<Finish>) =>
+    sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${sql.literal(usOf("run_at"))} AS run_at_us,
+        ${sql.literal(usOf("finished_at"))} AS finished_at_us
+      FROM ${jobs} FORCE INDEX (PRIMARY) WHERE id IN ${sql.in(finishes.map((f) => f.id))}`.compile(true)
+  /**
+   * Which of `finishes` changed nothing, when fewer rows changed than there were ends (`notHeld`),
+   * read on `conn` inside the transaction that wrote the ends: their rows are locked by it, so the
+   * answer is exact. (A deleted row's end whose row was already gone — a job cancelled and pruned
+   * while it ran, with `retention.completed` 0 — reads as written.)
+   */
+  const staleAmong = (finishes: ReadonlyArray<Finish>, conn: SqlConnection.Connection): Effect.Effect<StaleEnds, SqlError> => {
+    const [text, params] = endsRead(finishes)
+    return Effect.map(
+      conn.executeUnprepared(text, MysqlText.values(params), undefined),
+      (rows) => notHeld(finishes, rows, deleteCompleted)
+    )
+  }
   return {
     dialect: "mysql",
     jobInsertMany: (rows, nowUs) => {
@@ -1334,11 +1464,14 @@ export const mysql = (
     jobClaim: (groups, limit, nowUs, workerId) =>
       // One locking read per group (an index range in claim order, no filesort), then the first
       // `limit` rows in claim order.
-      claimInTransaction(
-        groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
-        (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
-        nowUs,
-        workerId
+      Effect.map(
+        claimInTransaction(
+          groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
+          (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
+          nowUs,
+          workerId
+        ),
+        (r) => r.claimed
       ),
     explainClaimKeyed: (groups, limit, nowUs) =>
       Effect.map(
@@ -1348,7 +1481,7 @@ export const mysql = (
     jobClaimKeyed: (groups, limit, nowUs, workerId) =>
       // As `jobClaim`; each group's locking read skips jobs whose key has a running job (the unique
       // index on `mutex_running` answers that); of the merged windows one job per key is kept.
-      retryKeyed(claimInTransaction(
+      retryKeyed(Effect.map(claimInTransaction(
         groups.map((g) => claimKeyedSelect(g, limit, nowUs).compile(true)),
         (sets) => {
           const rows = sets.flat().map((row) => ({ row, claimed: toClaimed(row) }))
@@ -1371,7 +1504,7 @@ export const mysql = (
         },
         nowUs,
         workerId
-      )),
+      ), (r) => r.claimed)),
     jobCountDue: (names, nowUs, cap) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
         run(sql<{ name: string; due: number }>`${
@@ -1384,10 +1517,26 @@ export const mysql = (
         }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => {
-      const [text, params] = finishStatements(finishes)
-      return runPlain(sql.unsafe(text, MysqlText.values(params)), "unprepared").pipe(Effect.asVoid)
-    },
+    // In a transaction of its own, so that a stale end is found exactly (`staleAmong`): the ends'
+    // rows stay locked until the commit. As a multi-statement, the driver returns the rows each
+    // statement changed.
+    jobFinishMany: (finishes) =>
+      Effect.gen(function*() {
+        const [text, params] = finishStatements(finishes)
+        const conn = yield* sql.reserve
+        return yield* Effect.gen(function*() {
+          const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
+          const stale = affectedRowsOf(results) >= finishes.length ? noStaleEnds : yield* staleAmong(finishes, conn)
+          yield* conn.executeUnprepared("COMMIT", [], undefined)
+          return stale
+        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+      }).pipe(Effect.scoped),
+    jobEndsNotHeld: (finishes) =>
+      Effect.map(
+        Effect.flatMap(Effect.sync(() => endsRead(finishes)), ([text, params]) =>
+          runPlain(sql.unsafe(text, MysqlText.values(params)), "unprepared")),
+        (rows) => notHeld(finishes, rows, deleteCompleted)
+      ),
     // The ends touch running rows and the claim pending ones. The ends' row locks are held while
     // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both. Unlike
     // PostgreSQL's one statement (one snapshot), the locking reads see the ends just written: a job
@@ -1400,7 +1549,7 @@ export const mysql = (
           sets.flat().map(toClaimed).filter((r) => !ended.has(r.id)).sort(byClaimOrder).slice(0, Math.floor(limit)),
         nowUs,
         workerId,
-        finishStatements(finishes)
+        finishes
       )
     },
     jobCancel: (id, nowUs) =>

@@ -4,7 +4,8 @@
  * gives bigger batches and fewer commits per job.
  *
  * Every write is guarded by the job's id and attempt number and by `state = 'running'`: a worker
- * that lost its claim changes nothing.
+ * that lost its claim changes nothing, and is told so (`changed` false), so that it reports no
+ * event and counts no metric for that end.
  *
  * A write may carry a worker's next claim (`Rider`): the same transaction ends the batch's
  * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement
@@ -22,7 +23,7 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Finish, Group } from "../internal/statements.js"
+import { type ClaimedRow, endKey, type Finish, type Group, type StaleEnds } from "../internal/statements.js"
 
 /**
  * The end of one attempt.
@@ -71,13 +72,19 @@ export interface Rider {
  * @category models
  */
 export interface CompleterShape {
-  /** Queues the end of an attempt; succeeds once it is written. */
-  readonly finish: (outcome: Outcome) => Effect.Effect<void>
+  /**
+   * Queues the end of an attempt; succeeds once it is written, with whether it changed the job
+   * (false: the attempt was stale — the job was cancelled, or rescued as a lost worker's, while it
+   * ran — and the row was left alone). Callers read only `false` (a wrapper typed to return
+   * nothing means written).
+   */
+  readonly finish: (outcome: Outcome) => Effect.Effect<boolean | void>
   /**
    * Queues the end of an attempt and calls `onWritten` (on the completer's fiber, synchronously)
-   * once it is written. For the worker's hot path: no fiber per outcome.
+   * once it is written, with whether it changed the job (as `finish`; a wrapper that calls it
+   * without an argument means true). For the worker's hot path: no fiber per outcome.
    */
-  readonly unsafeFinish: (outcome: Outcome, onWritten: () => void, rider?: Rider) => void
+  readonly unsafeFinish: (outcome: Outcome, onWritten: (changed?: boolean) => void, rider?: Rider) => void
   /** Whether a claim can ride on the write of ends (the statements have `jobFinishManyAndClaim`). */
   readonly riders?: boolean | undefined
 }
@@ -102,7 +109,7 @@ const isDataError = (error: SqlError): boolean => {
   return typeof cause?.code === "string" && /^(22|23|42|54)[0-9A-Z]{3}$/.test(cause.code)
 }
 
-type Entry = readonly [Outcome, () => void, Rider | undefined]
+type Entry = readonly [Outcome, (changed?: boolean) => void, Rider | undefined]
 
 /** The most attempts one statement writes. */
 const maxBatch = 1000
@@ -129,7 +136,7 @@ export const make = Effect.gen(function*() {
    * time, and an outcome that still fails is recorded as a dead letter saying why. Only a write
    * that fails even then (the database is unreachable) is retried until it succeeds.
    */
-  const writeOne = (outcome: Outcome): Effect.Effect<void> =>
+  const writeOne = (outcome: Outcome): Effect.Effect<StaleEnds> =>
     statements.jobFinishMany([outcome]).pipe(
       Effect.catchAll((error) =>
         !isDataError(error) ? Effect.fail(error) : statements.jobFinishMany([{
@@ -147,15 +154,28 @@ export const make = Effect.gen(function*() {
       retryForever
     )
 
-  const written = (batch: ReadonlyArray<Entry>) =>
+  const written = (batch: ReadonlyArray<Entry>, stale: StaleEnds) =>
     Effect.sync(() => {
-      for (const [, done] of batch) done()
+      if (stale.size === 0) for (const [, done] of batch) done(true)
+      else for (const [outcome, done] of batch) done(!stale.has(endKey(outcome.id, outcome.attempt)))
     })
 
-  const writeEnds = (batch: ReadonlyArray<Entry>) =>
-    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(
-      Effect.catchAll(() => Effect.forEach(batch, ([outcome]) => writeOne(outcome), { discard: true }))
-    )
+  /**
+   * A failed batch, written end by end. The batch may have committed even so (the connection was
+   * lost during its commit): then its ends are stale now, written by the batch. Those whose rows
+   * hold what they wrote count as written.
+   */
+  const writeEach = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
+    Effect.gen(function*() {
+      const stale = new Set<string>()
+      for (const [outcome] of batch) for (const key of yield* writeOne(outcome)) stale.add(key)
+      if (stale.size === 0) return stale
+      const ends = batch.map(([outcome]) => outcome).filter((o) => stale.has(endKey(o.id, o.attempt)))
+      return yield* statements.jobEndsNotHeld(ends).pipe(Effect.orElseSucceed(() => stale))
+    })
+
+  const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
+    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(Effect.catchAll(() => writeEach(batch)))
 
   const finishAndClaim = statements.jobFinishManyAndClaim
 
@@ -172,7 +192,7 @@ export const make = Effect.gen(function*() {
         counts ??= new Map()
         counts.set(rider, (counts.get(rider) ?? 0) + 1)
       }
-      if (counts === undefined) return Effect.zipRight(writeEnds(batch), written(batch))
+      if (counts === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
       const riders = Array.from(counts).sort((a, b) => b[1] - a[1])
       let chosen: readonly [Rider, RiderClaim] | undefined
       for (const [rider, ended] of riders) {
@@ -184,21 +204,31 @@ export const make = Effect.gen(function*() {
       const passed = Effect.sync(() => {
         for (const [rider] of riders) if (rider !== chosen?.[0]) rider.passed()
       })
-      if (chosen === undefined) return writeEnds(batch).pipe(Effect.zipRight(passed), Effect.zipRight(written(batch)))
+      if (chosen === undefined) {
+        return writeEnds(batch).pipe(Effect.tap(() => passed), Effect.flatMap((stale) => written(batch, stale)))
+      }
       const [rider, claim] = chosen
+      const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds } = { claimed: [], stale: new Set() }
       return finishAndClaim!(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
         .pipe(
           Effect.catchAll((error) =>
             Effect.logDebug("sqlane: ending jobs with a claim failed; ending them alone", error).pipe(
               Effect.zipRight(writeEnds(batch)),
-              Effect.as([])
+              Effect.map((stale) => ({ claimed: [], stale }))
             )
           ),
-          // The worker starts the jobs here, on this fiber: a defect must not end the completer.
-          Effect.flatMap((rows) => Effect.sync(() => rider.claimed(rows))),
-          Effect.catchAllDefect((defect) => Effect.logError("sqlane: starting claimed jobs failed", defect)),
-          Effect.zipRight(passed),
-          Effect.zipRight(written(batch))
+          // A defect must not end the completer: the ends count as written, nothing as claimed.
+          Effect.catchAllDefect((defect) =>
+            Effect.as(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
+          ),
+          Effect.flatMap(({ claimed, stale }) =>
+            // The worker starts the jobs here, on this fiber: a defect must not end the completer.
+            Effect.sync(() => rider.claimed(claimed)).pipe(
+              Effect.catchAllDefect((defect) => Effect.logError("sqlane: starting claimed jobs failed", defect)),
+              Effect.zipRight(passed),
+              Effect.zipRight(written(batch, stale))
+            )
+          )
         )
     })
 
@@ -231,13 +261,14 @@ export const make = Effect.gen(function*() {
     )
   )
 
-  const unsafeFinish = (outcome: Outcome, onWritten: () => void, rider?: Rider) => {
+  const unsafeFinish = (outcome: Outcome, onWritten: (changed?: boolean) => void, rider?: Rider) => {
     Queue.unsafeOffer(pending, [outcome, onWritten, rider] as const)
   }
   return {
     unsafeFinish,
     riders: finishAndClaim !== undefined,
-    finish: (outcome) => Effect.async<void>((resume) => unsafeFinish(outcome, () => resume(Effect.void), undefined))
+    finish: (outcome) =>
+      Effect.async<boolean>((resume) => unsafeFinish(outcome, (changed) => resume(Effect.succeed(changed !== false)), undefined))
   } satisfies CompleterShape
 })
 

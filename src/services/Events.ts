@@ -5,9 +5,9 @@
  * Events are published after the fact is written to the database: `Claimed` once the claim
  * committed, `Completed`, `Failed` and `Dead` once the attempt's end was written by the Completer.
  * `Failed` and `Dead` also cover jobs of lost workers that a worker of this process rescued
- * (error `"worker lost"`). Attempts released at shutdown and cancelled attempts emit nothing.
- * A worker that had lost its claim may still emit an event for a write the database ignored
- * (every write is guarded by the attempt).
+ * (error `"worker lost"`). Attempts released at shutdown and cancelled attempts emit nothing, nor
+ * does the end of an attempt that was stale when written (every write is guarded by the attempt:
+ * the job was cancelled, or rescued from a worker taken for lost, while the attempt ran).
  *
  * Each subscriber has a buffer of {@link bufferSize} events; one that falls further behind loses the
  * oldest ones (workers never wait for subscribers).
@@ -211,27 +211,29 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         ...completer,
         // The worker's hot path: published from the completer's callback once the end is written.
         unsafeFinish: (outcome, onWritten, rider) =>
-          names.size === 0 ? completer.unsafeFinish(outcome, onWritten, wrap(rider)) : completer.unsafeFinish(outcome, () => {
-            onWritten()
+          names.size === 0 ? completer.unsafeFinish(outcome, onWritten, wrap(rider)) : completer.unsafeFinish(outcome, (changed) => {
+            onWritten(changed)
             const key = keyOf(outcome.id, outcome.attempt)
             const name = names.get(key)
             names.delete(key)
-            if (name === undefined) return
+            // A stale attempt's end changed nothing (the job was cancelled or rescued meanwhile).
+            if (name === undefined || changed === false) return
             const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
             if (event !== undefined) events.unsafePublish(event)
           }, wrap(rider)),
         finish: (outcome) =>
           Effect.gen(function*() {
-            yield* completer.finish(outcome)
+            const changed = (yield* completer.finish(outcome)) !== false
             const key = keyOf(outcome.id, outcome.attempt)
-            if (outcome.state === "released" || !events.unsafeHasSubscribers()) {
+            if (!changed || outcome.state === "released" || !events.unsafeHasSubscribers()) {
               names.delete(key)
-              return
+              return changed
             }
             const name = yield* nameOf(outcome.id, outcome.attempt)
             names.delete(key)
             const event = ended(outcome, name, yield* nowMicros)
             if (event !== undefined) yield* events.publish(event)
+            return changed
           })
       }))
     })

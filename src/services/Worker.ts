@@ -539,14 +539,15 @@ export const make = <R>(
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
       const outcome = fitRecord(end, maxStatementBytes)
       const callsBefore = riderCalls
-      completer.unsafeFinish(outcome, () => {
+      completer.unsafeFinish(outcome, (changed) => {
         if (riderWanted && !riderInFlight && riderCalls === callsBefore) {
           // A completer (a wrapper of it) that does not pass the rider on: stop riding, or the
           // loop would wait for a claim that never comes.
           riderWanted = false
           Queue.unsafeOffer(riderDone, [-1, 0])
         }
-        count(row.name, outcome)
+        // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
+        if (changed !== false) count(row.name, outcome)
         if (claiming.get(row.id) === row.attempts) claiming.delete(row.id)
         running--
         Queue.unsafeOffer(slotFreed, undefined)
@@ -1011,7 +1012,8 @@ export const make = <R>(
           if (passes < lockGracePasses) continue
         }
         const outcome = lostClaim ? released(row) : yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
-        yield* completer.finish(outcome)
+        // Another worker may have rescued it first, or it was cancelled: then nothing changed.
+        if ((yield* completer.finish(outcome)) === false) continue
         count(row.name, outcome)
         rescued++
       }

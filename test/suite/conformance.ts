@@ -22,6 +22,7 @@ import { Database } from "../../src/internal/Database.js"
 import * as Claimer from "../../src/services/Claimer.js"
 import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
+import { endKey } from "../../src/internal/statements.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
@@ -326,13 +327,89 @@ export const conformance = (target: Target) => {
             errors: null,
             result: null
           }], group, 2, nowUs, "w-ride")
-          assert.deepStrictEqual(rode.map((r) => [r.id, r.attempts]), [[second, 1]])
+          assert.deepStrictEqual(rode.claimed.map((r) => [r.id, r.attempts]), [[second, 1]])
+          assert.strictEqual(rode.stale.size, 0)
           const row = yield* statements.jobGet(first)
           assert.strictEqual(row?.state, "pending")
           assert.strictEqual(row?.attempts, 0)
           const later = yield* statements.jobClaim(group, 2, nowUs, "w-ride")
           assert.deepStrictEqual(later.map((r) => [r.id, r.attempts]), [[first, 1]])
         })))
+
+    for (const deleted of [false, true]) {
+      it.live(
+        name(`a write of ends reports the ends of stale attempts and writes the others${
+          deleted ? " (retention.completed 0)" : ""
+        }`),
+        () =>
+          withQueue(target, () =>
+            Effect.gen(function*() {
+              // A job cancelled (or rescued) while its attempt ran: the attempt's end changes nothing,
+              // and the worker must know it (no Completed event, no count). Alone, on a ride that
+              // claims nothing, and on a ride that claims.
+              const { statements } = yield* Database
+              const queue = yield* Queue.Queue
+              yield* queue.enqueueMany(Noop, [1, 2, 3, 4, 5, 6].map((i) => ({ i })))
+              const group = [{ name: Noop.name, priority: 0 }]
+              const nowUs = Date.now() * 1000 + 1_000_000
+              const [a, b, c, d, e, f] = yield* statements.jobClaim(group, 6, nowUs, "w-stale")
+              assert.isTrue(yield* queue.cancel(a.id))
+              assert.isTrue(yield* queue.cancel(d.id))
+              type Row = typeof a
+              const end = (row: Row, state: "completed" | "pending" | "dead" | "released" = "completed", attempt = row.attempts) => ({
+                id: row.id,
+                attempt,
+                state,
+                runAtUs: state === "pending" ? nowUs + 60_000_000 : null,
+                finishedAtUs: state === "completed" || state === "dead" ? nowUs : null,
+                lastError: state === "completed" ? null : "failed",
+                errors: null,
+                result: null
+              })
+              const keys = (set: ReadonlySet<string>) => Array.from(set).sort()
+              // Two ends of c in one batch: the one of a wrong attempt is stale.
+              const alone = yield* statements.jobFinishMany([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])
+              assert.deepStrictEqual(keys(alone), [endKey(a.id, 1), endKey(c.id, 2)].sort())
+              // Read back by value (for a batch that may have committed unseen): the same answer.
+              assert.deepStrictEqual(
+                keys(yield* statements.jobEndsNotHeld([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])),
+                [endKey(a.id, 1), endKey(c.id, 2)].sort()
+              )
+              // Every end stale, and every end written.
+              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(a)])), [endKey(a.id, 1)])
+              const [j] = yield* queue.enqueueMany(Noop, [{ i: 10 }], { priority: 2 })
+              const [claimedJ] = yield* statements.jobClaim([{ name: Noop.name, priority: 2 }], 1, nowUs, "w-stale")
+              assert.strictEqual(claimedJ.id, j)
+              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(claimedJ)])), [])
+              // A ride with nothing due to claim (e is due in a minute).
+              const idle = yield* statements.jobFinishManyAndClaim!([end(d), end(f, "dead")], group, 2, nowUs, "w-stale")
+              assert.deepStrictEqual(idle.claimed, [])
+              assert.deepStrictEqual(keys(idle.stale), [endKey(d.id, 1)])
+              // A ride that claims: g's end is stale (a wrong attempt), h is claimed.
+              const [g, h] = yield* queue.enqueueMany(Noop, [{ i: 7 }, { i: 8 }])
+              const [claimedG] = yield* statements.jobClaim(group, 1, nowUs, "w-stale")
+              assert.strictEqual(claimedG.id, g)
+              const rode = yield* statements.jobFinishManyAndClaim!([end(claimedG, "completed", 5)], group, 1, nowUs, "w-stale")
+              assert.deepStrictEqual(rode.claimed.map((r) => r.id), [h])
+              assert.deepStrictEqual(keys(rode.stale), [endKey(g, 5)])
+              const rodeWritten = yield* statements.jobFinishManyAndClaim!([end(claimedG), end(rode.claimed[0], "released")], group, 1, nowUs, "w-stale")
+              assert.deepStrictEqual(keys(rodeWritten.stale), [])
+              assert.deepStrictEqual(rodeWritten.claimed, [])
+              // A release beside a stale end.
+              const [i] = yield* queue.enqueueMany(Noop, [{ i: 9 }], { priority: 1 })
+              const [claimedI] = yield* statements.jobClaim([{ name: Noop.name, priority: 1 }], 1, nowUs, "w-stale")
+              assert.strictEqual(claimedI.id, i)
+              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(claimedI, "released"), end(a)])), [endKey(a.id, 1)])
+              const state = (id: string) => Effect.map(statements.jobGet(id), (r) => r?.state ?? "gone")
+              assert.deepStrictEqual(
+                yield* Effect.forEach([a, b, c, d, e, f].map((r) => r.id), state),
+                ["cancelled", deleted ? "gone" : "completed", deleted ? "gone" : "completed", "cancelled", "pending", "dead"]
+              )
+              assert.deepStrictEqual(yield* Effect.forEach([g, h, i], state), [deleted ? "gone" : "completed", "pending", "pending"])
+              assert.strictEqual((yield* statements.jobGet(i))?.attempts, 0)
+            }), deleted ? { retention: { completed: 0 } } : {})
+      )
+    }
 
     it.live(name("pruning stale workers waits for no transaction that holds job rows"), () =>
       withQueue(target, (prefix) =>

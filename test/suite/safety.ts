@@ -5,12 +5,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricState from "effect/MetricState"
+import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Completer, Job, Queue, Worker } from "../../src/index.js"
+import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
@@ -126,7 +130,7 @@ export const safety = (target: Target) => {
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
           // The frozen worker wakes up and reports attempt 1 as completed: 0 rows change.
           const completer = yield* Completer.Completer
-          yield* completer.finish({
+          const changed = yield* completer.finish({
             id,
             attempt: 1,
             state: "dead",
@@ -136,6 +140,7 @@ export const safety = (target: Target) => {
             errors: null,
             result: null
           })
+          assert.isFalse(changed)
           const info = yield* queue.get(id)
           assert.strictEqual(info.state, "completed")
           assert.strictEqual(info.attempts, 2)
@@ -270,6 +275,52 @@ export const safety = (target: Target) => {
           assert.isTrue(yield* queue.retry(local))
           yield* waitUntil(Effect.sync(() => started.filter((s) => s === local).length === 2))
         }), target.dialect === "pg" ? { rescueInterval: "1 hour" } : {}), 60_000)
+
+    it.live(name("a job cancelled as its handler ends: no Completed event, not counted as completed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // The cancel commits while the handler runs, and the worker hears of it only after the
+          // handler succeeded (here: never; no NOTIFY, no check of the table). The attempt's end is
+          // stale and changes nothing: the worker must not report the job completed.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const events = yield* Events.Events
+          const seen = yield* events.subscribe
+          const Late = Job.make(`${prefix}late`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const started = yield* Deferred.make<void>()
+          const gate = yield* Deferred.make<void>()
+          yield* Worker.make({
+            concurrency: 1,
+            handlers: [Job.handler(Late, ({ i }) =>
+              i === 1 ? Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)) : Effect.void)]
+          })
+          const first = yield* queue.enqueue(Late, { i: 1 })
+          yield* Deferred.await(started)
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'cancelled', worker_id = NULL WHERE id = ${first}`
+          yield* Deferred.succeed(gate, undefined)
+          const second = yield* queue.enqueue(Late, { i: 2 })
+          const all: Array<Events.WorkerEvent> = []
+          yield* waitUntil(
+            Effect.map(Queue_.takeAll(seen), (chunk) => {
+              all.push(...Chunk.toReadonlyArray(chunk))
+              return all.some((e) => e._tag === "Completed" && e.id === second)
+            }),
+            20_000,
+            "the second job's Completed event"
+          )
+          assert.deepStrictEqual(all.map((e) => [e._tag, e.id]), [
+            ["Claimed", first],
+            ["Claimed", second],
+            ["Completed", second]
+          ])
+          assert.strictEqual((yield* queue.get(first)).state, "cancelled")
+          const completed = yield* Effect.map(Metric.snapshot, (pairs) =>
+            pairs.filter((p) =>
+              p.metricKey.name === "sqlane_jobs_completed" &&
+              p.metricKey.tags.some((t) => t.key === Metrics.jobNameTag && t.value === Late.name)
+            ).map((p) => MetricState.isCounterState(p.metricState) ? Number(p.metricState.count) : -1))
+          assert.deepStrictEqual(completed, [1])
+        }), { rescueInterval: "1 hour", pollInterval: "1 hour" }))
 
     it.effect(name("retry a dead job: it runs again with a fresh set of attempts"), () =>
       withQueue(target, () =>
