@@ -25,3 +25,13 @@ export interface DatabaseShape {
 }
 
 export class Database extends Context.Tag("sqlane/internal/Database")<Database, DatabaseShape>() {}
+
+/**
+ * The most connections the client's pool opens (`maxConnections` of `@effect/sql-pg` and
+ * `@effect/sql-mysql2`), when the client says; undefined for other clients and for the drivers'
+ * default (10).
+ */
+export const poolSizeOf = (client: object): number | undefined => {
+  const max = (client as { readonly config?: { readonly maxConnections?: unknown } }).config?.maxConnections
+  return typeof max === "number" && Number.isFinite(max) ? max : undefined
+}

@@ -19,6 +19,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
+import { poolSizeOf } from "../internal/Database.js"
 import * as MigrationsInternal from "../internal/migrations.js"
 import * as Statements from "../internal/statements.js"
 import { versionAtLeast } from "../internal/version.js"
@@ -120,6 +121,15 @@ const withMigrationLock = <A, E, R>(prefix: string, migrate: Effect.Effect<A, E,
         ),
       orElse: () =>
         Effect.gen(function*() {
+          // With one connection the Migrator would wait forever for the one the lock holds.
+          const poolSize = poolSizeOf(yield* SqlClient.SqlClient)
+          if (poolSize !== undefined && poolSize < 2) {
+            return yield* new SetupError({
+              message: `migrating on MySQL/MariaDB needs a pool of at least 2 connections (the migration lock holds ` +
+                `one while the migrations run on another); maxConnections is ${poolSize}. Raise it, or run ` +
+                "`sqlane migrate` at deploy time and pass `migrate: false`"
+            })
+          }
           const conn = yield* sql.reserve
           yield* Effect.acquireRelease(
             // Waits up to 10 minutes for another process's migration.

@@ -44,7 +44,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
-import { Database } from "../internal/Database.js"
+import { Database, poolSizeOf } from "../internal/Database.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
@@ -311,6 +311,15 @@ export const make = <R>(
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
     const { maxStatementBytes, statements } = yield* Database
+    // Its lock holds one connection for the worker's life: with no other, the first claim would
+    // wait forever for one.
+    const poolSize = poolSizeOf(yield* SqlClient.SqlClient)
+    if (poolSize !== undefined && poolSize < 2) {
+      return yield* Effect.dieMessage(
+        `sqlane: a worker needs a pool of at least 2 connections (its lock holds one for its whole life; ` +
+          `claims, ends and handlers use the others); maxConnections is ${poolSize}`
+      )
+    }
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")

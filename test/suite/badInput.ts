@@ -24,6 +24,7 @@ import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import { countJobs, dropTables, testLayer, waitUntil } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
+import { Noop } from "../support/jobs.js"
 import { withQueue } from "./conformance.js"
 
 const Strings = Job.make("bi-strings", {
@@ -382,6 +383,40 @@ export const badInput = (target: Target) => {
         yield* withQueue(target, () => Effect.void, { leaseTimeout: "10001 millis", heartbeatInterval: "5 seconds" })
         // The insert check may be turned off (MySQL/MariaDB; ignored on PostgreSQL).
         yield* withQueue(target, () => Effect.void, { insertCheckInterval: Duration.infinity })
+      }))
+
+    it.live(name("a pool of one connection: a worker fails at once naming maxConnections (MySQL/MariaDB: migrating too)"), () =>
+      Effect.gen(function*() {
+        // Both used to wait forever: the worker's lock (and on MySQL/MariaDB the migration lock) holds
+        // the only connection.
+        const migrated = testLayer(target)
+        yield* Effect.scoped(Layer.build(migrated.layer))
+        const message = (exit: Exit.Exit<unknown, unknown>) =>
+          Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "succeeded"
+        if (target.dialect === "mysql") {
+          const exit = yield* Effect.exit(Effect.scoped(Layer.build(testLayer(target, { maxConnections: 1 }).layer)))
+            .pipe(Effect.timeout("20 seconds"))
+          const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.SetupError, message(exit))
+          assert.include((Option.getOrThrow(error) as Errors.SetupError).message, "maxConnections is 1")
+        }
+        const one = testLayer(target, { prefix: migrated.prefix, migrate: false, maxConnections: 1 })
+        const worker = yield* Effect.exit(
+          Effect.scoped(Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })).pipe(
+            Effect.provide(one.layer),
+            Effect.timeout("20 seconds")
+          )
+        )
+        assert.isTrue(Exit.isFailure(worker) && Cause.isDie(worker.cause), message(worker))
+        assert.include(message(worker), "a worker needs a pool of at least 2 connections")
+        assert.include(message(worker), "maxConnections is 1")
+        // A producer alone needs no second connection.
+        const enqueued = yield* Effect.flatMap(Queue.Queue, (q) => q.enqueue(Noop, { i: 1 })).pipe(
+          Effect.provide(one.layer),
+          Effect.timeout("20 seconds")
+        )
+        assert.match(enqueued, /^\d+$/)
+        yield* dropTables(migrated.prefix).pipe(Effect.provide(migrated.client))
       }))
 
     it.live(name("QueueLive with migrate: false on tables not migrated fails with SchemaNotMigrated, before any job statement"), () =>
