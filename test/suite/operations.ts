@@ -18,7 +18,7 @@ import { Database } from "../../src/internal/Database.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
-import { runCli, spawnWorker } from "../support/processes.js"
+import { runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
 
@@ -141,6 +141,28 @@ export const operations = (target: Target) => {
         assert.deepStrictEqual(after.pending, [])
         yield* dropTables(prefix)
       }).pipe(Effect.provide(clientLayer(target))), 120_000)
+
+    it.live(name("CLI: help piped is plain text; a reader that closes the pipe early ends it quietly"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const help = yield* runCli(["--help"])
+          assert.strictEqual(help.code, 0, help.stderr)
+          assert.include(help.stdout, "USAGE")
+          assert.notInclude(help.stdout, "\u001b[")
+          const wrong = yield* runCli(["jobs", "nosuch"])
+          assert.notStrictEqual(wrong.code, 0)
+          assert.notInclude(wrong.stdout + wrong.stderr, "\u001b[")
+          // Far more than a pipe holds (64 KiB): the command is still writing when the reader leaves.
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Noop, Array.from({ length: 1000 }, (_, i) => ({ i })))
+          const closed = yield* runCliClosingEarly(
+            ["jobs", "list", "--json", "--limit", "1000", "--prefix", prefix],
+            { DATABASE_URL: target.url }
+          )
+          assert.isAbove(closed.stdout.length, 0)
+          assert.strictEqual(closed.stderr, "")
+          assert.strictEqual(closed.code, 0)
+        })), 60_000)
 
     it.live(name("CLI: status, jobs list/show, retry, cancel, pause/resume, prune print JSON and exit 0"), () =>
       withQueue(target, (prefix) =>

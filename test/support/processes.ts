@@ -82,3 +82,25 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string |
     child.on("close", (code, signal) => resume(Effect.succeed({ code: signal ?? code ?? -1, stdout, stderr })))
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+/**
+ * Runs the `sqlane` command as `… | head -c 1` would: its stdout is closed after the first bytes.
+ * Succeeds with its exit code and stderr.
+ */
+export const runCliClosingEarly = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+  Effect.async<CliRun>((resume) => {
+    const childEnv: Record<string, string> = {}
+    for (const [k, v] of Object.entries({ ...process.env, DATABASE_URL: undefined, SQLANE_PREFIX: undefined, ...env })) {
+      if (v !== undefined) childEnv[k] = v
+    }
+    const child = spawn(process.execPath, [cliScript, ...args], { env: childEnv, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.once("data", (d) => {
+      stdout += d
+      child.stdout!.destroy()
+    })
+    child.stderr!.on("data", (d) => (stderr += d))
+    child.on("close", (code, signal) => resume(Effect.succeed({ code: signal ?? code ?? -1, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
