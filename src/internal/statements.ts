@@ -185,8 +185,9 @@ export interface Statements {
   ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly due: number }>, SqlError>
   /**
    * Writes the ends of attempts in one transaction; rows whose attempt is stale are left alone, and
-   * their ends are returned. PostgreSQL: one statement. MySQL/MariaDB: the ends and the commit,
-   * and when fewer rows changed than there were ends, a read in between of which ones they were.
+   * their ends are returned. PostgreSQL: one statement. MySQL/MariaDB: the ends and the commit;
+   * when fewer rows changed than there were ends, rolled back and written again with the running
+   * rows locked first. The ends must be of distinct attempts (a stale end is known by its attempt).
    */
   readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<StaleEnds, SqlError>
   /**
@@ -201,8 +202,8 @@ export interface Statements {
    * ends need): the slots the ends free are filled by the claim in the same commit. PostgreSQL: one
    * statement, so the claim costs no round trip of its own; MySQL/MariaDB: the ends written with
    * the claim's locking reads, then its update and the commit (two round trips, one commit, where
-   * the two apart take three and two; one more when an end was stale). Returns the jobs claimed and
-   * the ends that were stale (as `jobFinishMany`).
+   * the two apart take three and two; when an end was stale, the claim is dropped and the ends are
+   * written as `jobFinishMany` writes them). Returns the jobs claimed and the ends that were stale.
    */
   readonly jobFinishManyAndClaim?: (
     finishes: ReadonlyArray<Finish>,
@@ -1351,8 +1352,8 @@ export const mysql = (
    * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
    * (multi-statement): the locking reads, then one update of the rows `pick` keeps from their
    * result sets. Rows read but not kept are unlocked at COMMIT. With `before` (a ride), the ends are
-   * written first, and when fewer rows changed than there were ends, one more round trip reads
-   * which ends were stale (`staleAmong`).
+   * written first; when fewer rows changed than there were ends, the transaction is rolled back and
+   * the ends are written alone, exactly (`finishExactly`), with nothing claimed.
    */
   const claimInTransaction = (
     selects: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>,
@@ -1371,10 +1372,11 @@ export const mysql = (
           MysqlText.values(statements.flatMap(([, params]) => params)),
           undefined
         )
-        // The ends' rows are still locked by this transaction: which ends were written is exact.
-        const stale = before === undefined || affectedRowsOf(results.slice(0, results.length - selects.length)) >= before.length
-          ? noStaleEnds
-          : yield* staleAmong(before, conn)
+        if (before !== undefined && affectedRowsOf(results.slice(0, results.length - selects.length)) < before.length) {
+          yield* conn.executeUnprepared("ROLLBACK", [], undefined)
+          return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before, conn) }
+        }
+        const stale = noStaleEnds
         const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
         if (picked.length === 0) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
@@ -1393,18 +1395,29 @@ export const mysql = (
         ${sql.literal(usOf("finished_at"))} AS finished_at_us
       FROM ${jobs} FORCE INDEX (PRIMARY) WHERE id IN ${sql.in(finishes.map((f) => f.id))}`.compile(true)
   /**
-   * Which of `finishes` changed nothing, when fewer rows changed than there were ends (`notHeld`),
-   * read on `conn` inside the transaction that wrote the ends: their rows are locked by it, so the
-   * answer is exact. (A deleted row's end whose row was already gone — a job cancelled and pruned
-   * while it ran, with `retention.completed` 0 — reads as written.)
+   * The ends written exactly, in a transaction of their own on `conn` (no transaction open): the
+   * rows of the attempts still running are locked first (`FOR UPDATE`), then only those ends are
+   * written; the others are the stale ends. For a write that changed fewer rows than it had ends
+   * (rows changed count only, not which; a row another attempt deleted is gone either way).
    */
-  const staleAmong = (finishes: ReadonlyArray<Finish>, conn: SqlConnection.Connection): Effect.Effect<StaleEnds, SqlError> => {
-    const [text, params] = endsRead(finishes)
-    return Effect.map(
-      conn.executeUnprepared(text, MysqlText.values(params), undefined),
-      (rows) => notHeld(finishes, rows, deleteCompleted)
-    )
-  }
+  const finishExactly = (finishes: ReadonlyArray<Finish>, conn: SqlConnection.Connection): Effect.Effect<StaleEnds, SqlError> =>
+    Effect.gen(function*() {
+      const [lock, lockParams] = sql`SELECT id, attempts FROM ${jobs} FORCE INDEX (PRIMARY)
+          WHERE id IN ${sql.in(finishes.map((f) => f.id))} AND state = 'running' FOR UPDATE`.compile(true)
+      const results = yield* conn.executeUnprepared(`START TRANSACTION; ${lock}`, MysqlText.values(lockParams), undefined)
+      const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
+      const running = new Set(rows.map((r) => endKey(String(r.id), num(r.attempts))))
+      const live = finishes.filter((f) => running.has(endKey(f.id, f.attempt)))
+      if (live.length > 0) {
+        const [text, params] = finishStatements(live)
+        yield* conn.executeUnprepared(`${text}; COMMIT`, MysqlText.values(params), undefined)
+      } else {
+        yield* conn.executeUnprepared("COMMIT", [], undefined)
+      }
+      const stale = new Set<string>()
+      for (const f of finishes) if (!running.has(endKey(f.id, f.attempt))) stale.add(endKey(f.id, f.attempt))
+      return stale
+    })
   return {
     dialect: "mysql",
     jobInsertMany: (rows, nowUs) => {
@@ -1517,18 +1530,21 @@ export const mysql = (
         }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    // In a transaction of its own, so that a stale end is found exactly (`staleAmong`): the ends'
-    // rows stay locked until the commit. As a multi-statement, the driver returns the rows each
-    // statement changed.
+    // In a transaction of its own: as a multi-statement, the driver returns the rows each statement
+    // changed; when fewer rows changed than there were ends, it is rolled back and the ends are
+    // written exactly (`finishExactly`).
     jobFinishMany: (finishes) =>
       Effect.gen(function*() {
         const [text, params] = finishStatements(finishes)
         const conn = yield* sql.reserve
         return yield* Effect.gen(function*() {
           const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
-          const stale = affectedRowsOf(results) >= finishes.length ? noStaleEnds : yield* staleAmong(finishes, conn)
-          yield* conn.executeUnprepared("COMMIT", [], undefined)
-          return stale
+          if (affectedRowsOf(results) >= finishes.length) {
+            yield* conn.executeUnprepared("COMMIT", [], undefined)
+            return noStaleEnds
+          }
+          yield* conn.executeUnprepared("ROLLBACK", [], undefined)
+          return yield* finishExactly(finishes, conn)
         }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
       }).pipe(Effect.scoped),
     jobEndsNotHeld: (finishes) =>

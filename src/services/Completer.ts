@@ -232,6 +232,27 @@ export const make = Effect.gen(function*() {
         )
     })
 
+  /**
+   * `write`, in as many writes as it takes for each to hold one end per attempt: a write tells its
+   * stale ends by attempt (`endKey`), so two ends of one attempt — two workers of this process
+   * rescued the same job of a lost worker — must not share one. The second is written after the
+   * first, and found stale.
+   */
+  const writeDistinct = (batch: ReadonlyArray<Entry>, claims = true): Effect.Effect<void> => {
+    const seen = new Set<string>()
+    const now: Array<Entry> = []
+    const later: Array<Entry> = []
+    for (const entry of batch) {
+      const key = endKey(entry[0].id, entry[0].attempt)
+      if (seen.has(key)) later.push(entry)
+      else {
+        seen.add(key)
+        now.push(entry)
+      }
+    }
+    return later.length === 0 ? write(batch, claims) : Effect.zipRight(write(now, claims), writeDistinct(later, claims))
+  }
+
   // Wait for the first outcome, then yield once so that attempts finishing in the same tick
   // (a claim's jobs often end together) join the batch: fewer, larger writes.
   yield* Queue.take(pending).pipe(
@@ -239,7 +260,7 @@ export const make = Effect.gen(function*() {
     Effect.flatMap((first) =>
       Effect.map(Queue.takeUpTo(pending, maxBatch - 1), (rest) => [first, ...rest])
     ),
-    Effect.flatMap(write),
+    Effect.flatMap((batch) => writeDistinct(batch)),
     Effect.forever,
     Effect.annotateLogs({ package: "sqlane", module: "Completer" }),
     Effect.interruptible,
@@ -252,7 +273,7 @@ export const make = Effect.gen(function*() {
       Effect.flatMap((rest) =>
         rest.length === 0
           ? Effect.void
-          : write(Array.from(rest), false).pipe(
+          : writeDistinct(Array.from(rest), false).pipe(
             Effect.interruptible,
             Effect.timeout("5 seconds"),
             Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause))
