@@ -99,6 +99,11 @@ export interface Finish {
    * once (`retention.completed` 0): it holds its unique key while completed (`ClaimedRow.keepsKey`).
    */
   readonly keep?: boolean | undefined
+  /**
+   * The job's name, when the writer knows it (not written): the events of a job this process did
+   * not claim (a rescue) carry it without reading the row, which may be gone by then.
+   */
+  readonly name?: string | undefined
 }
 
 /**
@@ -1335,7 +1340,11 @@ export const mysql = (
               ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
         : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
     )
-    return sql`UPDATE ${jobs} j JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
+    // Only the ends' rows, through the primary key (`j.id IN`, as the delete above): with a batch that
+    // is a large share of the running rows, MariaDB read the jobs first, every running row, and
+    // locked each, so an end waited for (or deadlocked with) a transaction holding an unrelated
+    // running job (an app's cancel, a handler's own update).
+    return sql`UPDATE ${jobs} j FORCE INDEX (PRIMARY) JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
           ON j.id = v.id AND j.attempts = v.attempt
         SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
           j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
@@ -1345,7 +1354,7 @@ export const mysql = (
           j.errors = COALESCE(v.errors, j.errors),
           j.result = v.result,
           j.worker_id = NULL
-        WHERE j.state = 'running'`
+        WHERE j.id IN ${sql.in(finishes.map((f) => f.id))} AND j.state = 'running'`
   }
   /**
    * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or

@@ -229,7 +229,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
               names.delete(key)
               return changed
             }
-            const name = yield* nameOf(outcome.id, outcome.attempt)
+            const name = outcome.name ?? (yield* nameOf(outcome.id, outcome.attempt))
             names.delete(key)
             const event = ended(outcome, name, yield* nowMicros)
             if (event !== undefined) yield* events.publish(event)

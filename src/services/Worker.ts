@@ -1022,7 +1022,7 @@ export const make = <R>(
         }
         const outcome = lostClaim ? released(row) : yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
-        if ((yield* completer.finish(outcome)) === false) continue
+        if ((yield* completer.finish({ ...outcome, name: row.name })) === false) continue
         count(row.name, outcome)
         rescued++
       }

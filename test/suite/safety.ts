@@ -322,6 +322,37 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(completed, [1])
         }), { rescueInterval: "1 hour", pollInterval: "1 hour" }))
 
+    if (target.dialect === "pg") {
+      it.live(name("a rescued job's Failed event carries its name even when its row is gone by then"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            // With retention.completed 0 another worker may retry, complete and delete the job between
+            // the rescue's write and its event; here a trigger deletes the row in the rescue's write.
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const queue = yield* Queue.Queue
+            const events = yield* Events.Events
+            const seen = yield* events.subscribe
+            const id = yield* queue.enqueue(Noop, { i: 1 })
+            yield* leftRunning(prefix, id, "gone-worker")
+            yield* sql.unsafe(`CREATE FUNCTION ${prefix}gone() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN DELETE FROM ${prefix}jobs WHERE id = NEW.id; RETURN NULL; END $$`)
+            yield* sql.unsafe(`CREATE TRIGGER ${prefix}gone AFTER UPDATE ON ${prefix}jobs FOR EACH ROW
+              WHEN (OLD.state = 'running' AND NEW.state = 'pending') EXECUTE FUNCTION ${prefix}gone()`)
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
+            const all: Array<Events.WorkerEvent> = []
+            yield* waitUntil(
+              Effect.map(Queue_.takeAll(seen), (chunk) => {
+                all.push(...Chunk.toReadonlyArray(chunk))
+                return all.some((e) => e._tag === "Failed")
+              }),
+              20_000,
+              "the Failed event of the rescue"
+            )
+            yield* sql.unsafe(`DROP FUNCTION ${prefix}gone() CASCADE`)
+            assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.name]), [["Failed", id, Noop.name]])
+          }), { rescueInterval: "100 millis" }))
+    }
+
     it.effect(name("retry a dead job: it runs again with a fresh set of attempts"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
