@@ -56,6 +56,18 @@ export const withQueue = <A, E>(
 export const runProcess = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.scoped(Effect.flatMap(spawnWorker(args, env), awaitExit))
 
+/** The end of a claimed attempt, completed at `finishedAtUs` (µs), for statement-level tests. */
+const completedEnd = (row: { readonly id: string; readonly attempts: number }, finishedAtUs: number) => ({
+  id: row.id,
+  attempt: row.attempts,
+  state: "completed" as const,
+  runAtUs: null,
+  finishedAtUs,
+  lastError: null,
+  errors: null,
+  result: null
+})
+
 /** Holds a lock on job `id`'s row in a transaction of its own; the effect returned ends it. */
 const holdJobRow = (prefix: string, id: string) =>
   Effect.gen(function*() {
@@ -502,16 +514,7 @@ export const conformance = (target: Target) => {
           assert.strictEqual(claimed.length, 3)
           const [held, ended, ridden] = claimed
           const release = yield* holdJobRow(prefix, held.id)
-          const end = (row: typeof ended) => ({
-            id: row.id,
-            attempt: row.attempts,
-            state: "completed" as const,
-            runAtUs: null,
-            finishedAtUs: nowUs,
-            lastError: null,
-            errors: null,
-            result: null
-          })
+          const end = (row: typeof ended) => completedEnd(row, nowUs)
           const alone = yield* statements.jobFinishMany([end(ended)]).pipe(Effect.timeout("3 seconds"), Effect.exit)
           const ride = yield* statements.jobFinishManyAndClaim!([end(ridden)], [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
             .pipe(Effect.timeout("3 seconds"), Effect.exit)
@@ -534,16 +537,7 @@ export const conformance = (target: Target) => {
           const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 20, nowUs, "w")
           assert.strictEqual(claimed.length, 20)
           const release = yield* holdJobRow(prefix, claimed[0].id)
-          const end = (row: typeof claimed[number]) => ({
-            id: row.id,
-            attempt: row.attempts,
-            state: "completed" as const,
-            runAtUs: null,
-            finishedAtUs: nowUs,
-            lastError: null,
-            errors: null,
-            result: null
-          })
+          const end = (row: typeof claimed[number]) => completedEnd(row, nowUs)
           const alone = yield* statements.jobFinishMany(claimed.slice(2, 10).map(end)).pipe(Effect.timeout("3 seconds"), Effect.exit)
           const ride = yield* statements.jobFinishManyAndClaim!(claimed.slice(10, 18).map(end), [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
             .pipe(Effect.timeout("3 seconds"), Effect.exit)
