@@ -225,8 +225,13 @@ export interface Statements {
    * another job now holds its unique key).
    */
   readonly jobRetry: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
-  /** Which of these running jobs' ids are now cancelled. */
-  readonly jobCancelledAmong: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /**
+   * Of these attempts running here, those whose job no longer runs them: cancelled, retried after
+   * a cancel (a later attempt, maybe running elsewhere), rescued, or deleted.
+   */
+  readonly jobStaleAttempts: (
+    attempts: ReadonlyArray<{ readonly id: string; readonly attempt: number }>
+  ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly attempt: number }>, SqlError>
   /**
    * Running jobs of `names` whose worker is gone: its session lock is free, its heartbeat is older
    * than `leaseCutoffUs`, or it has no worker row.
@@ -478,6 +483,18 @@ const notHeld = (finishes: ReadonlyArray<Finish>, rows: ReadonlyArray<any>, dele
     if (!held) stale.add(endKey(f.id, f.attempt))
   }
   return stale
+}
+
+/** Of `attempts`, those whose row (id, attempts, state) is gone, not running, or at another attempt. */
+const staleAttempts = (
+  attempts: ReadonlyArray<{ readonly id: string; readonly attempt: number }>,
+  rows: ReadonlyArray<any>
+) => {
+  const now = new Map(rows.map((r) => [String(r.id), r]))
+  return attempts.filter((a) => {
+    const r = now.get(a.id)
+    return r === undefined || r.state !== "running" || num(r.attempts) !== a.attempt
+  })
 }
 
 /** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
@@ -1005,10 +1022,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         sql.withTransaction,
         Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))
       ),
-    jobCancelledAmong: (ids) =>
-      ids.length === 0 ? Effect.succeed([]) : Effect.map(
-        sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id = ANY(${ids}::bigint[]) AND state = 'cancelled'`,
-        (rows) => rows.map((r) => String(r.id))
+    jobStaleAttempts: (attempts) =>
+      attempts.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql`SELECT id, attempts, state FROM ${jobs} WHERE id = ANY(${numbers(attempts.map((a) => a.id))}::bigint[])`,
+        (rows) => staleAttempts(attempts, rows)
       ),
     jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(
@@ -1590,10 +1607,10 @@ export const mysql = (
         (r: any) => Number(r.affectedRows) > 0
         // Another job holds its unique key: the index refuses the update (only this statement fails).
       ).pipe(Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))),
-    jobCancelledAmong: (ids) =>
-      ids.length === 0 ? Effect.succeed([]) : Effect.map(
-        run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE id IN ${sql.in(ids)} AND state = 'cancelled'`, "unprepared"),
-        (rows) => rows.map((r) => String(r.id))
+    jobStaleAttempts: (attempts) =>
+      attempts.length === 0 ? Effect.succeed([]) : Effect.map(
+        run(sql`SELECT id, attempts, state FROM ${jobs} WHERE id IN ${sql.in(attempts.map((a) => a.id))}`, "unprepared"),
+        (rows) => staleAttempts(attempts, rows)
       ),
     jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(

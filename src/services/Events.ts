@@ -210,17 +210,21 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
       }).pipe(Context.add(Completer, {
         ...completer,
         // The worker's hot path: published from the completer's callback once the end is written.
+        // An end is published if someone subscribed before it was queued, also when its claim came
+        // earlier (its name then comes with the outcome).
         unsafeFinish: (outcome, onWritten, rider) =>
-          names.size === 0 ? completer.unsafeFinish(outcome, onWritten, wrap(rider)) : completer.unsafeFinish(outcome, (changed) => {
-            onWritten(changed)
-            const key = keyOf(outcome.id, outcome.attempt)
-            const name = names.get(key)
-            names.delete(key)
-            // A stale attempt's end changed nothing (the job was cancelled or rescued meanwhile).
-            if (name === undefined || changed === false) return
-            const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
-            if (event !== undefined) events.unsafePublish(event)
-          }, wrap(rider)),
+          names.size === 0 && !events.unsafeHasSubscribers()
+            ? completer.unsafeFinish(outcome, onWritten, wrap(rider))
+            : completer.unsafeFinish(outcome, (changed) => {
+              onWritten(changed)
+              const key = keyOf(outcome.id, outcome.attempt)
+              const name = names.get(key) ?? outcome.name
+              names.delete(key)
+              // A stale attempt's end changed nothing (the job was cancelled or rescued meanwhile).
+              if (name === undefined || changed === false) return
+              const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
+              if (event !== undefined) events.unsafePublish(event)
+            }, wrap(rider)),
         finish: (outcome) =>
           Effect.gen(function*() {
             const changed = (yield* completer.finish(outcome)) !== false

@@ -169,8 +169,12 @@ const timeoutUnlessDone = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: numb
  */
 const lockGracePasses = 3
 
+/** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
+const workersOn = new WeakMap<object, number>()
+
 interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  readonly attempt: number
   reason: "cancel" | "shutdown" | undefined
 }
 
@@ -311,15 +315,20 @@ export const make = <R>(
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
     const { maxStatementBytes, statements } = yield* Database
-    // Its lock holds one connection for the worker's life: with no other, the first claim would
-    // wait forever for one.
-    const poolSize = poolSizeOf(yield* SqlClient.SqlClient)
-    if (poolSize !== undefined && poolSize < 2) {
+    // Each worker's lock holds one connection for the worker's life: with none left over, the
+    // first claim would wait forever for one.
+    const client = yield* SqlClient.SqlClient
+    const poolSize = poolSizeOf(client)
+    const workers = (workersOn.get(client) ?? 0) + 1
+    if (poolSize !== undefined && poolSize < workers + 1) {
       return yield* Effect.dieMessage(
-        `sqlane: a worker needs a pool of at least 2 connections (its lock holds one for its whole life; ` +
-          `claims, ends and handlers use the others); maxConnections is ${poolSize}`
+        `sqlane: ${workers === 1 ? "a worker needs" : `${workers} workers on one pool need`} a pool of at least ` +
+          `${workers + 1} connections (each worker's lock holds one for its whole life; claims, ends and ` +
+          `handlers use the others); maxConnections is ${poolSize}`
       )
     }
+    workersOn.set(client, workers)
+    yield* Effect.addFinalizer(() => Effect.sync(() => workersOn.set(client, (workersOn.get(client) ?? 1) - 1)))
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
@@ -455,6 +464,7 @@ export const make = <R>(
           : yield* retryDelay(handler.job.retry, row.attempts - row.attemptBase, value, Math.floor(nowUs / 1000))
         const outcome: Outcome = {
           id: row.id,
+          name: row.name,
           attempt: row.attempts,
           state: Option.isSome(delay) ? "pending" : "dead",
           // A job whose worker was lost is retried at once (if it has attempts left): the crash
@@ -471,6 +481,7 @@ export const make = <R>(
 
     const released = (row: ClaimedJob): Outcome => ({
       id: row.id,
+      name: row.name,
       attempt: row.attempts,
       state: "released",
       runAtUs: null,
@@ -492,6 +503,7 @@ export const make = <R>(
       if (json !== null && !("json" in json)) return json
       return {
         id: row.id,
+        name: row.name,
         attempt: row.attempts,
         state: "completed",
         runAtUs: null,
@@ -516,6 +528,7 @@ export const make = <R>(
         Effect.catchAllCause((cause) =>
           Effect.succeed<Outcome>({
             id: row.id,
+            name: row.name,
             attempt: row.attempts,
             state: "dead",
             runAtUs: null,
@@ -642,7 +655,7 @@ export const make = <R>(
       )
       const startedMs = clock.unsafeCurrentTimeMillis()
       const fiber = runFork(run, { updateRefs: (refs, fiberId) => annotated(refs, fiberId, row) })
-      const entry: Inflight = { fiber, reason: undefined }
+      const entry: Inflight = { fiber, attempt: row.attempts, reason: undefined }
       const earlier = inflight.get(row.id)
       if (earlier !== undefined && earlier.reason === undefined) {
         // An earlier attempt of this job still runs here: another worker rescued it as lost (this
@@ -965,14 +978,23 @@ export const make = <R>(
 
     // The rescuer: jobs of these names whose worker was lost (its session lock is free, or its
     // heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of attempts.
-    // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB).
+    // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB),
+    // and any other attempt running here that its job no longer runs (see `cancelFromTable`).
     /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
     const lockFree = new Map<string, number>()
-    /** Interrupts the jobs running here that the table says were cancelled (no NOTIFY on MySQL). */
+    /**
+     * Interrupts the attempts running here that the table says their job no longer runs: cancelled
+     * (no NOTIFY on MySQL/MariaDB), cancelled and already retried (the retry may run elsewhere),
+     * rescued, or deleted. Their ends would change nothing; stopping them keeps a job from running
+     * twice at once.
+     */
     const cancelFromTable = Effect.suspend(() =>
       inflight.size === 0
         ? Effect.void
-        : Effect.map(statements.jobCancelledAmong(Array.from(inflight.keys())), cancel)
+        : Effect.map(
+          statements.jobStaleAttempts(Array.from(inflight, ([id, entry]) => ({ id, attempt: entry.attempt }))),
+          (stale) => cancel(stale.filter((s) => inflight.get(s.id)?.attempt === s.attempt).map((s) => s.id))
+        )
     )
     const rescue = Effect.gen(function*() {
       if (names.length === 0) return
@@ -1022,7 +1044,7 @@ export const make = <R>(
         }
         const outcome = lostClaim ? released(row) : yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
-        if ((yield* completer.finish({ ...outcome, name: row.name })) === false) continue
+        if ((yield* completer.finish(outcome)) === false) continue
         count(row.name, outcome)
         rescued++
       }

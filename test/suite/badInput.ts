@@ -410,6 +410,17 @@ export const badInput = (target: Target) => {
         assert.isTrue(Exit.isFailure(worker) && Cause.isDie(worker.cause), message(worker))
         assert.include(message(worker), "a worker needs a pool of at least 2 connections")
         assert.include(message(worker), "maxConnections is 1")
+        // Each worker holds a connection: on a pool of 2, one worker runs and a second one fails.
+        const two = testLayer(target, { prefix: migrated.prefix, migrate: false, maxConnections: 2 })
+        const second = yield* Effect.exit(
+          Effect.scoped(Effect.gen(function*() {
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
+          })).pipe(Effect.provide(two.layer), Effect.timeout("20 seconds"))
+        )
+        assert.isTrue(Exit.isFailure(second) && Cause.isDie(second.cause), message(second))
+        assert.include(message(second), "2 workers on one pool need a pool of at least 3 connections")
+        assert.include(message(second), "maxConnections is 2")
         // A producer alone needs no second connection.
         const enqueued = yield* Effect.flatMap(Queue.Queue, (q) => q.enqueue(Noop, { i: 1 })).pipe(
           Effect.provide(one.layer),

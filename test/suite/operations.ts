@@ -503,6 +503,32 @@ export const operations = (target: Target) => {
           assert.strictEqual(Option.getOrThrow((yield* admin.show(id)).progress).value, 40)
         })), 60_000)
 
+    it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const events = yield* Events.Events
+          const started = yield* Deferred.make<void>()
+          const gate = yield* Deferred.make<void>()
+          yield* Worker.make({
+            handlers: [Job.handler(Noop, () => Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)))]
+          })
+          const id = yield* queue.enqueue(Noop, { i: 1 })
+          yield* Deferred.await(started)
+          const seen = yield* events.subscribe
+          yield* Deferred.succeed(gate, undefined)
+          const all: Array<Events.WorkerEvent> = []
+          yield* waitUntil(
+            Effect.map(Queue_.takeAll(seen), (chunk) => {
+              all.push(...Chunk.toReadonlyArray(chunk))
+              return all.length > 0
+            }),
+            20_000,
+            "the Completed event"
+          )
+          assert.deepStrictEqual(all.map((e) => [e._tag, e.id, e.name, e.attempt]), [["Completed", id, "noop", 1]])
+        })))
+
     it.live(name("the event stream reports claimed, completed, failed and dead, with names and attempts"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {

@@ -322,6 +322,36 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(completed, [1])
         }), { rescueInterval: "1 hour", pollInterval: "1 hour" }))
 
+    it.live(name("a job cancelled and retried by another process: its first attempt is interrupted, not run beside the retry"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // No NOTIFY and no local cancel: the statements alone, as another process's `sqlane cancel`
+          // then `sqlane retry` on MySQL/MariaDB. The row is pending again (not cancelled) by the time
+          // the worker looks; the attempt running here is stale all the same.
+          const { statements } = yield* Database
+          const queue = yield* Queue.Queue
+          const Twice = Job.make(`${prefix}twice`, { payload: Schema.Struct({}) })
+          const started: Array<number> = []
+          const interrupted: Array<number> = []
+          const handlers = [Job.handler(Twice, (_, ctx) =>
+            Effect.sync(() => started.push(ctx.attempt)).pipe(
+              Effect.zipRight(ctx.attempt === 1 ? Effect.never : Effect.void),
+              Effect.onInterrupt(() => Effect.sync(() => interrupted.push(ctx.attempt)))
+            ))]
+          // Worker A runs attempt 1 in its only slot; the retry can only go to worker B.
+          yield* Worker.make({ concurrency: 1, handlers })
+          const id = yield* queue.enqueue(Twice, {})
+          yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "attempt 1")
+          yield* Worker.make({ concurrency: 1, handlers })
+          const nowUs = Date.now() * 1000
+          assert.isTrue(yield* statements.jobCancel(id, nowUs))
+          assert.isTrue(yield* statements.jobRetry(id, nowUs))
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the retry to complete")
+          yield* waitUntil(Effect.sync(() => interrupted.includes(1)), 5_000, "attempt 1 interrupted")
+          assert.deepStrictEqual(started, [1, 2])
+          assert.strictEqual((yield* queue.get(id)).attempts, 2)
+        }), { rescueInterval: "100 millis", pollInterval: "200 millis" }), 60_000)
+
     if (target.dialect === "pg") {
       it.live(name("a rescued job's Failed event carries its name even when its row is gone by then"), () =>
         withQueue(target, (prefix) =>
