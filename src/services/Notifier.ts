@@ -305,6 +305,16 @@ const make = (
         Effect.interruptible,
         Effect.forkScoped
       )
+      // A process that enqueues and closes within a window (a script, a function) still tells the
+      // others: what the window held is sent at once when the layer closes (at most 2 s).
+      yield* Effect.addFinalizer(() =>
+        Effect.suspend(() => {
+          if (trailing.size === 0) return Effect.void
+          const entries = Array.from(trailing.values())
+          trailing.clear()
+          return notify(channel, encodeSignal(entries)).pipe(Effect.timeout("2 seconds"), Effect.ignore)
+        })
+      )
     }
 
     // The LISTEN connection is opened by the first subscriber and kept for the layer's life;

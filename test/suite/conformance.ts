@@ -17,6 +17,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
+import Pg from "pg"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { Database } from "../../src/internal/Database.js"
 import * as Claimer from "../../src/services/Claimer.js"
@@ -1094,6 +1095,28 @@ export const conformance = (target: Target) => {
             // The poll is 1 hour: only NOTIFY (leading and trailing) can explain all 12 starting.
             yield* waitUntil(Effect.sync(() => started.length === 12), 10_000, "all 12 jobs to start")
           }), { pollInterval: "1 hour" }))
+
+      it.live(name("a producer closed within the NOTIFY window still sends its trailing NOTIFY"), () =>
+        Effect.gen(function*() {
+          // Five enqueues in one transaction: three NOTIFY at its commit, the other two trail by
+          // `hintDelay` (20 ms). A process that closes sooner (a script) used to drop the trailing one.
+          const t = testLayer(target, { pollInterval: "1 hour" })
+          const listener = new Pg.Client({ connectionString: target.url })
+          const payloads: Array<string> = []
+          listener.on("notification", (n) => payloads.push(n.payload ?? ""))
+          yield* Effect.promise(() => listener.connect())
+          yield* Effect.promise(() => listener.query(`LISTEN "${t.prefix}jobs"`))
+          yield* Effect.scoped(Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const queue = yield* Queue.Queue
+            yield* sql.withTransaction(Effect.forEach([1, 2, 3, 4, 5], (i) => queue.enqueue(Noop, { i }), { discard: true }))
+          }).pipe(Effect.provide(t.layer)))
+          yield* realSleep(500)
+          yield* Effect.promise(() => listener.end())
+          yield* dropTables(t.prefix).pipe(Effect.provide(t.client))
+          // PostgreSQL sends one NOTIFY for the three alike in the transaction; the trailing one follows.
+          assert.strictEqual(payloads.length, 2, JSON.stringify(payloads))
+        }))
 
       it.live(name("the NOTIFY limiter: a few enqueues per window notify on their own commit, the rest trail"), () =>
         withQueue(target, () =>
