@@ -376,7 +376,7 @@ const jobsShow = Command.make(
           `payload      ${JSON.stringify(out.payload)}`,
           `result       ${out.result === null ? "" : JSON.stringify(out.result)}`,
           `errors       ${out.errors.length === 0 ? "none" : ""}`,
-          ...out.errors.map((e) => `  #${e.attempt} ${e.at} ${e.kind}${e.tag ? ` ${e.tag}` : ""}: ${e.message}`)
+          ...out.errors.map((e) => `  #${e.attempt} ${e.at} ${e.kind}: ${withTag(e.tag, e.message)}`)
         ]
         yield* Console.log(lines.join("\n"))
       })
@@ -388,9 +388,25 @@ const jobs = Command.make("jobs").pipe(
   Command.withSubcommands([jobsList, jobsShow])
 )
 
-const actionOutput = (c: Common, verb: string, results: ReadonlyArray<Admin.ActionResult>) =>
+/**
+ * An attempt's error as `Tag: message`, the tag once: the stored message of a typed failure already
+ * starts with its tag (`Boom: {…}`, see `describe`), a defect's with its name (`Error: nope`).
+ */
+const withTag = (tag: string | undefined, message: string) =>
+  tag === undefined || message === tag || message.startsWith(`${tag}:`) ? message : `${tag}: ${message}`
+
+/**
+ * `--json`: one object per id, `{ id, changed, before, state }`: the state before the action and the
+ * state it left (`pending` after a retry, `cancelled` after a cancel; unchanged jobs keep theirs).
+ */
+const actionOutput = (
+  c: Common,
+  verb: string,
+  stateAfter: "pending" | "cancelled",
+  results: ReadonlyArray<Admin.ActionResult>
+) =>
   c.json
-    ? printJson(results)
+    ? printJson(results.map((r) => ({ id: r.id, changed: r.changed, before: r.state, state: r.changed ? stateAfter : r.state })))
     : Console.log(table(
       ["ID", "BEFORE", "RESULT"],
       results.map((r) => [r.id, r.state, r.changed ? verb : `unchanged (${r.state})`])
@@ -420,7 +436,7 @@ const retry = Command.make(
             : Console.log(`retried ${n} ${c.state} job(s) of ${c.name.value}`)
         }
         if (c.ids.length === 0) return yield* new CliError({ message: "give job ids, or --name NAME [--state dead|cancelled]" })
-        yield* actionOutput(c, "retried", yield* admin.retry(c.ids))
+        yield* actionOutput(c, "retried", "pending", yield* admin.retry(c.ids))
       })
     )
 ).pipe(Command.withDescription("put dead or cancelled jobs back to pending with fresh attempts"))
@@ -433,7 +449,7 @@ const cancel = Command.make(
       c,
       Effect.gen(function*() {
         const admin = yield* Admin.Admin
-        yield* actionOutput(c, "cancelled", yield* admin.cancel(c.ids))
+        yield* actionOutput(c, "cancelled", "cancelled", yield* admin.cancel(c.ids))
       })
     )
 ).pipe(Command.withDescription("cancel pending or running jobs (running handlers are interrupted)"))

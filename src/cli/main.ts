@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import { describeError, run } from "./Cli.js"
+import { CliError, describeError, run } from "./Cli.js"
 
 // A reader that stops early (`sqlane jobs list | head`) closes the pipe: end quietly, as other
 // commands do, instead of with an unhandled EPIPE.
@@ -51,7 +51,15 @@ const plainConsole = (base: Console.Console): Console.Console => {
   }
 }
 
-const program = Effect.suspend(() => run(process.argv)).pipe(
+// @effect/cli's `--wizard` asks its questions on the terminal; with stdin from a file or a pipe it
+// would wait forever for keys that never come.
+const wizardWithoutTerminal = process.argv.includes("--wizard") && process.stdin.isTTY !== true
+
+const program = Effect.suspend(() =>
+  wizardWithoutTerminal
+    ? new CliError({ message: "--wizard needs a terminal (stdin is not one)" })
+    : run(process.argv)
+).pipe(
   // @effect/cli has already printed usage errors; everything else is one line on stderr.
   Effect.catchAllCause((cause) => {
     const failure = Cause.failureOption(cause)

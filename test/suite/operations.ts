@@ -24,6 +24,12 @@ import { withQueue } from "./conformance.js"
 
 /** Always fails; one attempt: dead at once. */
 const Fail = Job.make("fail", { payload: Schema.Struct({ n: Schema.Number }), retry: Job.attempts(1) })
+class Boom extends Schema.TaggedError<Boom>()("Boom", { code: Schema.Number }) {}
+const FailTyped = Job.make("fail-typed", {
+  payload: Schema.Struct({ n: Schema.Number }),
+  failure: Boom,
+  retry: Job.attempts(1)
+})
 const Report = Job.make("report", { payload: Schema.Struct({}) })
 
 /** Parses a CLI run's stdout as JSON, failing the test with its stderr when it is not. */
@@ -149,6 +155,10 @@ export const operations = (target: Target) => {
           assert.strictEqual(help.code, 0, help.stderr)
           assert.include(help.stdout, "USAGE")
           assert.notInclude(help.stdout, "\u001b[")
+          // The wizard needs a terminal: without one it says so at once instead of waiting for keys.
+          const wizard = yield* runCli(["--wizard"])
+          assert.strictEqual(wizard.code, 1)
+          assert.strictEqual(wizard.stderr, "sqlane: --wizard needs a terminal (stdin is not one)\n")
           // Far more than a pipe holds (64 KiB): the command is still writing when the reader leaves.
           const queue = yield* Queue.Queue
           yield* queue.enqueueMany(Noop, Array.from({ length: 1000 }, (_, i) => ({ i })))
@@ -168,17 +178,30 @@ export const operations = (target: Target) => {
           const queue = yield* Queue.Queue
           const pendingIds = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }])
           const deadIds = yield* queue.enqueueMany(Fail, [{ n: 1 }, { n: 2 }])
-          // A worker of "fail" only, closed once both are dead.
+          const typedId = yield* queue.enqueue(FailTyped, { n: 3 })
+          // Workers of "fail" and "fail-typed" only, closed once all three are dead.
           yield* Effect.scoped(Effect.gen(function*() {
-            yield* Worker.make({ handlers: [Job.handler(Fail, () => Effect.die(new Error("nope")))] })
+            yield* Worker.make({
+              handlers: [
+                Job.handler(Fail, () => Effect.die(new Error("nope"))),
+                Job.handler(FailTyped, () => Effect.fail(new Boom({ code: 7 })))
+              ]
+            })
             yield* waitUntil(Effect.map(countByState(prefix, "fail"), (c) => c.dead === 2), 20_000, "2 dead jobs")
+            yield* waitUntil(Effect.map(countByState(prefix, "fail-typed"), (c) => c.dead === 1), 20_000, "1 dead job")
           }))
+          // The human form of `jobs show` names a typed failure's tag once.
+          const typedShown = yield* cli("jobs", "show", typedId)
+          assert.strictEqual(typedShown.code, 0, typedShown.stderr)
+          const errorLine = typedShown.stdout.split("\n").find((l) => l.startsWith("  #1 "))
+          assert.match(errorLine ?? "", /^  #1 \S+ failure: Boom: /)
+          assert.notInclude(errorLine, "Boom: Boom")
 
           // The read-only commands, side by side.
           const [statusRun, table, listedRun, limitedRun, shownRun, unknownRun] = yield* Effect.all([
             cli("status", "--json"),
             cli("status"),
-            cli("jobs", "list", "--state", "dead", "--json"),
+            cli("jobs", "list", "--state", "dead", "--name", "fail", "--json"),
             cli("jobs", "list", "--name", "noop", "--limit", "2", "--json"),
             cli("jobs", "show", deadIds[0], "--json"),
             cli("jobs", "show", "999999999", "--json")
@@ -217,8 +240,8 @@ export const operations = (target: Target) => {
           // retry by id, then every remaining dead job of the name.
           const retried = jsonOf(yield* cli("retry", deadIds[0], pendingIds[0], "--json"))
           assert.deepStrictEqual(retried, [
-            { id: deadIds[0], changed: true, state: "dead" },
-            { id: pendingIds[0], changed: false, state: "pending" }
+            { id: deadIds[0], changed: true, before: "dead", state: "pending" },
+            { id: pendingIds[0], changed: false, before: "pending", state: "pending" }
           ])
           const byNameRetry = jsonOf(yield* cli("retry", "--name", "fail", "--state", "dead", "--json"))
           assert.deepStrictEqual(byNameRetry, { name: "fail", state: "dead", retried: 1 })
@@ -228,7 +251,10 @@ export const operations = (target: Target) => {
           assertError(yield* cli("cancel", pendingIds[2], "999999999"), /No job with id 999999999/)
           assert.strictEqual((yield* queue.get(pendingIds[2])).state, "pending")
           const cancelled = jsonOf(yield* cli("cancel", pendingIds[1], pendingIds[2], "--json"))
-          assert.deepStrictEqual(cancelled.map((r: any) => [r.id, r.changed]), [[pendingIds[1], true], [pendingIds[2], true]])
+          assert.deepStrictEqual(cancelled.map((r: any) => [r.id, r.changed, r.before, r.state]), [
+            [pendingIds[1], true, "pending", "cancelled"],
+            [pendingIds[2], true, "pending", "cancelled"]
+          ])
           assert.strictEqual((yield* queue.get(pendingIds[1])).state, "cancelled")
 
           // pause / resume
@@ -244,7 +270,7 @@ export const operations = (target: Target) => {
           const pruned = jsonOf(yield* cli("prune", "--keep-cancelled", "0 seconds", "--json"))
           assert.deepStrictEqual([pruned.ran, pruned.deleted], [true, { completed: 0, dead: 0, cancelled: 2 }])
           assert.strictEqual(yield* countJobs(prefix, "cancelled"), 0)
-          assert.strictEqual(yield* countJobs(prefix), 3)
+          assert.strictEqual(yield* countJobs(prefix), 4)
         })), 180_000)
 
     it.live(name("pause stops every worker process from claiming a name; running jobs finish; resume runs the rest"), () =>
