@@ -1,6 +1,12 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  // `import … from "sqlane"` (the quick start) runs the sources, not a build (package.json's exports
+  // send apps to dist/; tsconfig.json's "source" condition does the same for tsc).
+  resolve: {
+    alias: [{ find: /^sqlane$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }]
+  },
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],
