@@ -3,9 +3,12 @@ import { defineConfig } from "vitest/config"
 
 export default defineConfig({
   // `import … from "sqlane"` (the quick start) runs the sources, not a build (package.json's exports
-  // send apps to dist/; tsconfig.json's "source" condition does the same for tsc).
+  // send apps to dist/; tsconfig.json's "sqlane-source" condition does the same for tsc).
   resolve: {
-    alias: [{ find: /^sqlane$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }]
+    alias: [
+      { find: /^sqlane$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+      { find: /^sqlane\/(.*)$/, replacement: `${fileURLToPath(new URL("./src/", import.meta.url))}$1.ts` }
+    ]
   },
   test: {
     include: ["test/**/*.test.ts"],

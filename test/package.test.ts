@@ -1,16 +1,19 @@
 /**
- * The package as an app gets it: `npm pack` (which builds dist/ through `prepack`), unpacked into an
- * app's node_modules, type-checked by the app's own strictest compiler options against the .d.ts
- * files only, and run with plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15, and
- * the `sqlane` command from the package's bin.
+ * The package as an app gets it: built (`npm run build`), packed, and installed with npm into a new
+ * app outside this repository, beside the peer dependencies the README names; the app is
+ * type-checked with the strictest compiler options against sqlane's .d.ts files only and run with
+ * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15, and the `sqlane` command
+ * from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
+ * devDependency such as tsx) fails here.
  *
- * The unpacked package finds its dependencies (effect, @effect/sql, …) in this repository's
- * node_modules, as an app's npm install would put them beside it.
+ * npm installs from its cache when it can (`--prefer-offline`): `npm ci` of this repository has
+ * put every package there.
  */
 import { assert, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises"
+import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
 import { dropTables } from "./support/helpers.js"
@@ -19,9 +22,10 @@ import { clientLayer, uniquePrefix } from "./support/targets.js"
 const root = path.join(import.meta.dirname, "..")
 const pg = inject("targets").find((t) => t.id === "postgres-15")
 
+/** Runs a command; its output, and its exit code (1 when it could not start or timed out). */
 const exec = (file: string, args: ReadonlyArray<string>, options: { cwd: string; env?: NodeJS.ProcessEnv }) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(file, args, { ...options, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+    execFile(file, args, { ...options, timeout: 90_000, killSignal: "SIGKILL", maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) || 1 : 0, stdout, stderr }))
   })
 
@@ -77,26 +81,36 @@ const tsconfig = {
 }
 
 if (pg) {
-  it("the packed package: typed by its .d.ts under the strictest options, runs on plain node, its CLI too", async () => {
-    await mkdir(path.join(root, ".tmp"), { recursive: true })
-    const dir = await mkdtemp(path.join(root, ".tmp", "package-"))
+  it("the packed package: installed by npm, typed by its .d.ts under the strictest options, runs on plain node, its CLI too", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "sqlane-package-"))
     const prefix = uniquePrefix("pkg")
     try {
-      const packed = await exec("npm", ["pack", "--pack-destination", dir, "--silent"], { cwd: root })
+      const built = await exec("npm", ["run", "build", "--silent"], { cwd: root })
+      assert.strictEqual(built.code, 0, built.stdout + built.stderr)
+      const packed = await exec("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", dir], { cwd: root })
       assert.strictEqual(packed.code, 0, packed.stderr)
-      const tarball = (await readdir(dir)).find((f) => f.endsWith(".tgz"))!
-      const appDir = path.join(dir, "app")
-      const installed = path.join(appDir, "node_modules", "sqlane")
-      await mkdir(installed, { recursive: true })
-      const untar = await exec("tar", ["xzf", path.join(dir, tarball), "-C", installed, "--strip-components=1"], {
-        cwd: dir
-      })
-      assert.strictEqual(untar.code, 0, untar.stderr)
-      // What the package holds: the build, its bin and docs; no TypeScript sources to compile.
-      const files = await readdir(installed)
-      assert.deepStrictEqual(files.filter((f) => f !== "LICENSE").sort(), ["README.md", "bin", "dist", "docs", "package.json"])
+      const tarball = path.join(dir, (await readdir(dir)).find((f) => f.endsWith(".tgz"))!)
 
-      await writeFile(path.join(appDir, "package.json"), JSON.stringify({ name: "app", type: "module" }))
+      const appDir = path.join(dir, "app")
+      await mkdir(appDir)
+      await writeFile(path.join(appDir, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
+      const installed = await exec("npm", [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        tarball,
+        "effect@^3.22",
+        "@effect/sql@^0.52",
+        "@effect/sql-pg@^0.53",
+        "@types/node@^20"
+      ], { cwd: appDir })
+      assert.strictEqual(installed.code, 0, installed.stdout + installed.stderr)
+      // What the package holds: the build, its bin, docs and license; no TypeScript sources.
+      const files = await readdir(path.join(appDir, "node_modules", "sqlane"))
+      assert.deepStrictEqual(files.sort(), ["LICENSE", "README.md", "bin", "dist", "docs", "package.json"])
+
       await writeFile(path.join(appDir, "tsconfig.json"), JSON.stringify(tsconfig))
       await writeFile(path.join(appDir, "app.ts"), app)
       const tsc = await exec(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], {
@@ -113,15 +127,12 @@ if (pg) {
         notFound: true
       })
 
-      const cli = await exec(process.execPath, [path.join(installed, "bin", "sqlane.js"), "status", "--json"], {
-        cwd: appDir,
-        env
-      })
+      const cli = await exec(path.join(appDir, "node_modules", ".bin", "sqlane"), ["status", "--json"], { cwd: appDir, env })
       assert.strictEqual(cli.code, 0, cli.stderr)
       assert.strictEqual(JSON.parse(cli.stdout).names[0].completed, 1)
     } finally {
       await Effect.runPromise(dropTables(prefix).pipe(Effect.provide(clientLayer(pg)), Effect.ignore))
       await rm(dir, { recursive: true, force: true })
     }
-  }, 180_000)
+  }, 420_000)
 }
