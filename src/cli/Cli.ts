@@ -33,6 +33,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { QueueLive } from "../layers/QueueLive.js"
+import { JobNotFound } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Migrations from "../services/Migrations.js"
 import * as Pruner from "../services/Pruner.js"
@@ -388,6 +389,14 @@ const jobs = Command.make("jobs").pipe(
   Command.withSubcommands([jobsList, jobsShow])
 )
 
+/** `retry`/`cancel` check every id before changing any: an unknown one changes nothing, and says so. */
+const nothingChanged = <A, E, R>(action: Effect.Effect<A, E | JobNotFound, R>) =>
+  Effect.catchIf(
+    action,
+    (e): e is JobNotFound => e instanceof JobNotFound,
+    (e) => new CliError({ message: `${e.message}: nothing changed` })
+  )
+
 /**
  * An attempt's error as `Tag: message`, the tag once: the stored message of a typed failure already
  * starts with its tag (`Boom: {…}`, see `describe`), a defect's with its name (`Error: nope`).
@@ -436,7 +445,7 @@ const retry = Command.make(
             : Console.log(`retried ${n} ${c.state} job(s) of ${c.name.value}`)
         }
         if (c.ids.length === 0) return yield* new CliError({ message: "give job ids, or --name NAME [--state dead|cancelled]" })
-        yield* actionOutput(c, "retried", "pending", yield* admin.retry(c.ids))
+        yield* actionOutput(c, "retried", "pending", yield* nothingChanged(admin.retry(c.ids)))
       })
     )
 ).pipe(Command.withDescription("put dead or cancelled jobs back to pending with fresh attempts"))
@@ -449,7 +458,7 @@ const cancel = Command.make(
       c,
       Effect.gen(function*() {
         const admin = yield* Admin.Admin
-        yield* actionOutput(c, "cancelled", "cancelled", yield* admin.cancel(c.ids))
+        yield* actionOutput(c, "cancelled", "cancelled", yield* nothingChanged(admin.cancel(c.ids)))
       })
     )
 ).pipe(Command.withDescription("cancel pending or running jobs (running handlers are interrupted)"))
@@ -491,6 +500,8 @@ const durationOption = (name: string, fallback: string) =>
     Options.mapEffect((text) => {
       // "infinity" keeps that state forever, like `Duration.infinity` in QueueLive's retention.
       if (/^\s*(infinity|forever)\s*$/i.test(text)) return Effect.succeed(Duration.infinity)
+      // A bare 0 (as `retention: { completed: 0 }` in QueueLive) needs no unit.
+      if (/^\s*0+\s*$/.test(text)) return Effect.succeed(Duration.zero)
       // Duration reads "-5 days" as zero, which would delete every job of that state: refused.
       const d = /^\s*-/.test(text) ? Option.none() : Duration.decodeUnknown(text)
       return Option.isSome(d)

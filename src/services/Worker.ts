@@ -76,7 +76,7 @@ import { QueueConfig } from "./QueueConfig.js"
 export interface WorkerOptions<R> {
   /** One handler per job name (`Job.handler(job, run)`). */
   readonly handlers: ReadonlyArray<Handler<R>>
-  /** Jobs run at once by this worker. Default 10. */
+  /** Jobs run at once by this worker: a positive integer (anything else dies at `make`). Default 10. */
   readonly concurrency?: number | undefined
   /**
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
@@ -298,8 +298,8 @@ export const make = <R>(
     const claimer = yield* Claimer
     const completer = yield* Completer
     const notifier = yield* Notifier
-    const concurrency = Math.floor(options.concurrency ?? 10)
-    if (!Number.isFinite(concurrency) || concurrency < 1) {
+    const concurrency = options.concurrency ?? 10
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
       return yield* Effect.dieMessage(`sqlane: concurrency must be a positive integer, got ${options.concurrency}`)
     }
     const workerId = options.id ?? crypto.randomUUID()

@@ -401,6 +401,7 @@ export const badInput = (target: Target) => {
           assert.include((Option.getOrThrow(error) as Errors.SetupError).message, "maxConnections is 1")
         }
         const one = testLayer(target, { prefix: migrated.prefix, migrate: false, maxConnections: 1 })
+        const two = () => testLayer(target, { prefix: migrated.prefix, migrate: false, maxConnections: 2 })
         const worker = yield* Effect.exit(
           Effect.scoped(Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })).pipe(
             Effect.provide(one.layer),
@@ -410,13 +411,21 @@ export const badInput = (target: Target) => {
         assert.isTrue(Exit.isFailure(worker) && Cause.isDie(worker.cause), message(worker))
         assert.include(message(worker), "a worker needs a pool of at least 2 connections")
         assert.include(message(worker), "maxConnections is 1")
+        // A concurrency that is not a positive integer is refused (1.5 used to be floored to 1).
+        for (const concurrency of [0, -1, 1.5, Number.NaN]) {
+          const bad = yield* Effect.exit(
+            Effect.scoped(Worker.make({ concurrency, handlers: [Job.handler(Noop, () => Effect.void)] })).pipe(
+              Effect.provide(two().layer)
+            )
+          )
+          assert.include(message(bad), `concurrency must be a positive integer, got ${concurrency}`)
+        }
         // Each worker holds a connection: on a pool of 2, one worker runs and a second one fails.
-        const two = testLayer(target, { prefix: migrated.prefix, migrate: false, maxConnections: 2 })
         const second = yield* Effect.exit(
           Effect.scoped(Effect.gen(function*() {
             yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
             yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
-          })).pipe(Effect.provide(two.layer), Effect.timeout("20 seconds"))
+          })).pipe(Effect.provide(two().layer), Effect.timeout("20 seconds"))
         )
         assert.isTrue(Exit.isFailure(second) && Cause.isDie(second.cause), message(second))
         assert.include(message(second), "2 workers on one pool need a pool of at least 3 connections")
