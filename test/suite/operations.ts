@@ -18,7 +18,7 @@ import { Database } from "../../src/internal/Database.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
-import { runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
+import { binScript, runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
 
@@ -151,7 +151,8 @@ export const operations = (target: Target) => {
     it.live(name("CLI: help piped is plain text; a reader that closes the pipe early ends it quietly"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const help = yield* runCli(["--help"])
+          // bin/sqlane.js as a clone runs it (the sources through tsx); the rest run the compiled CLI.
+          const help = yield* runCli(["--help"], {}, binScript)
           assert.strictEqual(help.code, 0, help.stderr)
           assert.include(help.stdout, "USAGE")
           assert.notInclude(help.stdout, "\u001b[")

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
+import { inject } from "vitest"
 
 const workerScript = path.join(import.meta.dirname, "worker-process.ts")
 
@@ -28,7 +29,11 @@ export const spawnWorker = (args: ReadonlyArray<string>, env: Record<string, str
 
 export const awaitExit = (child: Child) => Effect.promise(() => child.exit)
 
-const cliScript = path.join(import.meta.dirname, "..", "..", "bin", "sqlane.js")
+/** The `sqlane` command as a clone runs it: bin/sqlane.js, compiling src through tsx. */
+export const binScript = path.join(import.meta.dirname, "..", "..", "bin", "sqlane.js")
+
+/** The `sqlane` command compiled once for the run by test/support/globalSetup.ts (faster to start). */
+const cliScript = inject("cliScript")
 
 export interface ScriptResult {
   readonly exit: number | NodeJS.Signals
@@ -64,14 +69,21 @@ export const runScript = (script: string, env: Record<string, string | undefined
     (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
   )
 
-/** Runs `bin/sqlane.js <args>` in a child process (as `npx sqlane` would) and collects its output. */
-export const runCli = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+/**
+ * Runs the `sqlane` command with `<args>` in a child process (as `npx sqlane` would) and collects its
+ * output: the run's compiled CLI, or `script` (e.g. `binScript`).
+ */
+export const runCli = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string | undefined> = {},
+  script: string = cliScript
+) =>
   Effect.async<CliRun>((resume) => {
     const childEnv: Record<string, string> = {}
     for (const [k, v] of Object.entries({ ...process.env, DATABASE_URL: undefined, SQLANE_PREFIX: undefined, ...env })) {
       if (v !== undefined) childEnv[k] = v
     }
-    const child = spawn(process.execPath, [cliScript, ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       env: childEnv,
       stdio: ["ignore", "pipe", "pipe"]
     })
