@@ -20,7 +20,7 @@ export const placeOrder = (to: string) =>
     const queue = yield* Queue.Queue
     return yield* sql.withTransaction(Effect.gen(function*() {
       const [order] = yield* sql<{ id: number }>`INSERT INTO orders (email) VALUES (${to}) RETURNING id`
-      return yield* queue.enqueue(SendEmail, { orderId: order.id, to, placedAt: new Date() })
+      return yield* queue.enqueue(SendEmail, { orderId: order!.id, to, placedAt: new Date() })
     }))
   })
 

@@ -1,7 +1,8 @@
 /**
  * The package as an app gets it: built (`npm run build`), packed, and installed with npm into a new
  * app outside this repository, beside the peer dependencies the README names; the app is
- * type-checked with the strictest compiler options against sqlane's .d.ts files only and run with
+ * type-checked (with the README's quick start, examples/quickstart.ts) with the strictest compiler
+ * options against sqlane's .d.ts files only and run with
  * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15, and the `sqlane` command
  * from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
  * devDependency such as tsx) fails here.
@@ -12,7 +13,7 @@
 import { assert, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises"
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
@@ -77,7 +78,7 @@ const tsconfig = {
     outDir: "out",
     types: ["node"]
   },
-  include: ["app.ts"]
+  include: ["app.ts", "quickstart.ts"]
 }
 
 if (pg) {
@@ -113,6 +114,8 @@ if (pg) {
 
       await writeFile(path.join(appDir, "tsconfig.json"), JSON.stringify(tsconfig))
       await writeFile(path.join(appDir, "app.ts"), app)
+      // The README's quick start, as an app's own code: it type-checks under these options too.
+      await writeFile(path.join(appDir, "quickstart.ts"), await readFile(path.join(root, "examples", "quickstart.ts"), "utf8"))
       const tsc = await exec(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], {
         cwd: appDir
       })
