@@ -35,6 +35,8 @@ interface Config {
 
 const config = JSON.parse(process.argv[2]) as Config
 const send = (m: unknown) => process.send?.(m)
+// The IPC channel closes when the benchmark exits (or is killed): do not outlive it.
+process.on("disconnect", () => process.exit(1))
 
 const main = async () => {
   const system = await load[config.system]()

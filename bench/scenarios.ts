@@ -2,7 +2,8 @@
  * The scenarios. Each runs every selected system that can do it, one after another, in this
  * process, on the same database, and records rows { scenario, system, db, metric, value, unit }.
  */
-import { measureCrashRecovery } from "./crash/recovery.js"
+import { dropCrashTables, measureCrashRecovery } from "./crash/recovery.js"
+import { whileRunning } from "./lib/cleanup.js"
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { admin, type Target } from "./lib/targets.js"
@@ -76,7 +77,7 @@ const short = (id: SystemId) =>
   })[id]
 
 /**
- * --quick keeps a full run on one database under 3 minutes on a 2-core machine: scenarios that
+ * --quick keeps a full run on one database within about 3.5 minutes on a 2-core machine: scenarios that
  * start OS processes run only sqlane and the peers its targets name, and pg-boss with defaults
  * (2 s polls, about 5 jobs/s) is left out of the drains, where it would only hit the cap.
  */
@@ -110,14 +111,13 @@ const each = async (
     const env = newEnv(ctx, short(system.id))
     const t0 = nowMs()
     try {
-      await system.prepare(env)
-      await f(system, env)
+      // Dropped afterwards, and on an interrupt (see lib/cleanup.ts).
+      await whileRunning(() => system.drop(env), () => system.prepare(env), () => f(system, env))
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e)
       ctx.note(scenario, system.id, `error: ${message.split("\n")[0].slice(0, 200)}`)
       process.stderr.write(`[bench] ${scenario} ${system.id}: ${message}\n`)
     } finally {
-      await system.drop(env).catch(() => {})
       if (process.env.BENCH_VERBOSE) process.stderr.write(`[bench]   ${scenario} ${system.id}: ${((nowMs() - t0) / 1000).toFixed(1)} s\n`)
     }
   }
@@ -518,7 +518,12 @@ const crashGroup: Group = {
     // every library > 60 s with its defaults.
     if (!ctx.systems.some((s) => s.id === "sqlane")) return
     const runs = ctx.quick ? 1 : 3
-    const seconds = await measureCrashRecovery(ctx.target.dialect, ctx.target.url, runs, newEnv(ctx, "crash").ns)
+    const env = newEnv(ctx, "crash")
+    const seconds = await whileRunning(
+      () => dropCrashTables(ctx.target, runs, env.ns),
+      async () => {},
+      () => measureCrashRecovery(ctx.target.dialect, ctx.target.url, runs, env.ns)
+    )
     ctx.record("crash-recovery", "sqlane", "seconds", percentile([...seconds], 50), "s")
     ctx.note("crash-recovery", "sqlane", `runs: ${seconds.map((s) => s.toFixed(3)).join(", ")} s`)
   }

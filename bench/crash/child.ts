@@ -9,9 +9,12 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Redacted } from "effect"
 import { Job, QueueLive, Worker } from "../../src/index.js"
+import { stderrLogger } from "../systems/sqlane.js"
 import { Crash } from "./job.js"
 
 const [dialect, url, prefix] = process.argv.slice(2)
+// The parent's IPC channel closes when it exits (or is killed): do not outlive it.
+process.on("disconnect", () => process.exit(1))
 const client = dialect === "pg"
   ? PgClient.layer({ url: Redacted.make(url) })
   : MysqlClient.layer({ url: Redacted.make(url) })
@@ -26,7 +29,11 @@ const program = Effect.gen(function*() {
       ))]
   })
   yield* Effect.never
-}).pipe(Effect.scoped, Effect.provide(QueueLive({ prefix, migrate: false }).pipe(Layer.provideMerge(client))))
+}).pipe(
+  Effect.scoped,
+  Effect.provide(QueueLive({ prefix, migrate: false }).pipe(Layer.provideMerge(client))),
+  Effect.provide(stderrLogger)
+)
 
 Effect.runPromise(program as Effect.Effect<never, unknown>).catch((e) => {
   console.error(e)

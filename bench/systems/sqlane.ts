@@ -7,6 +7,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -26,6 +27,12 @@ const client = (env: Env, pool: number) =>
 
 export const prefix = (env: Env) => `${env.ns}_`
 
+/** sqlane's tables (migrations 1–9), without their prefix. */
+export const sqlaneTables = ["jobs", "migrations", "workers", "schedules", "paused"] as const
+
+/** sqlane's log lines go to stderr: stdout is the benchmark's markdown. */
+export const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
+
 /** A running sqlane instance (one `QueueLive` with its own pool) as a ManagedRuntime. */
 export const runtime = (env: Env, o: OpenOptions = {}, deleteCompleted = false) =>
   ManagedRuntime.make(
@@ -37,7 +44,9 @@ export const runtime = (env: Env, o: OpenOptions = {}, deleteCompleted = false) 
       durableClaims: process.env.SQLANE_DURABLE_CLAIMS === "1"
     }).pipe(
       Layer.provideMerge(client(env, o.pool ?? 10)),
-      Layer.orDie
+      Layer.orDie,
+      // First, so that every fiber QueueLive forks while it is built logs to stderr too.
+      Layer.provide(stderrLogger)
     )
   )
 
@@ -98,7 +107,7 @@ const make = (id: SystemId, deleteCompleted: boolean): System => ({
   drop: async (env) => {
     const a = admin(env.target)
     try {
-      for (const t of ["jobs", "migrations", "workers", "schedules", "paused"]) await a.query(`DROP TABLE IF EXISTS ${prefix(env)}${t}`)
+      for (const t of sqlaneTables) await a.query(`DROP TABLE IF EXISTS ${prefix(env)}${t}`)
     } finally {
       await a.close()
     }
