@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
@@ -253,6 +254,8 @@ const make = (
     const config = yield* QueueConfig
     const { identity, statements } = yield* Database
     const scope = yield* Effect.scope
+    // Log lines from the LISTEN client's callbacks go through the app's logger, not the default one.
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const channel = `${config.prefix}jobs`
     const key = `${identity}/${config.prefix}`
     const local = localSubscribers.get(key) ?? new Set<Subscriber>()
@@ -325,7 +328,7 @@ const make = (
       listenStarted = true
       let attempt = 0
       const onReady = () => {
-        if (attempt++ > 0) Effect.runFork(Effect.logInfo("sqlane: LISTEN re-established"))
+        if (attempt++ > 0) runFork(Effect.logInfo("sqlane: LISTEN re-established"))
         Deferred.unsafeDone(listening, Effect.void)
         deliver(own, "*")
       }

@@ -8,6 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
 import * as Queue_ from "effect/Queue"
@@ -763,8 +764,15 @@ export const safety = (target: Target) => {
         })), 60_000)
 
     if (target.dialect === "pg") {
-      it.live(name("the LISTEN connection is terminated: jobs still start, and NOTIFY works again after the reconnect"), () =>
-        withQueue(target, (prefix) =>
+      it.live(name("the LISTEN connection is terminated: jobs still start, NOTIFY works again after the reconnect, which the app's logger hears of"), () => {
+        // The app's logger, around the layers: sqlane's log lines reach it, also the one written
+        // from the LISTEN client's callback.
+        const logged: Array<string> = []
+        const appLogger = Logger.replace(
+          Logger.defaultLogger,
+          Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).map(String).join(" ")))
+        )
+        return withQueue(target, (prefix) =>
           Effect.gen(function*() {
             const sql = (yield* SqlClient.SqlClient).withoutTransforms()
             const started: Array<number> = []
@@ -784,7 +792,9 @@ export const safety = (target: Target) => {
             yield* waitUntil(Effect.sync(() => started.length === 2), 15_000, "the second job")
             // The poll is 1 hour: only a NOTIFY on the new LISTEN connection starts the second job.
             assert.isBelow(Date.now() - before, 15_000)
-          }), { pollInterval: "1 hour" }), 60_000)
+            yield* waitUntil(Effect.sync(() => logged.includes("sqlane: LISTEN re-established")), 5_000, "the log line")
+          }), { pollInterval: "1 hour" }).pipe(Effect.provide(appLogger))
+      }, 60_000)
     }
   })
 }
