@@ -4,7 +4,8 @@
  * for 5 s, in alternating rounds (4 each), into:
  * - `sqlane`: sqlane's jobs table as its migrations make it (4 secondary indexes);
  * - `sqlane-no-keys`: the same table without the unique-key and mutex-key indexes (2 secondary);
- * - `espq`: Effect's SqlPersistedQueue table with its 3 secondary indexes and its `INSERT IGNORE`.
+ * - `espq`: Effect's SqlPersistedQueue table with its 3 secondary indexes and its `INSERT IGNORE`;
+ * - `floor`: the hand-written SKIP LOCKED queue's table (bench/systems/skip-locked.ts, 1 secondary index).
  * Prints rows per second of each round and the medians.
  *   node --import tsx bench/tools/mysql-insert-cost.ts [rounds=4] [seconds=5]
  */
@@ -24,9 +25,13 @@ const pool = Mysql.createPool({ uri: target.url, connectionLimit: 8 })
 const jobs = `${env.ns}_jobs`
 const noKeys = `${env.ns}_nokeys`
 const espq = `${env.ns}_espq`
+const floor = `${env.ns}_floor`
 try {
-  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}`)
+  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}, ${floor}`)
   await pool.query(`CREATE TABLE ${noKeys} LIKE ${jobs}`)
+  await pool.query(`CREATE TABLE ${floor} (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(100) NOT NULL,
+    payload LONGTEXT NOT NULL, run_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), attempts INT NOT NULL DEFAULT 0,
+    KEY ${floor}_fetch (queue, run_at, id)) ENGINE=InnoDB`)
   await pool.query(`ALTER TABLE ${noKeys} DROP KEY ${jobs}_unique, DROP KEY ${jobs}_mutex`)
   await pool.query(`CREATE TABLE ${espq} (sequence BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, id VARCHAR(36) NOT NULL,
     queue_name VARCHAR(100) NOT NULL, element TEXT NOT NULL, completed BOOLEAN NOT NULL, attempts INT NOT NULL DEFAULT 0,
@@ -37,7 +42,9 @@ try {
   await pool.query(`CREATE INDEX ${espq}_update ON ${espq} (sequence, acquired_by)`)
 
   const insert = (table: string, i: number) =>
-    table === espq
+    table === floor
+      ? pool.execute(`INSERT INTO ${floor} (queue, payload) VALUES (?, ?)`, ["bench", JSON.stringify(payload(i))])
+      : table === espq
       ? pool.execute(
         `INSERT IGNORE INTO ${espq} (id, queue_name, element, completed, attempts, created_at, updated_at)
          VALUES (?, 'bench', ?, FALSE, 0, NOW(), NOW())`,
@@ -56,9 +63,9 @@ try {
     }))
     return n / (ms / 1000)
   }
-  const tables = { sqlane: jobs, "sqlane-no-keys": noKeys, espq } as const
+  const tables = { sqlane: jobs, "sqlane-no-keys": noKeys, espq, floor } as const
   for (const t of Object.values(tables)) await round(t, 1000)
-  const results: Record<string, Array<number>> = { sqlane: [], "sqlane-no-keys": [], espq: [] }
+  const results: Record<string, Array<number>> = { sqlane: [], "sqlane-no-keys": [], espq: [], floor: [] }
   for (let r = 0; r < rounds; r++) {
     for (const [id, t] of Object.entries(tables)) results[id].push(await round(t, seconds * 1000))
   }
@@ -71,7 +78,7 @@ try {
     console.log(`${id.padEnd(15)} median ${median(xs).toFixed(0)} rows/s; rounds ${xs.map((x) => x.toFixed(0)).join(", ")}`)
   }
 } finally {
-  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}`).catch(() => {})
+  await pool.query(`DROP TABLE IF EXISTS ${noKeys}, ${espq}, ${floor}`).catch(() => {})
   await pool.end()
   await sqlane.drop(env).catch(() => {})
   await target.stop()

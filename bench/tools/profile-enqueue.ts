@@ -1,15 +1,47 @@
 /**
  * CPU per job of sqlane's enqueue paths on PostgreSQL 15 (or MariaDB), 8 producers as in the
  * bench: `enqueue` (a transaction each) and `enqueueMany` of 100. With PROFILE=FILE, writes a CPU
- * profile of the chosen mode.
+ * profile of the chosen mode. SYSTEM=skip-locked (the hand-written queue's bare driver insert),
+ * SYSTEM=espq (Effect's SqlPersistedQueue) or SYSTEM=effect-sql (`one` only: the row sqlane's enqueue
+ * writes, sent as one `@effect/sql` statement through the same client, without sqlane) instead of sqlane.
  *
  *   node --import tsx bench/tools/profile-enqueue.ts [pg|mysql] [one|many] [N]
  */
-import { sqlane as sqlaneSystem } from "../systems/sqlane.js"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import { runtime, sqlane as sqlaneSystem } from "../systems/sqlane.js"
 import { skipLocked1 } from "../systems/skip-locked.js"
 import { effectSqlPersistedQueue } from "../systems/effect-sql-persisted-queue.js"
-const sqlane = process.env.SYSTEM === "skip-locked" ? skipLocked1 : process.env.SYSTEM === "espq" ? effectSqlPersistedQueue : sqlaneSystem
-import { type Env, payload } from "../systems/types.js"
+import { type Env, payload, type System } from "../systems/types.js"
+
+/** sqlane's insert of one job as a plain `@effect/sql` statement (sqlane's tables, sqlane's client). */
+const effectSql: Pick<System, "prepare" | "drop" | "open"> = {
+  prepare: (env) => sqlaneSystem.prepare(env),
+  drop: (env) => sqlaneSystem.drop(env),
+  open: async (env, o = {}) => {
+    const rt = runtime(env, o)
+    const sql = await rt.runPromise(SqlClient.SqlClient)
+    const table = `${env.ns}_jobs`
+    const text = env.target.dialect === "mysql"
+      ? `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+         VALUES (?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ?, ?)`
+      : `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+         VALUES ($1, $2, $3, now(), now(), $4, $5) RETURNING id`
+    return {
+      enqueue: (p) => rt.runPromise(Effect.asVoid(sql.unsafe(text, ["bench", JSON.stringify(p), 0, null, null]).raw)),
+      enqueueMany: () => Promise.reject(new Error("SYSTEM=effect-sql measures `one` only")),
+      work: () => Promise.reject(new Error("SYSTEM=effect-sql has no worker")),
+      close: () => rt.dispose()
+    }
+  }
+}
+const sqlane = process.env.SYSTEM === "skip-locked"
+  ? skipLocked1
+  : process.env.SYSTEM === "espq"
+  ? effectSqlPersistedQueue
+  : process.env.SYSTEM === "effect-sql"
+  ? effectSql
+  : sqlaneSystem
 
 const dialect = (process.argv[2] ?? "pg") as "pg" | "mysql"
 const mode = process.argv[3] ?? "many"
