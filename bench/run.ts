@@ -12,7 +12,7 @@ import { execSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { installSignalHandlers, isInterrupted, keepOwnSignalHandlers } from "./lib/cleanup.js"
+import { installSignalHandlers, isInterrupted } from "./lib/cleanup.js"
 import { dbTitle, markdown, type Note } from "./report.js"
 import { groups, type Row, type ScenarioId, scenarioIds } from "./scenarios.js"
 import { median, nowMs } from "./lib/stats.js"
@@ -133,7 +133,6 @@ const main = async () => {
       unreachable++
       continue
     }
-    keepOwnSignalHandlers()
     process.stderr.write(`[bench] ${db}: ${target.version} at ${target.url.replace(/:[^:@/]*@/, ":***@")} (${((nowMs() - t0) / 1000).toFixed(1)} s to start)\n`)
     const perRun: Array<Array<Row>> = []
     const notes: Array<Note> = []

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { Effect, Redacted } from "effect"
 import { Job, Migrations, Queue, QueueLive, Worker } from "../../src/index.js"
 import { admin, type Target } from "../lib/targets.js"
-import { prefix as prefixOf, sqlane, sqlaneTables, stderrLogger } from "../systems/sqlane.js"
+import { sqlaneTables, stderrLogger } from "../systems/sqlane.js"
 import { Crash } from "./job.js"
 
 const child = path.join(import.meta.dirname, "child.ts")
@@ -21,15 +21,13 @@ const crashTables = [...sqlaneTables, "started"]
 
 /** Drops the tables of `runs` crash runs under `ns` (what an interrupted run leaves). */
 export const dropCrashTables = async (target: Target, runs: number, ns: string) => {
-  for (let i = 0; i < runs; i++) {
-    const env = { target, ns: `${ns}_crash${i}` }
-    await sqlane.drop(env)
-    const a = admin(target)
-    try {
-      await a.query(`DROP TABLE IF EXISTS ${prefixOf(env)}started`)
-    } finally {
-      await a.close()
+  const a = admin(target)
+  try {
+    for (let i = 0; i < runs; i++) {
+      for (const t of crashTables) await a.query(`DROP TABLE IF EXISTS ${ns}_crash${i}_${t}`)
     }
+  } finally {
+    await a.close()
   }
 }
 
