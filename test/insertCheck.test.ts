@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../src/internal/Database.js"
+import { makeReachability } from "../src/internal/outage.js"
 import type { Statements } from "../src/internal/statements.js"
 import * as Notifier from "../src/services/Notifier.js"
 import * as QueueConfig from "../src/services/QueueConfig.js"
@@ -23,7 +24,8 @@ const notifierWith = (newest: () => Effect.Effect<string | null>) =>
       statements: { jobNewestId: newest } as unknown as Statements,
       dialect: "mysql",
       version: "test",
-      identity: `insert-check-test-${process.pid}`
+      identity: `insert-check-test-${process.pid}`,
+      reachability: makeReachability()
     }))
   )
 

@@ -4,6 +4,7 @@
  * @internal
  */
 import * as Context from "effect/Context"
+import type { Reachability } from "./outage.js"
 import type { Statements } from "./statements.js"
 
 export interface DatabaseShape {
@@ -22,6 +23,8 @@ export interface DatabaseShape {
    * be up to 1 GB). Payloads are refused at enqueue, and multi-row inserts are cut, to fit it.
    */
   readonly maxStatementBytes?: number | undefined
+  /** Whether the database answers, as this queue's background fibers see it (internal/outage.ts). */
+  readonly reachability: Reachability
 }
 
 export class Database extends Context.Tag("sqlane/internal/Database")<Database, DatabaseShape>() {}

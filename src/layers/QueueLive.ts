@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
+import { makeReachability } from "../internal/outage.js"
 import * as Statements from "../internal/statements.js"
 import { SchemaNotMigrated, SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
@@ -94,7 +95,8 @@ export const QueueLive = (
           ),
           dialect: "pg",
           version: server.version,
-          identity: `pg:${id}`
+          identity: `pg:${id}`,
+          reachability: makeReachability()
         })
         const notifier = Option.isSome(pg)
           ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
@@ -123,6 +125,7 @@ export const QueueLive = (
         dialect: "mysql",
         version: server.version,
         identity: `mysql:${row.id}`,
+        reachability: makeReachability(),
         maxStatementBytes: Number(row.packet)
       })
       return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))

@@ -45,6 +45,7 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database, poolSizeOf } from "../internal/Database.js"
+import { bounded, forkScopedBounded } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
@@ -188,11 +189,16 @@ interface Inflight {
  * lock stays held until the server drops the connection (TCP keepalive), but the heartbeat stops:
  * its jobs are rescued after `leaseTimeout`.
  */
-const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken: Effect.Effect<void>) =>
+const liveness = (
+  workerId: string,
+  onHeartbeat: Effect.Effect<void>,
+  onIdTaken: Effect.Effect<void>,
+  stopping: () => boolean
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* QueueConfig
-    const { statements } = yield* Database
+    const { reachability, statements } = yield* Database
     const [lockSql, lockParams] = statements.workerLockStatement(workerId)
     /** How often the lock's connection is checked, and the longest wait between attempts to take the lock again. */
     const checkMillis = Math.max(10, Math.min(Duration.toMillis(config.rescueInterval) / 2, Duration.toMillis(config.heartbeatInterval)))
@@ -229,9 +235,15 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken:
               return got === true || Number(got) === 1 ? Effect.sync(() => void (heldBy = connectionId)) : lockHeld
             })
           ),
-          () => Effect.ignore(conn.executeRaw(unlockSql, lockParams).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
+          // Not worth waiting for with the database gone: the server frees the lock with the connection.
+          () => reachability.unreachable() ? Effect.void : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
         )
         yield* Deferred.succeed(acquired, undefined)
+        if (lost) {
+          lost = false
+          yield* Effect.logInfo("sqlane: worker lock taken again")
+        }
+        yield* reachability.succeeded
         // Check the lock's connection every `checkMillis` (a failure re-acquires the lock, before
         // rescuers take the jobs: they wait `lockGracePasses` passes), and heartbeat when due.
         let beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
@@ -240,16 +252,20 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken:
           // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
           yield* wallSleep(checkMillis)
           yield* conn.executeRaw("SELECT 1", [])
+          yield* reachability.succeeded
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
           yield* statements.workerHeartbeat(workerId, yield* nowMicros)
           yield* onHeartbeat
         }
       }).pipe(Effect.scoped)
+    /** The lock was lost and is not yet taken again (logged once per loss). */
+    let lost = false
     const nowUs = yield* nowMicros
     yield* statements.workerRegister(workerId, nowUs, os.hostname(), process.pid)
+    // With the database gone the row stays; rescuers and the pruner of worker rows handle it.
     yield* Effect.addFinalizer(() =>
-      Effect.ignore(statements.workerRemove(workerId).pipe(Effect.interruptible, Effect.timeout("5 seconds")))
+      reachability.unreachable() ? Effect.void : Effect.ignore(bounded(statements.workerRemove(workerId), 500))
     )
     const acquired = yield* Deferred.make<void>()
     // A defect (the id is taken) fails the start; connection failures are retried. After the start,
@@ -269,11 +285,21 @@ const liveness = (workerId: string, onHeartbeat: Effect.Effect<void>, onIdTaken:
             )
             : Deferred.die(acquired, defect))
       ),
-      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker lock connection lost; re-acquiring", cause)),
-      Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced(checkMillis)))),
+      // Once per loss (a lost connection to a database that is gone: once per outage), not per retry.
+      Effect.tapErrorCause((cause) =>
+        lost ? Effect.logDebug("sqlane: worker lock not taken yet", cause) : Effect.zipRight(
+          Effect.sync(() => void (lost = true)),
+          reachability.failed("worker lock", "sqlane: worker lock connection lost; taking the lock again", cause)
+        )
+      ),
+      // A worker that is stopping does not take its lock again: its jobs are rescued as a lost worker's.
+      Effect.retry({
+        schedule: Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced(checkMillis))),
+        while: () => !stopping()
+      }),
+      Effect.ignore,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
-      Effect.interruptible,
-      Effect.forkScoped
+      (effect) => forkScopedBounded(effect, 250)
     )
     yield* Deferred.await(acquired)
   }).pipe(Effect.orDie)
@@ -314,7 +340,7 @@ export const make = <R>(
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
-    const { maxStatementBytes, statements } = yield* Database
+    const { maxStatementBytes, reachability, statements } = yield* Database
     // Each worker's lock holds one connection for the worker's life: with none left over, the
     // first claim would wait forever for one.
     const client = yield* SqlClient.SqlClient
@@ -330,6 +356,8 @@ export const make = <R>(
     workersOn.set(client, workers)
     yield* Effect.addFinalizer(() => Effect.sync(() => workersOn.set(client, (workersOn.get(client) ?? 1) - 1)))
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
+    /** After `shutdownTimeout`, how long the releases of interrupted jobs may take to be written. */
+    const releaseMillis = 1000
     // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
@@ -344,10 +372,12 @@ export const make = <R>(
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
     /** Another live worker took this worker's id (see `liveness`): claim and rescue no more. */
     let idTaken = false
+    /** The worker's scope is closing: it claims no more, and jobs a claim in flight brings back are released. */
+    let stopping = false
     yield* liveness(workerId, gaugeDue, Effect.suspend(() => {
       idTaken = true
       return wakeSelf
-    }))
+    }), () => stopping)
 
     /** Runs job attempts as root fibers of their own, with the worker's context (`R`). */
     const runtime = yield* Effect.runtime<R>()
@@ -422,7 +452,7 @@ export const make = <R>(
     // Paused job names are left out of every probe and claim; a resume wakes the loop.
     const paused = yield* Pauses.watch(names, Effect.suspend(() => wakeSelf))
     // Retention: prunes finished jobs in the background (one pruner at a time across processes).
-    if (config.prune) yield* Effect.forkScoped(Effect.interruptible(Pruner.background))
+    if (config.prune) yield* forkScopedBounded(Pruner.background, 250)
 
     const failure = (
       row: ClaimedJob,
@@ -733,6 +763,11 @@ export const make = <R>(
       const nowMs = clock.unsafeCurrentTimeMillis()
       for (const row of rows) {
         claiming.set(row.id, row.attempts)
+        // A claim that was in flight when the worker began to stop: back to pending, not run.
+        if (stopping) {
+          submit(row, released(row))
+          continue
+        }
         const metrics = ofJobName(row.name)
         metrics.claimed.unsafeUpdate(1, [])
         metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
@@ -765,7 +800,7 @@ export const make = <R>(
     const rider: Rider | undefined = !riding ? undefined : {
       claimWith: (ended) => {
         riderCalls++
-        if (!riderWanted || riderInFlight) return undefined
+        if (!riderWanted || riderInFlight || stopping) return undefined
         const groups = paused.claimableGroups(riderDue)
         const limit = concurrency - running + ended
         if (idTaken || groups.length === 0 || limit <= 0) return undefined
@@ -940,7 +975,7 @@ export const make = <R>(
       Effect.scoped,
       // A defect must not end the loop for good: log it and restart like any failure.
       Effect.catchAllDefect((defect) => Effect.fail(defect)),
-      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: worker loop failed; restarting", cause)),
+      Effect.tapErrorCause((cause) => reachability.failed("worker loop", "sqlane: worker loop failed; restarting", cause)),
       Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
     )
@@ -955,12 +990,22 @@ export const make = <R>(
           Effect.timeoutOption(shutdownTimeout)
         )
         if (Option.isSome(finished)) return
-        yield* Effect.logInfo(`sqlane: shutdown timeout; releasing ${inflight.size} running job(s)`)
+        if (inflight.size > 0) {
+          yield* Effect.logInfo(`sqlane: shutdown timeout; releasing ${inflight.size} running job(s)`)
+        }
         for (const entry of inflight.values()) entry.reason = "shutdown"
         yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
-        // Writing the releases needs the database; if it is gone, give up after 5 s (the jobs are
-        // then rescued by other workers once this worker's lock is free).
-        yield* Effect.interruptible(awaitIdle).pipe(Effect.timeoutOption("5 seconds"))
+        // Writing the releases needs the database: wait for them at most `releaseMillis` (wall clock).
+        yield* bounded(awaitIdle, releaseMillis)
+        if (claiming.size === 0) return
+        // Their ends were not written: the rows stay running under this worker until the rescuers of
+        // other workers take them back, once its lock is free (its connection closed) or its lease passed.
+        const ids = Array.from(claiming.keys())
+        yield* Effect.logWarning(
+          `sqlane: shutdown: could not release ${ids.length} job(s)${
+            reachability.unreachable() ? " (the database is unreachable)" : ""
+          }; other workers rescue them as a lost worker's: ${ids.slice(0, 20).join(", ")}${ids.length > 20 ? ", …" : ""}`
+        )
       }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }))
     )
 
@@ -1057,15 +1102,17 @@ export const make = <R>(
       yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
     })
     yield* rescue.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("sqlane: rescue pass failed", cause)),
+      Effect.catchAllCause((cause) => reachability.failed("rescuer", "sqlane: rescue pass failed", cause)),
       Effect.zipRight(Effect.sleep(config.rescueInterval)),
       Effect.forever,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
-      Effect.interruptible,
-      Effect.forkScoped
+      (effect) => forkScopedBounded(effect, 250)
     )
 
-    yield* Effect.forkScoped(Effect.interruptible(loop))
+    // Closing the scope: first stop claiming (a claim in flight then releases what it brings back),
+    // then the loop, then the graceful shutdown above.
+    yield* forkScopedBounded(loop, 250)
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (stopping = true)))
     return { id: workerId, running: Effect.sync(() => running) } satisfies WorkerHandle
   })
 

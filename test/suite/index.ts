@@ -8,6 +8,7 @@ import { conformance } from "./conformance.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { operations } from "./operations.js"
+import { outage } from "./outage.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 
@@ -21,6 +22,7 @@ export const suitesFor = (id: string) => {
     scheduling(target)
     operations(target)
     badInput(target)
+    outage(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -12,6 +12,9 @@
  * - graceful: runs "slow" jobs (3 s, recording start and end); on SIGTERM/SIGINT shuts down with a
  *             shutdownTimeout of <arg> ms
  * - cancel:   cancels job <arg>
+ * - outage:   runs "slow" jobs at concurrency 20, each for SQLANE_JOB_MS ms (default an hour); on
+ *             SIGTERM/SIGINT shuts down with a shutdownTimeout of <arg> ms and prints the milliseconds
+ *             the shutdown took to stdout (`shutdown <ms>`)
  *
  * Every worker records ("ready", <name>) in the ledger once it runs.
  */
@@ -84,11 +87,28 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
     yield* ready
     yield* Effect.never
   }),
-  cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg))
+  cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg)),
+  outage: Effect.gen(function*() {
+    const jobMs = Number(process.env.SQLANE_JOB_MS ?? 3_600_000)
+    yield* Worker.make({
+      concurrency: 20,
+      shutdownTimeout: Duration.millis(Number(arg)),
+      handlers: [Job.handler(Slow, () => Effect.sleep(jobMs))]
+    })
+    yield* Effect.never
+  })
 }
 
 const program = Effect.scoped(programs[mode]).pipe(Effect.provide(layer)) as Effect.Effect<void, unknown>
-if (mode === "graceful") {
+if (mode === "outage") {
+  // The time from the signal to the end of the program's scope (the worker's and QueueLive's).
+  let signalledAt = 0
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void (signalledAt = Date.now()))
+  NodeRuntime.runMain(
+    program.pipe(Effect.ensuring(Effect.sync(() => console.log(`shutdown ${Date.now() - signalledAt}`)))),
+    { disableErrorReporting: false }
+  )
+} else if (mode === "graceful") {
   // SIGTERM/SIGINT interrupt the program: the worker's scope closes and it shuts down gracefully.
   NodeRuntime.runMain(program, { disableErrorReporting: false })
 } else {

@@ -1,0 +1,134 @@
+/**
+ * Living with a database that is gone: telling a lost connection from other failures, saying so
+ * once rather than at every retry, and closing within a bound whatever the database does.
+ *
+ * - `Reachability`, one per `QueueLive`: the background fibers (worker locks and heartbeats,
+ *   rescuers, the Completer, LISTEN, the insert check, paused names) report their failures to it.
+ *   The first failure to reach the database is logged once at `Warning`, later ones at `Debug`,
+ *   and the first success after them at `Info`; other failures are logged as they come.
+ * - `forkScopedBounded` and `bounded`: a close waits a bounded time for a fiber or a statement.
+ *   Interrupting a statement in flight is not immediate: `@effect/sql-pg` cancels it with
+ *   `pg_cancel_backend` on a new connection and waits up to 5 s for that, and with the server gone
+ *   (or its packets dropped) the statement itself never answers.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { wallSleep } from "./wallClock.js"
+
+/** Node's socket errors and the drivers' words for a connection that is gone or cannot be made. */
+const connectionCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "PROTOCOL_CONNECTION_LOST",
+  "PROTOCOL_SEQUENCE_TIMEOUT",
+  "ER_CON_COUNT_ERROR",
+  "ER_SERVER_SHUTDOWN",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03" // cannot_connect_now
+])
+const connectionMessages =
+  /Connection terminated|not queryable|connection error|Failed to acquire connection|Connection lost|closed state|Can't add new command when connection is in closed state|timeout exceeded when trying to connect|Connection timed out|connect ETIMEDOUT/i
+
+/**
+ * Whether `error` (a `SqlError`, a driver's error, or a timeout of our own) says the database could
+ * not be reached or the connection is gone — not that it refused a statement.
+ */
+export const isConnectionError = (error: unknown): boolean => {
+  for (let e: any = error, depth = 0; e !== undefined && e !== null && depth < 4; e = e.cause, depth++) {
+    if (typeof e !== "object") return false
+    if (e._tag === "TimeoutException") return true
+    if (typeof e.code === "string" && (connectionCodes.has(e.code) || /^08/.test(e.code))) return true
+    if (e.fatal === true) return true // mysql2: the connection cannot be used any more
+    if (typeof e.message === "string" && connectionMessages.test(e.message)) return true
+  }
+  return false
+}
+
+/** The first line of what failed, for a one-line log. */
+const firstLine = (cause: Cause.Cause<unknown>): string => {
+  const failure = Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause))
+  const value: any = Option.getOrUndefined(failure)
+  const inner = value?.cause?.message ?? value?.message ?? Cause.pretty(cause)
+  return String(inner).split("\n")[0]
+}
+
+export interface Reachability {
+  /**
+   * Logs a failure of `what` (e.g. "worker lock"): a lost connection once per outage, anything else
+   * at `Warning` with `message` and its cause.
+   */
+  readonly failed: (what: string, message: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  /** A statement answered: ends an outage (logged once). */
+  readonly succeeded: Effect.Effect<void>
+  /** Whether the last word on the database was a failure to reach it. */
+  readonly unreachable: () => boolean
+}
+
+export const makeReachability = (): Reachability => {
+  let down = false
+  return {
+    failed: (what, message, cause) =>
+      Effect.suspend(() => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.void
+        const failure = Option.getOrUndefined(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)))
+        if (!isConnectionError(failure)) return Effect.logWarning(message, cause)
+        if (down) return Effect.logDebug(`sqlane: ${what}: the database is still unreachable`, cause)
+        down = true
+        return Effect.logWarning(
+          `sqlane: the database is unreachable (${what}: ${firstLine(cause)}); retrying until it answers`
+        )
+      }),
+    succeeded: Effect.suspend(() => {
+      if (!down) return Effect.void
+      down = false
+      return Effect.logInfo("sqlane: the database answers again")
+    }),
+    unreachable: () => down
+  }
+}
+
+/**
+ * Waits for `effect` at most `millis` of wall-clock time (whatever `Clock` the caller runs under);
+ * if it has not ended by then it is left to end on its own, interrupted, and `None` is returned.
+ * For statements at close: their answer may never come.
+ */
+export const bounded = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: number): Effect.Effect<Option.Option<A>, E, R> =>
+  Effect.raceFirst(
+    // `disconnect` restores the caller's interruptibility around its join: in a finalizer (run
+    // uninterruptibly) the race could not stop waiting without the outer `interruptible`.
+    Effect.map(Effect.interruptible(Effect.disconnect(effect)), Option.some),
+    Effect.as(Effect.interruptible(wallSleep(millis)), Option.none<A>())
+  )
+
+/**
+ * `Effect.forkScoped`, except that the scope's close waits at most `millis` (wall clock) for the
+ * fiber to stop; a fiber still stopping then (a statement in flight to a database that does not
+ * answer) ends on its own.
+ */
+export const forkScopedBounded = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  millis: number
+): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkDaemon(Effect.interruptible(effect))
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        Fiber.interruptFork(fiber),
+        Effect.raceFirst(Effect.interruptible(Fiber.await(fiber)), Effect.interruptible(wallSleep(millis)))
+      )
+    )
+    return fiber
+  })

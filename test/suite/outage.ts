@@ -1,0 +1,94 @@
+/**
+ * Stopping while the database is gone, on every database: a worker process behind a proxy that the
+ * test cuts (every connection closed and new ones refused, as a stopped server does; or nothing
+ * crossing any more, as a network that drops packets) shuts down within its `shutdownTimeout` plus
+ * a small fixed bound, says once that the database is unreachable and which jobs it could not
+ * release, and leaves those rows for the rescuers of other workers.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import { Job, Queue, Worker } from "../../src/index.js"
+import { countJobs, waitUntil } from "../support/helpers.js"
+import { Slow } from "../support/jobs.js"
+import { proxyTo } from "../support/proxy.js"
+import type { Target } from "../support/targets.js"
+import { withQueue } from "./conformance.js"
+
+const workerScript = path.join(import.meta.dirname, "..", "support", "worker-process.ts")
+
+/** The target's URL with its host and port replaced by `address`. */
+const via = (url: string, address: string) => {
+  const u = new URL(url)
+  u.host = address
+  return u.toString()
+}
+
+/** Runs the "outage" worker process through `url`; its output and exit, and a way to signal it. */
+const outageWorker = (dialect: "pg" | "mysql", url: string, prefix: string, shutdownMs: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, ["--import", "tsx", workerScript, "outage", dialect, url, prefix, "outage", String(shutdownMs)], {
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      child.stdout.on("data", (d) => (output += d))
+      child.stderr.on("data", (d) => (output += d))
+      const exit = new Promise<number | string>((resolve) => child.on("close", (code, signal) => resolve(signal ?? code ?? -1)))
+      return { child, exit, output: () => output }
+    }),
+    ({ child }) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+  )
+
+export const outage = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+  const { hostname, port } = new URL(target.url)
+  describe("shutdown with the database gone", () => {
+    for (const mode of ["refuse", "blackhole"] as const) {
+      it.live(
+        name(`database ${mode === "refuse" ? "stopped" : "unreachable (packets dropped)"}: a worker of 20 running jobs stops within shutdownTimeout + 2 s, logs the outage once and names the jobs it could not release`),
+        () =>
+          withQueue(target, (prefix) =>
+            Effect.gen(function*() {
+              const queue = yield* Queue.Queue
+              yield* queue.enqueueMany(Slow, Array.from({ length: 30 }, () => ({})))
+              const proxy = yield* proxyTo(hostname, Number(port))
+              const shutdownMs = 1000
+              const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
+              yield* waitUntil(Effect.map(countJobs(prefix, "running"), (n) => n === 20), 30_000, "20 running jobs").pipe(
+                Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
+              )
+              yield* proxy.cut(mode)
+              // Long enough for the worker to find its lock connection gone and try to take it again.
+              yield* Effect.sleep("1500 millis")
+              const signalledAt = Date.now()
+              worker.child.kill("SIGINT")
+              const exit = yield* Effect.promise(() => worker.exit)
+              const exitedMs = Date.now() - signalledAt
+              const output = worker.output()
+              const took = Number(/shutdown (\d+)/.exec(output)?.[1] ?? NaN)
+              assert.isTrue(took <= shutdownMs + 2000, `the shutdown took ${took} ms:\n${output}`)
+              // The process itself (Node's own exit included) is gone soon after.
+              assert.isTrue(exitedMs <= shutdownMs + 3000, `the process exited ${exitedMs} ms after SIGINT:\n${output}`)
+              assert.include([0, 130, "SIGINT"], exit)
+              // One warning of the outage, not one per retry; one line naming the jobs left running.
+              assert.isAtMost(output.match(/unreachable/g)?.length ?? 0, 2, output)
+              assert.notInclude(output, "re-acquiring")
+              const left = /could not release (\d+) job\(s\)/.exec(output)
+              assert.isNotNull(left, output)
+              assert.strictEqual(Number(left![1]), 20)
+              // Their rows stay running, for the rescuers of other workers ("worker lost").
+              assert.strictEqual(yield* countJobs(prefix, "running"), 20)
+              if (mode === "refuse") {
+                // The server saw the worker's connections close: its lock is free, its jobs are rescued.
+                yield* Worker.make({ concurrency: 30, handlers: [Job.handler(Slow, () => Effect.void)] })
+                yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 30), 30_000, "all 30 jobs to complete")
+              }
+            })
+          ),
+        60_000
+      )
+    }
+  })
+}
