@@ -10,6 +10,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { Job, PeriodicJob } from "../src/index.js"
 import { fallBacks, latestTick, nextTick, wildHours } from "../src/internal/cron.js"
 
 const LA = "America/Los_Angeles"
@@ -237,4 +240,9 @@ describe("nextTick: helpers", () => {
     assert.strictEqual(latest(fixed, "2026-11-01T08:29:00Z"), z("10-31T08:30"))
   })
 
+  it("a periodic job without a time zone is read in UTC, whatever the process's zone", () => {
+    const Tick = Job.make("tick", { payload: Schema.Struct({}) })
+    const p = PeriodicJob.unsafeMake("p", { cron: "0 9 * * *", job: Tick, payload: {} })
+    assert.strictEqual(Option.getOrUndefined(Option.map(p.cron.tz, DateTime.zoneToString)), "UTC")
+  })
 })

@@ -105,7 +105,8 @@ export const make = <J extends Job.Any>(
   const problem = checkJobName(name)
   if (problem !== undefined) return refuse(`a periodic job name ${problem}`)
   if (name.length > 200) return refuse(`a periodic job name must be 1 to 200 characters, got ${name.length}`)
-  const parsed = Cron.parse(options.cron, options.timeZone)
+  // Without a zone, `Cron` reads the expression in the process's local zone: UTC is asked for.
+  const parsed = Cron.parse(options.cron, options.timeZone ?? "UTC")
   if (Either.isLeft(parsed)) return refuse(`${parsed.left.message}: ${parsed.left.input}`)
   try {
     Cron.next(parsed.right, new Date())
