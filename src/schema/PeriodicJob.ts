@@ -7,6 +7,10 @@
  * second one (no leader election). Two periodic jobs with the same expression are two names, so
  * both fire.
  *
+ * Across daylight-saving changes the ticks follow classic cron: where the clock goes back, a cron
+ * with wildcard or step hours fires through both copies of the repeated hour, one at fixed hours
+ * once; where it jumps ahead, a time in the skipped hour fires once (see docs/scheduling.md).
+ *
  * Source: River's `PeriodicJob` (periodic jobs inserted with unique keys by the leader), Oban's
  * `Cron` plugin (cron expressions with time zones), pg-boss's `schedule` (one job per cron slot,
  * deduplicated by a singleton key).
@@ -105,7 +109,8 @@ export const make = <J extends Job.Any>(
   const problem = checkJobName(name)
   if (problem !== undefined) return refuse(`a periodic job name ${problem}`)
   if (name.length > 200) return refuse(`a periodic job name must be 1 to 200 characters, got ${name.length}`)
-  const parsed = Cron.parse(options.cron, options.timeZone)
+  // Without a zone, `Cron` reads the expression in the process's local zone: UTC is asked for.
+  const parsed = Cron.parse(options.cron, options.timeZone ?? "UTC")
   if (Either.isLeft(parsed)) return refuse(`${parsed.left.message}: ${parsed.left.input}`)
   try {
     Cron.next(parsed.right, new Date())

@@ -9,14 +9,19 @@
  * while no scheduler ran are skipped, or the latest of them enqueued once (`missed: "runOnce"`):
  * the latest tick enqueued is kept in `<prefix>schedules`.
  *
+ * Across daylight-saving changes the ticks follow classic cron (cronie): when the clock goes back, a
+ * cron with wildcard or step hours (`* * * * *`, `0 *∕2 * * *`) fires through both copies of the
+ * repeated hour, one at fixed hours (`30 1 * * *`) once; when it jumps ahead, a time in the skipped
+ * hour fires once, an hour later on the clock (see `nextTick` in `internal/cron.ts`).
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
-import * as Cron from "effect/Cron"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import { latestTick, nextTick } from "../internal/cron.js"
 import { Database } from "../internal/Database.js"
 import { nowMicros } from "../internal/time.js"
 import { InvalidPayload } from "../schema/Errors.js"
@@ -44,29 +49,8 @@ export interface SchedulerHandle {
 
 const allStates: ReadonlyArray<JobState> = ["pending", "running", "completed", "dead", "cancelled"]
 
-/**
- * The latest tick at or before `nowMs`. `Cron.prev` is strictly before its start, in whole
- * seconds, and (effect 3.x) throws "Unable to find next cron date" for about a day after a DST
- * gap when the expression's time falls in the skipped hour (e.g. `30 2 * * *` in Europe/Berlin);
- * then the ticks are walked forward from the last one enqueued (`undefined`: none found).
- */
 /** @internal */
-export const latestTick = (cron: Cron.Cron, nowMs: number, lastUs: number): Date | undefined => {
-  try {
-    let latest = Cron.prev(cron, new Date(nowMs + 1000))
-    while (latest.getTime() > nowMs) latest = Cron.prev(cron, latest)
-    return latest
-  } catch {
-    let latest: Date | undefined
-    let cursor = new Date(Math.floor(lastUs / 1000))
-    for (let i = 0; i < 100_000; i++) {
-      const next = Cron.next(cron, cursor)
-      if (next.getTime() > nowMs) return latest
-      latest = cursor = next
-    }
-    return latest
-  }
-}
+export { latestTick } from "../internal/cron.js"
 
 /** Database writes are retried until they succeed: a tick is late rather than lost. */
 const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
@@ -132,7 +116,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         }
         let cursor = new Date(startMs)
         while (true) {
-          const tick = Cron.next(p.cron, cursor)
+          const tick = nextTick(p.cron, cursor)
           nextTicks.set(p.name, tick)
           // Whole milliseconds: TestClock cannot represent a fractional instant.
           const wait = tick.getTime() - (yield* Clock.currentTimeMillis)

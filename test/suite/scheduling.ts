@@ -528,6 +528,53 @@ export const scheduling = (target: Target) => {
           assert.strictEqual(new Set(ran.map((r) => r.id)).size, 10)
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
 
+    it.effect(name("cron (TestClock): through the fall-back hour in Los Angeles, two schedulers, per-minute → 110 jobs, hourly fires at 09:00 UTC, 01:30 once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // 2026-11-01 09:00 UTC: 02:00 PDT becomes 01:00 PST, so 01:00–01:59 happens twice
+          // (08:00–08:59 UTC, then 09:00–09:59 UTC). By real time, (08:20, 10:10] holds 110 minutes
+          // and the hours 09:00 and 10:00; a fixed-hour 01:30 fires once, at the first 01:30 (08:30).
+          const Tick = Job.make("tick", { payload: Schema.Struct({ from: Schema.String, at: Schema.Number }) })
+          const of = (from: string, cron: string) =>
+            PeriodicJob.unsafeMake(from, {
+              cron,
+              timeZone: "America/Los_Angeles",
+              job: Tick,
+              payload: (at) => ({ from, at: at.getTime() })
+            })
+          const start = Date.parse("2026-11-01T08:20:00Z")
+          yield* TestClock.setTime(start)
+          const schedules = [of("minutely", "* * * * *"), of("hourly", "0 * * * *"), of("at-0130", "30 1 * * *")]
+          // two schedulers of the same periodic jobs: each tick of the repeated hour is enqueued once
+          yield* Scheduler.make({ schedules })
+          yield* Scheduler.make({ schedules })
+          yield* realSleep(500) // the schedulers have read their state and sleep until 08:21
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ticks = Effect.map(
+            sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")}`,
+            (rows) => {
+              const by: Record<string, Array<number>> = { minutely: [], hourly: [], "at-0130": [] }
+              for (const r of rows) {
+                const p = JSON.parse(r.payload)
+                by[p.from].push(p.at)
+              }
+              for (const list of Object.values(by)) list.sort((a, b) => a - b)
+              return by
+            }
+          )
+          const minutes = Effect.map(ticks, (t) => t.minutely.length)
+          for (let minute = 1; minute <= 110; minute++) {
+            yield* TestClock.adjust("1 minute")
+            // a minute without its tick is the lost repeated hour: fail fast rather than time out
+            yield* waitUntil(Effect.map(minutes, (n) => n >= minute), 5_000, `the tick of minute ${minute}`)
+          }
+          yield* realSleep(500) // a duplicate, if any, would show now
+          const all = yield* ticks
+          assert.deepStrictEqual(all.minutely, Array.from({ length: 110 }, (_, i) => start + (i + 1) * 60_000))
+          assert.deepStrictEqual(all.hourly, [Date.parse("2026-11-01T09:00:00Z"), Date.parse("2026-11-01T10:00:00Z")])
+          assert.deepStrictEqual(all["at-0130"], [Date.parse("2026-11-01T08:30:00Z")], "01:30 fires once, not twice")
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 120_000)
+
     it.live(name("a periodic tick is enqueued once, even after its job row is pruned, and never behind a later tick"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
