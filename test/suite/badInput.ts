@@ -608,6 +608,38 @@ export const badInput = (target: Target) => {
           assert.strictEqual(periodic("p".repeat(200)), "accepted")
         })))
 
+    it.live(name("runAt and delay both given: a typed error naming both, from enqueue, insert and enqueueMany; nothing written"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Plain = Job.make("bi-when", { payload: Schema.Struct({ i: Schema.Number }) })
+          const both = { runAt: new Date(Date.now() + 60_000), delay: "5 seconds" } as const
+          const message = "give either runAt or delay, not both (delay counts from now; runAt is a time)"
+          const refused = yield* countStatements(Effect.gen(function*() {
+            for (
+              const attempt of [
+                queue.enqueue(Plain, { i: 1 }, both) as Effect.Effect<unknown, unknown>,
+                queue.insert(Plain, { i: 1 }, both),
+                queue.enqueueMany(Plain, [{ i: 1 }, { i: 2 }], both),
+                // A zero delay is a delay too.
+                queue.enqueue(Plain, { i: 1 }, { runAt: new Date(), delay: 0 })
+              ]
+            ) {
+              const e = yield* refusal(attempt)
+              assert.deepStrictEqual([e.reason, e.message, e.job], ["option", message, "bi-when"])
+            }
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // Each on its own is taken; `delay: undefined` beside runAt is no delay.
+          const at = yield* queue.enqueue(Plain, { i: 1 }, { runAt: both.runAt, delay: undefined })
+          assert.strictEqual((yield* queue.get(at)).runAt.getTime(), both.runAt.getTime())
+          const later = yield* queue.enqueueMany(Plain, [{ i: 2 }], { delay: "1 hour" })
+          assert.isAbove((yield* queue.get(later[0])).runAt.getTime(), Date.now() + 3_500_000)
+          assert.strictEqual(yield* countJobs(prefix), 2)
+        })))
+
     it.live(name("Schema.Unknown payloads JSON would change (an invalid Date, a Map or Set, array holes, functions and symbols in arrays) are refused with the path"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
