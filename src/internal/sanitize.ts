@@ -16,11 +16,15 @@
  * - {@link text}: a free text (an error message) as a column can hold it on every database: U+0000
  *   (PostgreSQL `text` cannot hold it) and lone surrogates (not UTF-8: the drivers would write
  *   U+FFFD) become U+FFFD, and it is cut to a length.
- * - {@link describe}: a one-line description of any thrown or failed value, that never throws.
+ * - {@link describe}: a one-line description of any thrown or failed value, that never throws
+ *   (`[unprintable value]` for one that cannot be read at all, such as a `Proxy` whose traps throw).
+ * - {@link guardCause}: a cause whose values Effect itself cannot print, with stand-ins that it can
+ *   (Effect's logger and `Cause.pretty` would throw, and so would a fiber ending with it).
  * - {@link checkIdentifier}: why a job name or key cannot be stored, if it cannot.
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as MysqlText from "./mysqlText.js"
 import type { Finish } from "./statements.js"
 
@@ -212,12 +216,16 @@ export const text = (s: string, max = maxMessageLength): string => {
   return out
 }
 
+/** What {@link describe} says of a value that cannot be read at all. */
+export const unprintable = "[unprintable value]"
+
 /**
  * A one-line description of a thrown or failed value: `Name: message` for errors, `Tag: message`
- * for tagged errors with a message, the JSON of other values (bigints as digits), else `String(u)`.
- * Never throws, whatever getters or prototypes the value has.
+ * for tagged errors with a message, the JSON of other values (bigints as digits), else `String(u)`,
+ * else {@link unprintable}. Never throws, whatever getters, prototypes or traps the value has.
  */
 export const describe = (u: unknown): string => {
+  if (standIns.has(u as object)) return unprintable
   try {
     if (u === undefined) return "undefined"
     if (typeof u === "string") return u
@@ -239,7 +247,80 @@ export const describe = (u: unknown): string => {
     return String(u)
   } catch {
     // e.g. an object without a prototype
+  }
+  try {
     return Object.prototype.toString.call(u)
+  } catch {
+    // e.g. a Proxy whose traps throw
+    return unprintable
+  }
+}
+
+/** The values {@link guardCause} stood in for, by their stand-in. */
+const standIns = new WeakMap<object, unknown>()
+
+/** Whether Effect can print `u` (its logger, `Cause.pretty`); primitives always. */
+const printable = (u: unknown): boolean => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null) return true
+  try {
+    Cause.pretty(Cause.die(u))
+    return true
+  } catch {
+    return false
+  }
+}
+
+const standInFor = (u: unknown): Error => {
+  const standIn = new Error(unprintable)
+  standIn.name = "UnprintableValue"
+  standIns.set(standIn, u)
+  return standIn
+}
+
+const replaceUnprintable = (cause: Cause.Cause<unknown>): Cause.Cause<unknown> => {
+  switch (cause._tag) {
+    case "Fail":
+      return printable(cause.error) ? cause : Cause.fail(standInFor(cause.error))
+    case "Die":
+      return printable(cause.defect) ? cause : Cause.die(standInFor(cause.defect))
+    case "Sequential":
+      return Cause.sequential(replaceUnprintable(cause.left), replaceUnprintable(cause.right))
+    case "Parallel":
+      return Cause.parallel(replaceUnprintable(cause.left), replaceUnprintable(cause.right))
+    default:
+      return cause
+  }
+}
+
+/**
+ * `cause` as it is when Effect can print it (nearly always), else with each failure or defect it
+ * cannot print (a `Proxy` whose traps throw, a value whose `toString` and JSON both throw) replaced by
+ * an `Error` saying {@link unprintable}. A fiber that ends with a cause Effect cannot print never
+ * tells its observers (its exit is logged first, when the log level lets `Debug` through), and
+ * `Cause.pretty` throws on it. {@link originalOf} gives the value a stand-in replaced.
+ */
+export const guardCause = <E>(cause: Cause.Cause<E>): Cause.Cause<E> => {
+  try {
+    Cause.pretty(cause)
+    return cause
+  } catch {
+    return replaceUnprintable(cause) as Cause.Cause<E>
+  }
+}
+
+/** The value a stand-in of {@link guardCause} replaced, or `u` itself. */
+export const originalOf = (u: unknown): unknown => (standIns.has(u as object) ? standIns.get(u as object) : u)
+
+/** `Cause.pretty`, or the description of its first failure or defect when Effect cannot print it. Never throws. */
+export const prettyCause = (cause: Cause.Cause<unknown>): string => {
+  try {
+    return Cause.pretty(cause)
+  } catch {
+    try {
+      return describe(Cause.squash(cause))
+    } catch {
+      return unprintable
+    }
   }
 }
 

@@ -13,7 +13,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { spawn } from "node:child_process"
@@ -335,6 +338,97 @@ export const badInput = (target: Target) => {
           assert.strictEqual(message("nullProtoDefect"), "[object Object]")
           assert.isString(message("throwingGetters"))
         })))
+
+    it.live(name("a value whose every inspection throws (a Proxy), thrown, failed or died with: the attempt ends as a recorded failure and frees its slot"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Hostile = Job.make("bi-hostile", {
+            payload: Schema.Struct({ how: Schema.String }),
+            failure: Schema.Unknown,
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          const Next = Job.make("bi-hostile-next", { payload: Schema.Struct({}) })
+          /** A value none of whose traps can be run: reading, testing, listing or calling it throws. */
+          const hostile = (target: object) => {
+            const trap = () => {
+              throw new Error("trap")
+            }
+            return new Proxy(target, {
+              get: trap,
+              has: trap,
+              ownKeys: trap,
+              getPrototypeOf: trap,
+              setPrototypeOf: trap,
+              getOwnPropertyDescriptor: trap,
+              defineProperty: trap,
+              deleteProperty: trap,
+              set: trap,
+              isExtensible: trap,
+              preventExtensions: trap,
+              apply: trap,
+              construct: trap
+            })
+          }
+          // Effect.fail and Effect.die themselves read the value they are given (so in the handler
+          // they throw the trap's error); a cause made with Cause.fail or Cause.die holds it as it is.
+          const behaviours: Record<string, readonly [() => Effect.Effect<void, unknown>, kind: string, message: string]> = {
+            thrown: [() => {
+              throw hostile({})
+            }, "defect", "[unprintable value]"],
+            thrownFunction: [() => {
+              throw hostile(function() {})
+            }, "defect", "[unprintable value]"],
+            failed: [() => Effect.fail(hostile({})), "defect", "Error: trap"],
+            died: [() => Effect.die(hostile({})), "defect", "Error: trap"],
+            failedCause: [() => Effect.failCause(Cause.fail(hostile({}))), "failure", "[unprintable value]"],
+            diedCause: [() => Effect.failCause(Cause.die(hostile({}))), "defect", "[unprintable value]"],
+            diedLater: [
+              () => Effect.zipRight(Effect.sleep(1), Effect.failCause(Cause.die(hostile({})))),
+              "defect",
+              "[unprintable value]"
+            ]
+          }
+          // A logger that renders every cause, as Effect's own does, at Debug (where a fiber's end
+          // with an unhandled error is logged).
+          const rendered: Array<string> = []
+          const rendering = Logger.make(({ cause, message }) => {
+            rendered.push(Cause.isEmpty(cause) ? String(message) : `${String(message)} ${Cause.pretty(cause)}`)
+          })
+          let nextRuns = 0
+          yield* Worker.make({
+            concurrency: 1,
+            handlers: [
+              Job.handler(Hostile, (p) => behaviours[p.how][0]()),
+              Job.handler(Next, () => Effect.sync(() => void nextRuns++))
+            ]
+          }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, rendering)),
+            Logger.withMinimumLogLevel(LogLevel.Debug)
+          )
+          const queue = yield* Queue.Queue
+          const kinds = Object.keys(behaviours)
+          const ids = yield* Effect.forEach(kinds, (how) => queue.enqueue(Hostile, { how }))
+          const next = yield* queue.enqueue(Next, {})
+          yield* waitUntil(
+            Effect.map(Effect.forEach([...ids, next], queue.get), (js) =>
+              js.every((j) => j.state === "completed" || j.state === "dead")),
+            20_000,
+            "every job to end"
+          )
+          for (const [i, how] of kinds.entries()) {
+            const [, kind, message] = behaviours[how]
+            const info = yield* queue.get(ids[i])
+            assert.strictEqual(info.state, "dead", how)
+            assert.strictEqual(info.attempts, 2, how)
+            assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [[1, kind, message], [2, kind, message]], how)
+            assert.strictEqual(Option.getOrUndefined(info.lastError), message, how)
+          }
+          // With concurrency 1, the next job ran once every slot was freed.
+          assert.strictEqual((yield* queue.get(next)).state, "completed")
+          assert.strictEqual(nextRuns, 1)
+          // The logger rendered the attempts' ends, with what stands in for the value.
+          assert.isTrue(rendered.some((line) => line.includes("[unprintable value]")), "a rendered attempt end")
+        })), 60_000)
 
     it.live(name("a job without a success schema stores no result, whatever its handler returns (a Map, a function): it completes once"), () =>
       withQueue(target, () =>
