@@ -332,6 +332,9 @@ const jobsList = Command.make(
     )
 ).pipe(Command.withDescription("list jobs, newest first"))
 
+/** A text of several lines, each after `indent`. */
+const indented = (s: string, indent: string) => s.split("\n").map((line) => indent + line).join("\n")
+
 const jobsShow = Command.make(
   "show",
   { ...common, id: Args.text({ name: "id" }) },
@@ -377,7 +380,11 @@ const jobsShow = Command.make(
           `payload      ${JSON.stringify(out.payload)}`,
           `result       ${out.result === null ? "" : JSON.stringify(out.result)}`,
           `errors       ${out.errors.length === 0 ? "none" : ""}`,
-          ...out.errors.map((e) => `  #${e.attempt} ${e.at} ${e.kind}: ${withTag(e.tag, e.message)}`)
+          ...out.errors.flatMap((e) => [
+            `  #${e.attempt} ${e.at} ${e.kind}: ${withTag(e.tag, e.message)}`,
+            ...(e.properties === undefined ? [] : [`    properties ${JSON.stringify(e.properties)}`]),
+            ...(e.stack === undefined ? [] : ["    stack", indented(e.stack, "      ")])
+          ])
         ]
         yield* Console.log(lines.join("\n"))
       })

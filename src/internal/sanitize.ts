@@ -20,6 +20,8 @@
  *   (`[unprintable value]` for one that cannot be read at all, such as a `Proxy` whose traps throw).
  * - {@link guardCause}: a cause whose values Effect itself cannot print, with stand-ins that it can
  *   (Effect's logger and `Cause.pretty` would throw, and so would a fiber ending with it).
+ * - {@link defectStack} and {@link ownProperties}: a defect's stack and its own enumerable
+ *   properties, bounded and JSON-safe, for its attempt's record.
  * - {@link checkIdentifier}: why a job name or key cannot be stored, if it cannot.
  *
  * @internal
@@ -322,6 +324,74 @@ export const prettyCause = (cause: Cause.Cause<unknown>): string => {
       return unprintable
     }
   }
+}
+
+/** The most characters of a defect's stack stored in its attempt's record. */
+export const maxStackLength = 4_096
+
+/** The most characters of a defect's own properties (as JSON) stored in its attempt's record. */
+export const maxPropertiesLength = 4_096
+
+/** The most characters of one property's value (as JSON) stored in an attempt's record. */
+const maxPropertyLength = 1_024
+
+/**
+ * A defect's `stack` (an `Error`'s, or any object's string `stack`), as {@link text} stores it, cut
+ * at {@link maxStackLength} characters; `undefined` when it has none or it cannot be read.
+ */
+export const defectStack = (u: unknown): string | undefined => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null) return undefined
+  try {
+    const stack = (u as { stack?: unknown }).stack
+    return typeof stack === "string" && stack.length > 0 ? text(stack, maxStackLength) : undefined
+  } catch {
+    return undefined // a getter that throws
+  }
+}
+
+/**
+ * A thrown object's own enumerable properties (an error's `code`, `errno`, `syscall`…) as JSON
+ * values: a value JSON cannot hold is recorded as its description (a string), one whose JSON is
+ * longer than 1,024 characters as that JSON cut (a string), one whose getter throws as
+ * {@link unprintable}. At most {@link maxPropertiesLength} characters of JSON in all: the
+ * properties that do not fit are left out, and the key `"…"` says how many. `undefined` when it has
+ * none or they cannot be listed.
+ */
+export const ownProperties = (u: unknown): Record<string, unknown> | undefined => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null || standIns.has(u)) return undefined
+  let keys: ReadonlyArray<string>
+  try {
+    keys = Object.keys(u)
+  } catch {
+    return undefined // a Proxy whose ownKeys trap throws
+  }
+  if (keys.length === 0) return undefined
+  const out: Record<string, unknown> = {}
+  let length = 2 // {}
+  let kept = 0
+  for (const key of keys) {
+    let value: unknown
+    try {
+      value = (u as Record<string, unknown>)[key]
+    } catch {
+      value = unprintable
+    }
+    const json = errorJson(value)
+    const entry: unknown = json === null
+      ? text(describe(value), maxPropertyLength)
+      : json.length > maxPropertyLength
+      ? text(json, maxPropertyLength)
+      : JSON.parse(json)
+    const size = JSON.stringify(key).length + 1 + JSON.stringify(entry).length + (kept > 0 ? 1 : 0)
+    // Room for the note of what was left out.
+    if (length + size > maxPropertiesLength - 40) break
+    // A key such as `__proto__` is a property like any other.
+    Object.defineProperty(out, key, { value: entry, enumerable: true, writable: true, configurable: true })
+    length += size
+    kept++
+  }
+  if (kept < keys.length) out["…"] = `${keys.length - kept} more ${keys.length - kept === 1 ? "property" : "properties"} left out`
+  return out
 }
 
 /**

@@ -48,6 +48,7 @@ import { Database, poolSizeOf } from "../internal/Database.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
+  defectStack,
   describe,
   errorJson,
   fitRecord,
@@ -55,6 +56,7 @@ import {
   maxErrorJsonLength,
   type NotJson,
   originalOf,
+  ownProperties,
   prettyCause,
   text as sanitizeText,
   toJson as resultJson
@@ -470,7 +472,10 @@ export const make = <R>(
           kind,
           message,
           tag: tagOf(value),
-          error: Option.getOrUndefined(encoded)
+          error: Option.getOrUndefined(encoded),
+          // A defect's stack and own properties (`code`, `errno`…), bounded (internal/sanitize.ts).
+          stack: Option.isSome(defect) ? defectStack(value) : undefined,
+          properties: Option.isSome(defect) ? ownProperties(value) : undefined
         })
         const history = [
           ...Option.getOrElse(decodeErrors(row.errors ?? "[]"), () => [] as ReadonlyArray<AttemptError>),

@@ -530,6 +530,104 @@ export const operations = (target: Target) => {
           assert.strictEqual(Option.getOrThrow((yield* admin.show(id)).progress).value, 40)
         })), 60_000)
 
+    it.live(name("a defect's stack and own properties are kept in its attempt's record (bounded) and shown by `sqlane jobs show`"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const Defects = Job.make("defects", { payload: Schema.Struct({ how: Schema.String }), retry: Job.attempts(1) })
+          const fn = function named() {}
+          const mine = () =>
+            Object.assign(new Error("mine"), { code: "E_MINE", errno: -42, detail: { big: 10n, nan: NaN }, fn })
+          const many = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, "v".repeat(100)]))
+          const behaviours: Record<string, () => Effect.Effect<void>> = {
+            died: () => Effect.die(mine()),
+            thrown: () => {
+              throw mine()
+            },
+            plain: () => Effect.die({ code: 7 }),
+            long: () =>
+              Effect.die(Object.assign(new Error("long"), {
+                stack: "Error: long\n" + "    at frame (file.js:1:1)\n".repeat(1000),
+                huge: "h".repeat(5000),
+                ...many
+              }))
+          }
+          yield* Worker.make({ handlers: [Job.handler(Defects, (p) => behaviours[p.how]())] })
+          const kinds = Object.keys(behaviours)
+          const ids = yield* Effect.forEach(kinds, (how) => queue.enqueue(Defects, { how }))
+          yield* waitUntil(
+            Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "dead")),
+            20_000,
+            "every job dead"
+          )
+          const record = (how: string) =>
+            Effect.map(queue.get(ids[kinds.indexOf(how)]), (j) => {
+              assert.strictEqual(j.errors.length, 1, how)
+              return j.errors[0]
+            })
+          for (const how of ["died", "thrown"]) {
+            const e = yield* record(how)
+            assert.deepStrictEqual([e.kind, e.message], ["defect", "Error: mine"], how)
+            assert.match(e.stack ?? "", /^Error: mine\n {4}at /, how)
+            assert.include(e.stack, "operations.ts", how)
+            assert.deepStrictEqual(e.properties, {
+              code: "E_MINE",
+              errno: -42,
+              detail: { big: "10", nan: "NaN" },
+              fn: String(fn)
+            }, how)
+          }
+          const plain = yield* record("plain")
+          assert.deepStrictEqual([plain.message, plain.stack, plain.properties], ["{\"code\":7}", undefined, { code: 7 }])
+          const long = yield* record("long")
+          const longStack = "Error: long\n" + "    at frame (file.js:1:1)\n".repeat(1000)
+          assert.isAtMost(long.stack!.length, 4096)
+          assert.isTrue(long.stack!.endsWith(`… (cut: ${longStack.length} characters)`), long.stack!.slice(-60))
+          assert.isTrue(longStack.startsWith(long.stack!.slice(0, 4000)))
+          const properties = long.properties!
+          assert.isAtMost(JSON.stringify(properties).length, 4096)
+          assert.strictEqual(typeof properties.huge, "string")
+          assert.isAtMost((properties.huge as string).length, 1024)
+          assert.isTrue((properties.huge as string).endsWith("… (cut: 5002 characters)"))
+          const kept = Object.keys(properties).filter((k) => k.startsWith("p"))
+          assert.isAbove(kept.length, 10)
+          assert.strictEqual(properties["…"], `${100 - kept.length} more properties left out`)
+          // Admin.show reads the same record.
+          const shownByAdmin = yield* admin.show(ids[0])
+          assert.deepStrictEqual(shownByAdmin.job.errors[0].properties, (yield* record("died")).properties)
+
+          // An attempt's record written before stacks and properties were kept still reads.
+          const old = yield* queue.enqueue(Defects, { how: "never run" })
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'cancelled', finished_at = run_at,
+            errors = ${JSON.stringify([{ attempt: 1, at: "2026-01-01T00:00:00.000Z", kind: "defect", message: "Error: old" }])}
+            WHERE id = ${old}`
+          const oldRecord = (yield* queue.get(old)).errors
+          assert.deepStrictEqual(oldRecord.map((e) => [e.message, e.stack, e.properties]), [["Error: old", undefined, undefined]])
+
+          // `sqlane jobs show`: the properties on one line, the stack below, indented; --json has both.
+          const [human, json, oldHuman] = yield* Effect.all([
+            cli("jobs", "show", ids[0]),
+            cli("jobs", "show", ids[0], "--json"),
+            cli("jobs", "show", old)
+          ], { concurrency: 3 })
+          assert.strictEqual(human.code, 0, human.stderr)
+          const died = yield* record("died")
+          const lines = human.stdout.split("\n")
+          const at = lines.findIndex((l) => l.startsWith("  #1 "))
+          assert.match(lines[at], /^  #1 \S+ defect: Error: mine$/)
+          assert.strictEqual(lines[at + 1], `    properties ${JSON.stringify(died.properties)}`)
+          assert.strictEqual(lines[at + 2], "    stack")
+          assert.deepStrictEqual(lines.slice(at + 3, at + 3 + died.stack!.split("\n").length), died.stack!.split("\n").map((l) => `      ${l}`))
+          const shown = jsonOf(json)
+          assert.deepStrictEqual([shown.errors[0].stack, shown.errors[0].properties], [died.stack, died.properties])
+          assert.strictEqual(oldHuman.code, 0, oldHuman.stderr)
+          assert.notInclude(oldHuman.stdout, "    stack")
+          assert.include(oldHuman.stdout, "  #1 2026-01-01T00:00:00.000Z defect: Error: old")
+        })), 60_000)
+
     it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
