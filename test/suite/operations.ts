@@ -628,6 +628,53 @@ export const operations = (target: Target) => {
           assert.include(oldHuman.stdout, "  #1 2026-01-01T00:00:00.000Z defect: Error: old")
         })), 60_000)
 
+    it.live(name("`sqlane jobs show` cuts long payloads, results and errors at 4,096 characters, saying how long; --full and --json give all"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const Echo = Job.make("echo", {
+            payload: Schema.Struct({ s: Schema.String, fail: Schema.Boolean }),
+            success: Schema.String,
+            retry: Job.attempts(1)
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Echo, (p) => p.fail ? Effect.die(new Error("e".repeat(10_000))) : Effect.succeed(p.s + "!"))]
+          })
+          const big = "x".repeat(300_000)
+          const [done, failed] = yield* Effect.forEach([false, true], (fail) => queue.enqueue(Echo, { s: big, fail }))
+          yield* waitUntil(
+            Effect.map(Effect.forEach([done, failed], queue.get), ([d, f]) => d.state === "completed" && f.state === "dead"),
+            20_000,
+            "both jobs to end"
+          )
+          const payloadJson = JSON.stringify({ s: big, fail: false })
+          const resultJson = JSON.stringify(big + "!")
+          const message = "Error: " + "e".repeat(10_000)
+          const cut = (s: string) => `${s.slice(0, 4096)}… (${s.length.toLocaleString("en-US")} characters; --full shows all)`
+          const [human, full, json, failedHuman, failedFull] = yield* Effect.all([
+            cli("jobs", "show", done),
+            cli("jobs", "show", done, "--full"),
+            cli("jobs", "show", done, "--json"),
+            cli("jobs", "show", failed),
+            cli("jobs", "show", failed, "--full")
+          ], { concurrency: 3 })
+          for (const run of [human, full, json, failedHuman, failedFull]) assert.strictEqual(run.code, 0, run.stderr)
+          const line = (run: { readonly stdout: string }, start: string) =>
+            run.stdout.split("\n").find((l) => l.startsWith(start))
+          assert.strictEqual(line(human, "payload "), `payload      ${cut(payloadJson)}`)
+          assert.strictEqual(line(human, "result "), `result       ${cut(resultJson)}`)
+          assert.match(line(human, "payload ") ?? "", /… \(300,0\d\d characters; --full shows all\)$/)
+          assert.isBelow(human.stdout.length, 10_000)
+          assert.strictEqual(line(full, "payload "), `payload      ${payloadJson}`)
+          assert.strictEqual(line(full, "result "), `result       ${resultJson}`)
+          const shown = jsonOf(json)
+          assert.deepStrictEqual([shown.payload, shown.result], [{ s: big, fail: false }, big + "!"])
+          assert.match(line(failedHuman, "  #1 ") ?? "", /^  #1 \S+ defect: /)
+          assert.isTrue(line(failedHuman, "  #1 ")!.endsWith(`defect: ${cut(message)}`))
+          assert.isTrue(line(failedFull, "  #1 ")!.endsWith(`defect: ${message}`))
+        })), 60_000)
+
     it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
