@@ -495,7 +495,18 @@ const pause = Command.make(
     withAdmin(
       c,
       Effect.gen(function*() {
-        const changed = yield* (yield* Admin.Admin).pause(c.name)
+        const admin = yield* Admin.Admin
+        const changed = yield* admin.pause(c.name)
+        // A name no job was ever enqueued under is likely a typo; a deploy may still pause a name
+        // before its first job, so it is paused all the same. (Workers do not record the names they
+        // handle, so only the jobs table is looked at.)
+        const jobs = yield* Effect.option(admin.list({ name: c.name, limit: 1 }))
+        if (Option.isSome(jobs) && jobs.value.length === 0) {
+          yield* Console.error(
+            `sqlane: warning: no job named ${JSON.stringify(c.name)} is in the jobs table; paused it anyway ` +
+              "(check the name: the names workers handle are not recorded, so only jobs were looked for)"
+          )
+        }
         yield* c.json
           ? printJson({ name: c.name, paused: true, changed })
           : Console.log(changed ? `paused ${c.name}` : `${c.name} was already paused`)

@@ -675,6 +675,29 @@ export const operations = (target: Target) => {
           assert.isTrue(line(failedFull, "  #1 ")!.endsWith(`defect: ${message}`))
         })), 60_000)
 
+    it.live(name("`sqlane pause` of a name no job has warns on stderr and still pauses; a name with jobs pauses quietly"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          yield* queue.enqueue(Noop, { i: 1 })
+          const warning = /^sqlane: warning: no job named "send-emial" is in the jobs table; paused it anyway /
+          const unknown = yield* cli("pause", "send-emial")
+          assert.strictEqual(unknown.code, 0, unknown.stderr)
+          assert.strictEqual(unknown.stdout, "paused send-emial\n")
+          const lines = unknown.stderr.trim().split("\n")
+          assert.strictEqual(lines.length, 1, unknown.stderr)
+          assert.match(lines[0], warning)
+          // Again, with --json: stdout stays JSON, the warning goes to stderr.
+          const again = yield* cli("pause", "send-emial", "--json")
+          assert.deepStrictEqual(jsonOf(again), { name: "send-emial", paused: true, changed: false })
+          assert.match(again.stderr, warning)
+          const known = yield* cli("pause", "noop")
+          assert.deepStrictEqual([known.code, known.stdout, known.stderr], [0, "paused noop\n", ""])
+          assert.deepStrictEqual((yield* admin.paused).map((p) => p.name).sort(), ["noop", "send-emial"])
+        })), 60_000)
+
     it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
