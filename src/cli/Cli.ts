@@ -5,7 +5,7 @@
  * sqlane migrate [--dry-run]
  * sqlane status
  * sqlane jobs list [--name N] [--state S] [--limit N] [--before ID]
- * sqlane jobs show ID
+ * sqlane jobs show ID [--full]
  * sqlane retry ID… | sqlane retry --name N [--state dead|cancelled]
  * sqlane cancel ID…
  * sqlane pause NAME | sqlane resume NAME
@@ -332,9 +332,30 @@ const jobsList = Command.make(
     )
 ).pipe(Command.withDescription("list jobs, newest first"))
 
+/** The most characters of a payload, result, message, stack or properties `jobs show` prints without `--full`. */
+const shownLength = 4_096
+
+/** `s` as `jobs show` prints it: cut at {@link shownLength} characters (unless `full`), saying how long it is. */
+const clip = (s: string, full: boolean): string => {
+  if (full || s.length <= shownLength) return s
+  let cut = s.slice(0, shownLength)
+  // Do not leave half a surrogate pair at the cut.
+  if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1)
+  return `${cut}… (${s.length.toLocaleString("en-US")} characters; --full shows all)`
+}
+
+/** A text of several lines, each after `indent`. */
+const indented = (s: string, indent: string) => s.split("\n").map((line) => indent + line).join("\n")
+
 const jobsShow = Command.make(
   "show",
-  { ...common, id: Args.text({ name: "id" }) },
+  {
+    ...common,
+    id: Args.text({ name: "id" }),
+    full: Options.boolean("full").pipe(
+      Options.withDescription(`print payload, result and errors whole (else each is cut at ${shownLength} characters)`)
+    )
+  },
   (c) =>
     withAdmin(
       c,
@@ -374,10 +395,14 @@ const jobsShow = Command.make(
               onSome: (p) => `${progressText(p)} (attempt ${p.attempt}, ${p.at})`
             })
           }`,
-          `payload      ${JSON.stringify(out.payload)}`,
-          `result       ${out.result === null ? "" : JSON.stringify(out.result)}`,
+          `payload      ${clip(JSON.stringify(out.payload) ?? "", c.full)}`,
+          `result       ${out.result === null ? "" : clip(JSON.stringify(out.result) ?? "", c.full)}`,
           `errors       ${out.errors.length === 0 ? "none" : ""}`,
-          ...out.errors.map((e) => `  #${e.attempt} ${e.at} ${e.kind}: ${withTag(e.tag, e.message)}`)
+          ...out.errors.flatMap((e) => [
+            `  #${e.attempt} ${e.at} ${e.kind}: ${clip(withTag(e.tag, e.message), c.full)}`,
+            ...(e.properties === undefined ? [] : [`    properties ${clip(JSON.stringify(e.properties), c.full)}`]),
+            ...(e.stack === undefined ? [] : ["    stack", indented(clip(e.stack, c.full), "      ")])
+          ])
         ]
         yield* Console.log(lines.join("\n"))
       })
@@ -470,7 +495,18 @@ const pause = Command.make(
     withAdmin(
       c,
       Effect.gen(function*() {
-        const changed = yield* (yield* Admin.Admin).pause(c.name)
+        const admin = yield* Admin.Admin
+        const changed = yield* admin.pause(c.name)
+        // A name no job was ever enqueued under is likely a typo; a deploy may still pause a name
+        // before its first job, so it is paused all the same. (Workers do not record the names they
+        // handle, so only the jobs table is looked at.)
+        const jobs = yield* Effect.option(admin.list({ name: c.name, limit: 1 }))
+        if (Option.isSome(jobs) && jobs.value.length === 0) {
+          yield* Console.error(
+            `sqlane: warning: no job named ${JSON.stringify(c.name)} is in the jobs table; paused it anyway ` +
+              "(check the name: the names workers handle are not recorded, so only jobs were looked for)"
+          )
+        }
         yield* c.json
           ? printJson({ name: c.name, paused: true, changed })
           : Console.log(changed ? `paused ${c.name}` : `${c.name} was already paused`)

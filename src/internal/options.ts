@@ -44,8 +44,9 @@ export const durationMillis = (input: unknown): { readonly millis: number } | { 
 }
 
 /**
- * Why an enqueue's `runAt`, `delay` or `unique` cannot be used, as the error to fail with; else
- * `undefined`. Priority and the range of the resulting time are checked where they are resolved.
+ * Why an enqueue's `runAt`, `delay` or `unique` cannot be used (or `runAt` and `delay` are both
+ * given), as the error to fail with; else `undefined`. Priority and the range of the resulting time
+ * are checked where they are resolved.
  */
 export const checkEnqueueOptions = (
   job: string,
@@ -53,6 +54,13 @@ export const checkEnqueueOptions = (
 ): InvalidPayload | undefined => {
   if (options === undefined) return undefined
   const { delay, runAt, unique } = options
+  if (runAt !== undefined && delay !== undefined) {
+    return new InvalidPayload({
+      job,
+      reason: "option",
+      message: "give either runAt or delay, not both (delay counts from now; runAt is a time)"
+    })
+  }
   if (runAt !== undefined) {
     if (runAt instanceof Date ? Number.isNaN(runAt.getTime()) : !DateTime.isDateTime(runAt)) {
       return new InvalidPayload({ job, reason: "option", message: `runAt must be a valid Date or a DateTime, got ${got(runAt)}` })

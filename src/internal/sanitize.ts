@@ -16,11 +16,17 @@
  * - {@link text}: a free text (an error message) as a column can hold it on every database: U+0000
  *   (PostgreSQL `text` cannot hold it) and lone surrogates (not UTF-8: the drivers would write
  *   U+FFFD) become U+FFFD, and it is cut to a length.
- * - {@link describe}: a one-line description of any thrown or failed value, that never throws.
+ * - {@link describe}: a one-line description of any thrown or failed value, that never throws
+ *   (`[unprintable value]` for one that cannot be read at all, such as a `Proxy` whose traps throw).
+ * - {@link guardCause}: a cause whose values Effect itself cannot print, with stand-ins that it can
+ *   (Effect's logger and `Cause.pretty` would throw, and so would a fiber ending with it).
+ * - {@link defectStack} and {@link ownProperties}: a defect's stack and its own enumerable
+ *   properties, bounded and JSON-safe, for its attempt's record.
  * - {@link checkIdentifier}: why a job name or key cannot be stored, if it cannot.
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as MysqlText from "./mysqlText.js"
 import type { Finish } from "./statements.js"
 
@@ -212,12 +218,16 @@ export const text = (s: string, max = maxMessageLength): string => {
   return out
 }
 
+/** What {@link describe} says of a value that cannot be read at all. */
+export const unprintable = "[unprintable value]"
+
 /**
  * A one-line description of a thrown or failed value: `Name: message` for errors, `Tag: message`
- * for tagged errors with a message, the JSON of other values (bigints as digits), else `String(u)`.
- * Never throws, whatever getters or prototypes the value has.
+ * for tagged errors with a message, the JSON of other values (bigints as digits), else `String(u)`,
+ * else {@link unprintable}. Never throws, whatever getters, prototypes or traps the value has.
  */
 export const describe = (u: unknown): string => {
+  if (standIns.has(u as object)) return unprintable
   try {
     if (u === undefined) return "undefined"
     if (typeof u === "string") return u
@@ -239,8 +249,149 @@ export const describe = (u: unknown): string => {
     return String(u)
   } catch {
     // e.g. an object without a prototype
-    return Object.prototype.toString.call(u)
   }
+  try {
+    return Object.prototype.toString.call(u)
+  } catch {
+    // e.g. a Proxy whose traps throw
+    return unprintable
+  }
+}
+
+/** The values {@link guardCause} stood in for, by their stand-in. */
+const standIns = new WeakMap<object, unknown>()
+
+/** Whether Effect can print `u` (its logger, `Cause.pretty`); primitives always. */
+const printable = (u: unknown): boolean => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null) return true
+  try {
+    Cause.pretty(Cause.die(u))
+    return true
+  } catch {
+    return false
+  }
+}
+
+const standInFor = (u: unknown): Error => {
+  const standIn = new Error(unprintable)
+  standIn.name = "UnprintableValue"
+  standIns.set(standIn, u)
+  return standIn
+}
+
+const replaceUnprintable = (cause: Cause.Cause<unknown>): Cause.Cause<unknown> => {
+  switch (cause._tag) {
+    case "Fail":
+      return printable(cause.error) ? cause : Cause.fail(standInFor(cause.error))
+    case "Die":
+      return printable(cause.defect) ? cause : Cause.die(standInFor(cause.defect))
+    case "Sequential":
+      return Cause.sequential(replaceUnprintable(cause.left), replaceUnprintable(cause.right))
+    case "Parallel":
+      return Cause.parallel(replaceUnprintable(cause.left), replaceUnprintable(cause.right))
+    default:
+      return cause
+  }
+}
+
+/**
+ * `cause` as it is when Effect can print it (nearly always), else with each failure or defect it
+ * cannot print (a `Proxy` whose traps throw, a value whose `toString` and JSON both throw) replaced by
+ * an `Error` saying {@link unprintable}. A fiber that ends with a cause Effect cannot print never
+ * tells its observers (its exit is logged first, when the log level lets `Debug` through), and
+ * `Cause.pretty` throws on it. {@link originalOf} gives the value a stand-in replaced.
+ */
+export const guardCause = <E>(cause: Cause.Cause<E>): Cause.Cause<E> => {
+  try {
+    Cause.pretty(cause)
+    return cause
+  } catch {
+    return replaceUnprintable(cause) as Cause.Cause<E>
+  }
+}
+
+/** The value a stand-in of {@link guardCause} replaced, or `u` itself. */
+export const originalOf = (u: unknown): unknown => (standIns.has(u as object) ? standIns.get(u as object) : u)
+
+/** `Cause.pretty`, or the description of its first failure or defect when Effect cannot print it. Never throws. */
+export const prettyCause = (cause: Cause.Cause<unknown>): string => {
+  try {
+    return Cause.pretty(cause)
+  } catch {
+    try {
+      return describe(Cause.squash(cause))
+    } catch {
+      return unprintable
+    }
+  }
+}
+
+/** The most characters of a defect's stack stored in its attempt's record. */
+export const maxStackLength = 4_096
+
+/** The most characters of a defect's own properties (as JSON) stored in its attempt's record. */
+export const maxPropertiesLength = 4_096
+
+/** The most characters of one property's value (as JSON) stored in an attempt's record. */
+const maxPropertyLength = 1_024
+
+/**
+ * A defect's `stack` (an `Error`'s, or any object's string `stack`), as {@link text} stores it, cut
+ * at {@link maxStackLength} characters; `undefined` when it has none or it cannot be read.
+ */
+export const defectStack = (u: unknown): string | undefined => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null) return undefined
+  try {
+    const stack = (u as { stack?: unknown }).stack
+    return typeof stack === "string" && stack.length > 0 ? text(stack, maxStackLength) : undefined
+  } catch {
+    return undefined // a getter that throws
+  }
+}
+
+/**
+ * A thrown object's own enumerable properties (an error's `code`, `errno`, `syscall`…) as JSON
+ * values: a value JSON cannot hold is recorded as its description (a string), one whose JSON is
+ * longer than 1,024 characters as that JSON cut (a string), one whose getter throws as
+ * {@link unprintable}. At most {@link maxPropertiesLength} characters of JSON in all: the
+ * properties that do not fit are left out, and the key `"…"` says how many. `undefined` when it has
+ * none or they cannot be listed.
+ */
+export const ownProperties = (u: unknown): Record<string, unknown> | undefined => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null || standIns.has(u)) return undefined
+  let keys: ReadonlyArray<string>
+  try {
+    keys = Object.keys(u)
+  } catch {
+    return undefined // a Proxy whose ownKeys trap throws
+  }
+  if (keys.length === 0) return undefined
+  const out: Record<string, unknown> = {}
+  let length = 2 // {}
+  let kept = 0
+  for (const key of keys) {
+    let value: unknown
+    try {
+      value = (u as Record<string, unknown>)[key]
+    } catch {
+      value = unprintable
+    }
+    const json = errorJson(value)
+    const entry: unknown = json === null
+      ? text(describe(value), maxPropertyLength)
+      : json.length > maxPropertyLength
+      ? text(json, maxPropertyLength)
+      : JSON.parse(json)
+    const size = JSON.stringify(key).length + 1 + JSON.stringify(entry).length + (kept > 0 ? 1 : 0)
+    // Room for the note of what was left out.
+    if (length + size > maxPropertiesLength - 40) break
+    // A key such as `__proto__` is a property like any other.
+    Object.defineProperty(out, key, { value: entry, enumerable: true, writable: true, configurable: true })
+    length += size
+    kept++
+  }
+  if (kept < keys.length) out["…"] = `${keys.length - kept} more ${keys.length - kept === 1 ? "property" : "properties"} left out`
+  return out
 }
 
 /**

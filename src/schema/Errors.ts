@@ -19,7 +19,8 @@ import * as Schema from "effect/Schema"
  * - `key`: a unique or mutex key is not a string of 1–255 characters without U+0000 and lone
  *   surrogates, `unique` is neither a key nor `{ key, states }`, or the job's `mutexKey` threw;
  * - `option`: an option is out of range or not of its type (priority not a 32-bit integer, `runAt`
- *   not a valid `Date`/`DateTime`, `delay` not a finite duration, `unique.states`).
+ *   not a valid `Date`/`DateTime`, `delay` not a finite duration, both `runAt` and `delay` given,
+ *   `unique.states`).
  *
  * @since 0.1.0
  * @category errors

@@ -49,7 +49,15 @@ export class AttemptError extends Schema.Class<AttemptError>("sqlane/AttemptErro
   /** The `_tag` of a tagged error, when there is one. */
   tag: Schema.optional(Schema.String),
   /** The typed failure encoded with the job's `failure` schema, when it encodes. */
-  error: Schema.optional(Schema.Unknown)
+  error: Schema.optional(Schema.Unknown),
+  /** A defect's stack, when it has one, cut at 4,096 characters (records written by earlier versions have none). */
+  stack: Schema.optional(Schema.String),
+  /**
+   * A defect's own enumerable properties (an error's `code`, `errno`, `syscall`…) as JSON values, when
+   * it has any: a value JSON cannot hold as its description, a long one cut; at most 4,096 characters
+   * of JSON in all, the key `"…"` saying how many were left out.
+   */
+  properties: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 }) {}
 
 /**

@@ -38,7 +38,7 @@ import { type Enqueued, Notifier } from "./Notifier.js"
 export interface EnqueueOptions {
   /** When the job becomes due. Default: now (Effect's `Clock`). */
   readonly runAt?: Date | DateTime.DateTime | undefined
-  /** Due after this delay from now; ignored when `runAt` is given. */
+  /** Due after this delay from now. Not with `runAt`: both given fail with `InvalidPayload` (reason `option`). */
   readonly delay?: Duration.DurationInput | undefined
   /** An integer; lower runs first. Default: the job definition's priority. */
   readonly priority?: number | undefined

@@ -49,11 +49,16 @@ import { bounded, forkScopedBounded } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
+  defectStack,
   describe,
   errorJson,
   fitRecord,
+  guardCause,
   maxErrorJsonLength,
   type NotJson,
+  originalOf,
+  ownProperties,
+  prettyCause,
   text as sanitizeText,
   toJson as resultJson
 } from "../internal/sanitize.js"
@@ -104,6 +109,15 @@ export interface WorkerHandle {
   readonly id: string
   /** Jobs claimed and not yet finished (running, or their end not yet written). */
   readonly running: Effect.Effect<number>
+}
+
+/** Whether a typed failure is the worker's own timeout (false for a value whose prototype cannot be read). */
+const isTimeout = (u: unknown): u is JobTimeout => {
+  try {
+    return u instanceof JobTimeout
+  } catch {
+    return false
+  }
 }
 
 const tagOf = (u: unknown): string | undefined => {
@@ -465,15 +479,21 @@ export const make = <R>(
         const nowUs = yield* nowMicros
         const typed = cause ? Cause.failureOption(cause) : Option.none()
         const defect = cause ? Cause.dieOption(cause) : Option.none()
-        const value = Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined
-        // The typed failure as its schema encodes it, if that is JSON.
-        const encoded = Option.isSome(typed)
-          ? Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(typed.value), (e) =>
-            Option.map(
-              Option.filter(Option.fromNullable(errorJson(e)), (json) => json.length <= maxErrorJsonLength),
-              (json) => JSON.parse(json)
-            ))
-          : Option.none()
+        // The handler's own value, also where a stand-in replaced one Effect cannot print (`guardCause`).
+        const value = originalOf(Option.isSome(typed) ? typed.value : Option.isSome(defect) ? defect.value : undefined)
+        // The typed failure as its schema encodes it, if that is JSON (a value whose inspection throws has none).
+        let encoded = Option.none<unknown>()
+        if (Option.isSome(typed)) {
+          try {
+            encoded = Option.flatMap(Schema.encodeUnknownOption(schemasOf(handler.job).failure)(value), (e) =>
+              Option.map(
+                Option.filter(Option.fromNullable(errorJson(e)), (json) => json.length <= maxErrorJsonLength),
+                (json) => JSON.parse(json)
+              ))
+          } catch {
+            // a failure schema that throws on it
+          }
+        }
         // The stored record: U+0000 and lone surrogates replaced, cut to a length (internal/sanitize.ts).
         message = sanitizeText(message)
         const record = new AttemptError({
@@ -482,13 +502,21 @@ export const make = <R>(
           kind,
           message,
           tag: tagOf(value),
-          error: Option.getOrUndefined(encoded)
+          error: Option.getOrUndefined(encoded),
+          // A defect's stack and own properties (`code`, `errno`…), bounded (internal/sanitize.ts).
+          stack: Option.isSome(defect) ? defectStack(value) : undefined,
+          properties: Option.isSome(defect) ? ownProperties(value) : undefined
         })
         const history = [
           ...Option.getOrElse(decodeErrors(row.errors ?? "[]"), () => [] as ReadonlyArray<AttemptError>),
           record
         ]
-        const permanent = Option.isSome(typed) && (handler.job.isPermanent as (failure: unknown) => boolean)(typed.value)
+        let permanent = false
+        try {
+          permanent = Option.isSome(typed) && Boolean((handler.job.isPermanent as (failure: unknown) => boolean)(value))
+        } catch {
+          // an `isPermanent` that throws on the value: not taken as permanent
+        }
         const delay = permanent || kind === "decode"
           ? Option.none<number>()
           : yield* retryDelay(handler.job.retry, row.attempts - row.attemptBase, value, Math.floor(nowUs / 1000))
@@ -563,7 +591,7 @@ export const make = <R>(
             state: "dead",
             runAtUs: null,
             finishedAtUs: Number(clock.unsafeCurrentTimeNanos() / 1000n),
-            lastError: sanitizeText(`sqlane could not settle this attempt: ${Cause.pretty(cause)}`),
+            lastError: sanitizeText(`sqlane could not settle this attempt: ${prettyCause(cause)}`),
             errors: null,
             result: null
           })
@@ -643,7 +671,7 @@ export const make = <R>(
         }
         const cause = exit.cause
         const typed = Cause.failureOption(cause)
-        if (Option.isSome(typed) && typed.value instanceof JobTimeout) {
+        if (Option.isSome(typed) && isTimeout(typed.value)) {
           return yield* failure(row, handler, "timeout", cause, typed.value.message)
         }
         if (Option.isSome(typed)) return yield* failure(row, handler, "failure", cause, describe(typed.value))
@@ -667,7 +695,17 @@ export const make = <R>(
         runAt: microsToDate(row.runAtUs)
       }
       const timeoutMillis = job.timeoutMillis
-      const run = Effect.suspend(() => handler.run(payload, context)).pipe(
+      const run = Effect.suspend(() => {
+        try {
+          return handler.run(payload, context)
+        } catch (thrown) {
+          // Thrown here rather than in the fiber: Effect's run loop cannot take a thrown value whose
+          // inspection throws (it would escape the fiber, and the attempt never end).
+          return Effect.failCause(Cause.die(thrown))
+        }
+      }).pipe(
+        // A failure or defect Effect cannot print would keep the fiber from ending (see `guardCause`).
+        Effect.catchAllCause((cause) => Effect.failCause(guardCause(cause))),
         (effect) =>
           timeoutMillis === undefined
             ? effect

@@ -13,7 +13,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { spawn } from "node:child_process"
@@ -336,6 +339,97 @@ export const badInput = (target: Target) => {
           assert.isString(message("throwingGetters"))
         })))
 
+    it.live(name("a value whose every inspection throws (a Proxy), thrown, failed or died with: the attempt ends as a recorded failure and frees its slot"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const Hostile = Job.make("bi-hostile", {
+            payload: Schema.Struct({ how: Schema.String }),
+            failure: Schema.Unknown,
+            retry: Job.attempts(2, Schedule.spaced("10 millis"))
+          })
+          const Next = Job.make("bi-hostile-next", { payload: Schema.Struct({}) })
+          /** A value none of whose traps can be run: reading, testing, listing or calling it throws. */
+          const hostile = (target: object) => {
+            const trap = () => {
+              throw new Error("trap")
+            }
+            return new Proxy(target, {
+              get: trap,
+              has: trap,
+              ownKeys: trap,
+              getPrototypeOf: trap,
+              setPrototypeOf: trap,
+              getOwnPropertyDescriptor: trap,
+              defineProperty: trap,
+              deleteProperty: trap,
+              set: trap,
+              isExtensible: trap,
+              preventExtensions: trap,
+              apply: trap,
+              construct: trap
+            })
+          }
+          // Effect.fail and Effect.die themselves read the value they are given (so in the handler
+          // they throw the trap's error); a cause made with Cause.fail or Cause.die holds it as it is.
+          const behaviours: Record<string, readonly [() => Effect.Effect<void, unknown>, kind: string, message: string]> = {
+            thrown: [() => {
+              throw hostile({})
+            }, "defect", "[unprintable value]"],
+            thrownFunction: [() => {
+              throw hostile(function() {})
+            }, "defect", "[unprintable value]"],
+            failed: [() => Effect.fail(hostile({})), "defect", "Error: trap"],
+            died: [() => Effect.die(hostile({})), "defect", "Error: trap"],
+            failedCause: [() => Effect.failCause(Cause.fail(hostile({}))), "failure", "[unprintable value]"],
+            diedCause: [() => Effect.failCause(Cause.die(hostile({}))), "defect", "[unprintable value]"],
+            diedLater: [
+              () => Effect.zipRight(Effect.sleep(1), Effect.failCause(Cause.die(hostile({})))),
+              "defect",
+              "[unprintable value]"
+            ]
+          }
+          // A logger that renders every cause, as Effect's own does, at Debug (where a fiber's end
+          // with an unhandled error is logged).
+          const rendered: Array<string> = []
+          const rendering = Logger.make(({ cause, message }) => {
+            rendered.push(Cause.isEmpty(cause) ? String(message) : `${String(message)} ${Cause.pretty(cause)}`)
+          })
+          let nextRuns = 0
+          yield* Worker.make({
+            concurrency: 1,
+            handlers: [
+              Job.handler(Hostile, (p) => behaviours[p.how][0]()),
+              Job.handler(Next, () => Effect.sync(() => void nextRuns++))
+            ]
+          }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, rendering)),
+            Logger.withMinimumLogLevel(LogLevel.Debug)
+          )
+          const queue = yield* Queue.Queue
+          const kinds = Object.keys(behaviours)
+          const ids = yield* Effect.forEach(kinds, (how) => queue.enqueue(Hostile, { how }))
+          const next = yield* queue.enqueue(Next, {})
+          yield* waitUntil(
+            Effect.map(Effect.forEach([...ids, next], queue.get), (js) =>
+              js.every((j) => j.state === "completed" || j.state === "dead")),
+            20_000,
+            "every job to end"
+          )
+          for (const [i, how] of kinds.entries()) {
+            const [, kind, message] = behaviours[how]
+            const info = yield* queue.get(ids[i])
+            assert.strictEqual(info.state, "dead", how)
+            assert.strictEqual(info.attempts, 2, how)
+            assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [[1, kind, message], [2, kind, message]], how)
+            assert.strictEqual(Option.getOrUndefined(info.lastError), message, how)
+          }
+          // With concurrency 1, the next job ran once every slot was freed.
+          assert.strictEqual((yield* queue.get(next)).state, "completed")
+          assert.strictEqual(nextRuns, 1)
+          // The logger rendered the attempts' ends, with what stands in for the value.
+          assert.isTrue(rendered.some((line) => line.includes("[unprintable value]")), "a rendered attempt end")
+        })), 60_000)
+
     it.live(name("a job without a success schema stores no result, whatever its handler returns (a Map, a function): it completes once"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
@@ -606,6 +700,38 @@ export const badInput = (target: Target) => {
           assert.match(periodic(42 as any), /must be a string, got number/)
           assert.strictEqual(periodic("p".repeat(201)), "a periodic job name must be 1 to 200 characters, got 201")
           assert.strictEqual(periodic("p".repeat(200)), "accepted")
+        })))
+
+    it.live(name("runAt and delay both given: a typed error naming both, from enqueue, insert and enqueueMany; nothing written"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Plain = Job.make("bi-when", { payload: Schema.Struct({ i: Schema.Number }) })
+          const both = { runAt: new Date(Date.now() + 60_000), delay: "5 seconds" } as const
+          const message = "give either runAt or delay, not both (delay counts from now; runAt is a time)"
+          const refused = yield* countStatements(Effect.gen(function*() {
+            for (
+              const attempt of [
+                queue.enqueue(Plain, { i: 1 }, both) as Effect.Effect<unknown, unknown>,
+                queue.insert(Plain, { i: 1 }, both),
+                queue.enqueueMany(Plain, [{ i: 1 }, { i: 2 }], both),
+                // A zero delay is a delay too.
+                queue.enqueue(Plain, { i: 1 }, { runAt: new Date(), delay: 0 })
+              ]
+            ) {
+              const e = yield* refusal(attempt)
+              assert.deepStrictEqual([e.reason, e.message, e.job], ["option", message, "bi-when"])
+            }
+          }))
+          assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
+          assert.strictEqual(refused.statements, 0)
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // Each on its own is taken; `delay: undefined` beside runAt is no delay.
+          const at = yield* queue.enqueue(Plain, { i: 1 }, { runAt: both.runAt, delay: undefined })
+          assert.strictEqual((yield* queue.get(at)).runAt.getTime(), both.runAt.getTime())
+          const later = yield* queue.enqueueMany(Plain, [{ i: 2 }], { delay: "1 hour" })
+          assert.isAbove((yield* queue.get(later[0])).runAt.getTime(), Date.now() + 3_500_000)
+          assert.strictEqual(yield* countJobs(prefix), 2)
         })))
 
     it.live(name("Schema.Unknown payloads JSON would change (an invalid Date, a Map or Set, array holes, functions and symbols in arrays) are refused with the path"), () =>

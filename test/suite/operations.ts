@@ -530,6 +530,174 @@ export const operations = (target: Target) => {
           assert.strictEqual(Option.getOrThrow((yield* admin.show(id)).progress).value, 40)
         })), 60_000)
 
+    it.live(name("a defect's stack and own properties are kept in its attempt's record (bounded) and shown by `sqlane jobs show`"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const Defects = Job.make("defects", { payload: Schema.Struct({ how: Schema.String }), retry: Job.attempts(1) })
+          const fn = function named() {}
+          const mine = () =>
+            Object.assign(new Error("mine"), { code: "E_MINE", errno: -42, detail: { big: 10n, nan: NaN }, fn })
+          const many = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, "v".repeat(100)]))
+          const behaviours: Record<string, () => Effect.Effect<void>> = {
+            died: () => Effect.die(mine()),
+            thrown: () => {
+              throw mine()
+            },
+            plain: () => Effect.die({ code: 7 }),
+            long: () =>
+              Effect.die(Object.assign(new Error("long"), {
+                stack: "Error: long\n" + "    at frame (file.js:1:1)\n".repeat(1000),
+                huge: "h".repeat(5000),
+                ...many
+              }))
+          }
+          yield* Worker.make({ handlers: [Job.handler(Defects, (p) => behaviours[p.how]())] })
+          const kinds = Object.keys(behaviours)
+          const ids = yield* Effect.forEach(kinds, (how) => queue.enqueue(Defects, { how }))
+          yield* waitUntil(
+            Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "dead")),
+            20_000,
+            "every job dead"
+          )
+          const record = (how: string) =>
+            Effect.map(queue.get(ids[kinds.indexOf(how)]), (j) => {
+              assert.strictEqual(j.errors.length, 1, how)
+              return j.errors[0]
+            })
+          for (const how of ["died", "thrown"]) {
+            const e = yield* record(how)
+            assert.deepStrictEqual([e.kind, e.message], ["defect", "Error: mine"], how)
+            assert.match(e.stack ?? "", /^Error: mine\n {4}at /, how)
+            assert.include(e.stack, "operations.ts", how)
+            assert.deepStrictEqual(e.properties, {
+              code: "E_MINE",
+              errno: -42,
+              detail: { big: "10", nan: "NaN" },
+              fn: String(fn)
+            }, how)
+          }
+          const plain = yield* record("plain")
+          assert.deepStrictEqual([plain.message, plain.stack, plain.properties], ["{\"code\":7}", undefined, { code: 7 }])
+          const long = yield* record("long")
+          const longStack = "Error: long\n" + "    at frame (file.js:1:1)\n".repeat(1000)
+          assert.isAtMost(long.stack!.length, 4096)
+          assert.isTrue(long.stack!.endsWith(`… (cut: ${longStack.length} characters)`), long.stack!.slice(-60))
+          assert.isTrue(longStack.startsWith(long.stack!.slice(0, 4000)))
+          const properties = long.properties!
+          assert.isAtMost(JSON.stringify(properties).length, 4096)
+          assert.strictEqual(typeof properties.huge, "string")
+          assert.isAtMost((properties.huge as string).length, 1024)
+          assert.isTrue((properties.huge as string).endsWith("… (cut: 5002 characters)"))
+          const kept = Object.keys(properties).filter((k) => k.startsWith("p"))
+          assert.isAbove(kept.length, 10)
+          assert.strictEqual(properties["…"], `${100 - kept.length} more properties left out`)
+          // Admin.show reads the same record.
+          const shownByAdmin = yield* admin.show(ids[0])
+          assert.deepStrictEqual(shownByAdmin.job.errors[0].properties, (yield* record("died")).properties)
+
+          // An attempt's record written before stacks and properties were kept still reads.
+          const old = yield* queue.enqueue(Defects, { how: "never run" })
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'cancelled', finished_at = run_at,
+            errors = ${JSON.stringify([{ attempt: 1, at: "2026-01-01T00:00:00.000Z", kind: "defect", message: "Error: old" }])}
+            WHERE id = ${old}`
+          const oldRecord = (yield* queue.get(old)).errors
+          assert.deepStrictEqual(oldRecord.map((e) => [e.message, e.stack, e.properties]), [["Error: old", undefined, undefined]])
+
+          // `sqlane jobs show`: the properties on one line, the stack below, indented; --json has both.
+          const [human, json, oldHuman] = yield* Effect.all([
+            cli("jobs", "show", ids[0]),
+            cli("jobs", "show", ids[0], "--json"),
+            cli("jobs", "show", old)
+          ], { concurrency: 3 })
+          assert.strictEqual(human.code, 0, human.stderr)
+          const died = yield* record("died")
+          const lines = human.stdout.split("\n")
+          const at = lines.findIndex((l) => l.startsWith("  #1 "))
+          assert.match(lines[at], /^  #1 \S+ defect: Error: mine$/)
+          assert.strictEqual(lines[at + 1], `    properties ${JSON.stringify(died.properties)}`)
+          assert.strictEqual(lines[at + 2], "    stack")
+          assert.deepStrictEqual(lines.slice(at + 3, at + 3 + died.stack!.split("\n").length), died.stack!.split("\n").map((l) => `      ${l}`))
+          const shown = jsonOf(json)
+          assert.deepStrictEqual([shown.errors[0].stack, shown.errors[0].properties], [died.stack, died.properties])
+          assert.strictEqual(oldHuman.code, 0, oldHuman.stderr)
+          assert.notInclude(oldHuman.stdout, "    stack")
+          assert.include(oldHuman.stdout, "  #1 2026-01-01T00:00:00.000Z defect: Error: old")
+        })), 60_000)
+
+    it.live(name("`sqlane jobs show` cuts long payloads, results and errors at 4,096 characters, saying how long; --full and --json give all"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const Echo = Job.make("echo", {
+            payload: Schema.Struct({ s: Schema.String, fail: Schema.Boolean }),
+            success: Schema.String,
+            retry: Job.attempts(1)
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Echo, (p) => p.fail ? Effect.die(new Error("e".repeat(10_000))) : Effect.succeed(p.s + "!"))]
+          })
+          const big = "x".repeat(300_000)
+          const [done, failed] = yield* Effect.forEach([false, true], (fail) => queue.enqueue(Echo, { s: big, fail }))
+          yield* waitUntil(
+            Effect.map(Effect.forEach([done, failed], queue.get), ([d, f]) => d.state === "completed" && f.state === "dead"),
+            20_000,
+            "both jobs to end"
+          )
+          const payloadJson = JSON.stringify({ s: big, fail: false })
+          const resultJson = JSON.stringify(big + "!")
+          const message = "Error: " + "e".repeat(10_000)
+          const cut = (s: string) => `${s.slice(0, 4096)}… (${s.length.toLocaleString("en-US")} characters; --full shows all)`
+          const [human, full, json, failedHuman, failedFull] = yield* Effect.all([
+            cli("jobs", "show", done),
+            cli("jobs", "show", done, "--full"),
+            cli("jobs", "show", done, "--json"),
+            cli("jobs", "show", failed),
+            cli("jobs", "show", failed, "--full")
+          ], { concurrency: 3 })
+          for (const run of [human, full, json, failedHuman, failedFull]) assert.strictEqual(run.code, 0, run.stderr)
+          const line = (run: { readonly stdout: string }, start: string) =>
+            run.stdout.split("\n").find((l) => l.startsWith(start))
+          assert.strictEqual(line(human, "payload "), `payload      ${cut(payloadJson)}`)
+          assert.strictEqual(line(human, "result "), `result       ${cut(resultJson)}`)
+          assert.match(line(human, "payload ") ?? "", /… \(300,0\d\d characters; --full shows all\)$/)
+          assert.isBelow(human.stdout.length, 10_000)
+          assert.strictEqual(line(full, "payload "), `payload      ${payloadJson}`)
+          assert.strictEqual(line(full, "result "), `result       ${resultJson}`)
+          const shown = jsonOf(json)
+          assert.deepStrictEqual([shown.payload, shown.result], [{ s: big, fail: false }, big + "!"])
+          assert.match(line(failedHuman, "  #1 ") ?? "", /^  #1 \S+ defect: /)
+          assert.isTrue(line(failedHuman, "  #1 ")!.endsWith(`defect: ${cut(message)}`))
+          assert.isTrue(line(failedFull, "  #1 ")!.endsWith(`defect: ${message}`))
+        })), 60_000)
+
+    it.live(name("`sqlane pause` of a name no job has warns on stderr and still pauses; a name with jobs pauses quietly"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          yield* queue.enqueue(Noop, { i: 1 })
+          const warning = /^sqlane: warning: no job named "send-emial" is in the jobs table; paused it anyway /
+          const unknown = yield* cli("pause", "send-emial")
+          assert.strictEqual(unknown.code, 0, unknown.stderr)
+          assert.strictEqual(unknown.stdout, "paused send-emial\n")
+          const lines = unknown.stderr.trim().split("\n")
+          assert.strictEqual(lines.length, 1, unknown.stderr)
+          assert.match(lines[0], warning)
+          // Again, with --json: stdout stays JSON, the warning goes to stderr.
+          const again = yield* cli("pause", "send-emial", "--json")
+          assert.deepStrictEqual(jsonOf(again), { name: "send-emial", paused: true, changed: false })
+          assert.match(again.stderr, warning)
+          const known = yield* cli("pause", "noop")
+          assert.deepStrictEqual([known.code, known.stdout, known.stderr], [0, "paused noop\n", ""])
+          assert.deepStrictEqual((yield* admin.paused).map((p) => p.name).sort(), ["noop", "send-emial"])
+        })), 60_000)
+
     it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
