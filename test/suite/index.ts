@@ -8,6 +8,7 @@ import { conformance } from "./conformance.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { operations } from "./operations.js"
+import { pause } from "./pause.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 
@@ -20,6 +21,7 @@ export const suitesFor = (id: string) => {
     observability(target)
     scheduling(target)
     operations(target)
+    pause(target)
     badInput(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
