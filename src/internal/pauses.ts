@@ -3,7 +3,9 @@
  * whenever the Notifier says they changed (at once in this process, by `NOTIFY` on PostgreSQL),
  * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
  *
- * The worker leaves paused names out of what it probes and claims; jobs it already runs finish.
+ * The worker leaves paused names out of what it probes and claims, so that it does not claim them in
+ * vain: the claim statements themselves leave paused names out (see `statements.ts`), so the pause
+ * holds whether or not this view has it yet. Jobs the worker already runs finish.
  *
  * @internal
  */

@@ -727,6 +727,24 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
     if (before === undefined && probeHistory.size >= 256) probeHistory.clear()
     probeHistory.set(key, { found, all: all ?? Math.max(found, before?.all ?? 0) })
   }
+  /**
+   * The paused check of a claim's arm: the group's name is not a row of `<prefix>paused` (one lookup
+   * of its primary key, evaluated once per arm, before the arm reads any job: an InitPlan and a
+   * one-time filter). The arm's jobs have `name = <the group's name>`, so this leaves out exactly the
+   * jobs of a paused name, compared as the database compares text (what the primary key compares).
+   *
+   * Why this is a barrier: the whole claim (every arm of the UNION ALL, the keyed claim's CTE, the
+   * claim inside `jobFinishManyAndClaim`) is one statement, and at READ COMMITTED one statement reads
+   * one snapshot, the paused table included. A job enqueued after `pause` returned was inserted after
+   * the pause committed, so any snapshot that shows the job also shows the pause row: no claim can
+   * see such a job and miss the pause. `FOR UPDATE` re-reads a locked row's newest version only for
+   * rows that were already pending in the snapshot (never a row inserted after it), and the one-time
+   * filter is not evaluated again for it. So what a claim in flight when the pause commits (its
+   * snapshot taken before the commit) may still take is a job that was pending before the pause
+   * committed; every claim whose statement starts after the commit takes no job of that name.
+   */
+  const notPaused = (name: string) =>
+    sql`NOT EXISTS (SELECT 1 FROM ${sql(`${prefix}paused`)} p WHERE p.name = ${name})`
   // One arm per group, with the group's name and priority as parameters (not an unnest): the
   // planner sees the values, estimates the group's size from its statistics and reads the index
   // range in order, stopping after `limit` rows, instead of fetching the whole group and sorting.
@@ -742,7 +760,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
       sql`SELECT * FROM (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
-            AND j.mutex_key IS NULL
+            AND j.mutex_key IS NULL AND ${notPaused(g.name)}
           ORDER BY j.run_at, j.id LIMIT ${k}
           FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
     )
@@ -755,9 +773,10 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         WHERE u.id = pick.id${commit}
         RETURNING ${claimedColumnsU}`
   }
-  // The keyed claim: per group, a window of due jobs whose key (if any) has no running job, read
-  // in order from the group's index range and locked; of the merged windows, the jobs without a
-  // key and the first job of each key, in claim order; the first `limit` of those.
+  // The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs whose
+  // key (if any) has no running job, read in order from the group's index range and locked; of the
+  // merged windows, the jobs without a key and the first job of each key, in claim order; the
+  // first `limit` of those.
   const claimKeyedStatement = (groups: ReadonlyArray<Group>, limit: number, nowUs: number, workerId: string) => {
     const w = sql.literal(keyedWindow(limit))
     const arms = groups.map((g, i) =>
@@ -769,6 +788,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
               -- partial index jobs_mutex instead of scanning the table.
               SELECT 1 FROM ${jobs} r
               WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
+            AND ${notPaused(g.name)}
           ORDER BY j.run_at, j.id LIMIT ${w}
           FOR UPDATE OF j SKIP LOCKED) ${sql(`g${i}`)}`
     )
@@ -987,7 +1007,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
     // with it; the transient retry runs it again. Its commit waits for the WAL flush, as the
     // ends' writes always do (no `synchronous_commit` off here).
     // The claim is a CTE too, so that the statement returns a row (the ends written) when it claims
-    // nothing.
+    // nothing; it reads the paused names in the statement's one snapshot, as alone (`notPaused`).
     jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
       const { applied, ctes } = finishCtes(finishes)
       return Effect.map(
@@ -1307,6 +1327,38 @@ export const mysql = (
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
       ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
       FOR UPDATE SKIP LOCKED`
+  /**
+   * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
+   * order) are paused, as one read of the paused table's primary key (the table holds a row per
+   * paused name: a few rows). Each row read says which names it equals, compared by SQL, so by the
+   * table's collation (utf8mb4_bin, PAD SPACE: a pause of "name " holds "name" too).
+   *
+   * Why it runs as it does (InnoDB): a claim's locking reads (`FOR UPDATE SKIP LOCKED`) see the
+   * newest committed jobs, while a plain read in the same statement reads a snapshot (its read
+   * view) that may predate the pause — so a paused check inside the locking read could see a job
+   * enqueued after the pause and miss the pause. This check is a statement of its own, run after
+   * the locking reads in the same transaction (`claimInTransaction`), and a locking read itself
+   * (`LOCK IN SHARE MODE`, which MySQL 8.0 and MariaDB both accept): it reads the newest committed
+   * paused rows, whatever the isolation level. A job it locked and the claim takes was committed
+   * before the locking read, so a pause that committed before that job's enqueue began is seen
+   * here and the job is left out (its row lock is released at COMMIT). What a claim in flight when
+   * the pause commits may still take is a job already locked before the commit: one enqueued before
+   * the pause committed.
+   *
+   * Its cost and its locks: the claim runs at READ COMMITTED, where a locking read of a key that is
+   * not there locks nothing (no gap locks), so when no name is paused it takes no lock; a paused
+   * name's row gets a shared lock until the claim's COMMIT. `pausedInsert` (`INSERT IGNORE`: a new
+   * row, or a shared lock on the existing one) and `pausedDelete` (one row) are one statement each
+   * and lock no jobs, so they and a claim never wait for each other in a cycle: at worst one waits
+   * for the other's short transaction. (A pause inside an app's longer transaction holds its row
+   * until that commits: claims of that name wait for it.) No LIMIT in the read: MariaDB refuses one
+   * inside `IN (subquery)`, and none is needed.
+   */
+  const pausedStatement = (names: ReadonlyArray<string>) =>
+    sql`SELECT ${sql.join(", ", false)(names.map((n, i) => sql`name = ${n} AS ${sql(`p${i}`)}`))}
+      FROM ${sql(`${prefix}paused`)} WHERE name IN ${sql.in(names)} LOCK IN SHARE MODE`
+  /** The distinct job names of `groups`, in order. */
+  const namesOf = (groups: ReadonlyArray<Group>) => Array.from(new Set(groups.map((g) => g.name)))
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile(true)
     return Effect.map(
@@ -1376,13 +1428,16 @@ export const mysql = (
   /**
    * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
    * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
-   * (multi-statement): the locking reads, then one update of the rows `pick` keeps from their
-   * result sets. Rows read but not kept are unlocked at COMMIT. With `before` (a ride), the ends are
-   * written first; when fewer rows changed than there were ends, the transaction is rolled back and
-   * the ends are written alone, exactly (`finishExactly`), with nothing claimed.
+   * (multi-statement): the locking reads (`select`, one per group) and the paused check
+   * (`pausedStatement`, after them), then one update of the rows `pick` keeps from the result sets
+   * of the groups whose name is not paused (a paused name's set is passed empty). Rows read but not
+   * kept are unlocked at COMMIT. With `before` (a ride), the ends are written first; when fewer rows
+   * changed than there were ends, the transaction is rolled back and the ends are written alone,
+   * exactly (`finishExactly`), with nothing claimed.
    */
   const claimInTransaction = (
-    selects: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>,
+    groups: ReadonlyArray<Group>,
+    select: (group: Group) => readonly [string, ReadonlyArray<unknown>],
     pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
     nowUs: number,
     workerId: string,
@@ -1390,6 +1445,8 @@ export const mysql = (
     before?: ReadonlyArray<Finish>
   ) =>
     Effect.gen(function*() {
+      const names = namesOf(groups)
+      const selects = groups.length === 0 ? [] : [...groups.map(select), pausedStatement(names).compile(true)]
       const conn = yield* sql.reserve
       const statements = before === undefined ? selects : [finishStatements(before), ...selects]
       return yield* Effect.gen(function*() {
@@ -1403,7 +1460,10 @@ export const mysql = (
           return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before, conn) }
         }
         const stale = noStaleEnds
-        const picked = pick(results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>)
+        const read = results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>
+        const pausedRows = read.length === 0 ? [] : read[read.length - 1]
+        const paused = new Set(names.filter((_, i) => pausedRows.some((r) => Number(r[`p${i}`]) === 1)))
+        const picked = pick(read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set)))
         if (picked.length === 0) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
           return { claimed: [] as Array<ClaimedRow>, stale }
@@ -1497,7 +1557,7 @@ export const mysql = (
     explainProbe: () => explain(probeStatement()),
     explainClaim: (groups, limit, nowUs) =>
       Effect.map(
-        Effect.forEach(groups, (g) => explain(claimSelect(g, limit, nowUs))),
+        Effect.forEach([...groups.map((g) => claimSelect(g, limit, nowUs)), pausedStatement(namesOf(groups))], explain),
         (plans) => plans.flat()
       ),
     jobClaim: (groups, limit, nowUs, workerId) =>
@@ -1505,7 +1565,8 @@ export const mysql = (
       // `limit` rows in claim order.
       Effect.map(
         claimInTransaction(
-          groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
+          groups,
+          (g) => claimSelect(g, limit, nowUs).compile(true),
           (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
           nowUs,
           workerId
@@ -1514,14 +1575,18 @@ export const mysql = (
       ),
     explainClaimKeyed: (groups, limit, nowUs) =>
       Effect.map(
-        Effect.forEach(groups, (g) => explain(claimKeyedSelect(g, limit, nowUs))),
+        Effect.forEach(
+          [...groups.map((g) => claimKeyedSelect(g, limit, nowUs)), pausedStatement(namesOf(groups))],
+          explain
+        ),
         (plans) => plans.flat()
       ),
     jobClaimKeyed: (groups, limit, nowUs, workerId) =>
       // As `jobClaim`; each group's locking read skips jobs whose key has a running job (the unique
       // index on `mutex_running` answers that); of the merged windows one job per key is kept.
       retryKeyed(Effect.map(claimInTransaction(
-        groups.map((g) => claimKeyedSelect(g, limit, nowUs).compile(true)),
+        groups,
+        (g) => claimKeyedSelect(g, limit, nowUs).compile(true),
         (sets) => {
           const rows = sets.flat().map((row) => ({ row, claimed: toClaimed(row) }))
           rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed))
@@ -1586,7 +1651,8 @@ export const mysql = (
     jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
       const ended = new Set(finishes.map((f) => String(f.id)))
       return claimInTransaction(
-        groups.map((g) => claimSelect(g, limit, nowUs).compile(true)),
+        groups,
+        (g) => claimSelect(g, limit, nowUs).compile(true),
         (sets) =>
           sets.flat().map(toClaimed).filter((r) => !ended.has(r.id)).sort(byClaimOrder).slice(0, Math.floor(limit)),
         nowUs,

@@ -2,10 +2,11 @@
  * Operating a queue: per-name status, listing and inspecting jobs, bulk retry and cancel,
  * pausing and resuming job names, pruning. What the `sqlane` CLI runs; usable from an app too.
  *
- * **Pause**: a paused job name is not claimed by any worker of any process; attempts already
- * running finish. Workers learn of a pause at once in this process, by `NOTIFY` on PostgreSQL, and
- * within their `rescueInterval` (500 ms) on MySQL/MariaDB. Jobs of a paused name can still be
- * enqueued; they wait, pending, until it is resumed.
+ * **Pause**: a paused job name is not claimed by any worker of any process: the claim statements
+ * leave paused names out. Once `pause` has returned, no claim that starts afterwards takes a job of
+ * that name, and no job enqueued afterwards starts until the resume; a claim already in flight when
+ * the pause commits may still take jobs that were pending before it. Attempts already running
+ * finish. Jobs of a paused name can still be enqueued; they wait, pending, until it is resumed.
  *
  * @since 0.1.0
  */

@@ -9,6 +9,7 @@ import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { operations } from "./operations.js"
 import { outage } from "./outage.js"
+import { pause } from "./pause.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 
@@ -21,6 +22,7 @@ export const suitesFor = (id: string) => {
     observability(target)
     scheduling(target)
     operations(target)
+    pause(target)
     badInput(target)
     outage(target)
   } else {
