@@ -17,7 +17,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { wallSleep } from "./wallClock.js"
 
 /** Node's socket errors and the drivers' words for a connection that is gone or cannot be made. */
@@ -124,11 +124,24 @@ export const forkScopedBounded = <A, E, R>(
 ): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R | Scope.Scope> =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkDaemon(Effect.interruptible(effect))
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(
-        Fiber.interruptFork(fiber),
-        Effect.raceFirst(Effect.interruptible(Fiber.await(fiber)), Effect.interruptible(wallSleep(millis)))
-      )
-    )
+    yield* Effect.addFinalizer(() => stopWithin(fiber, millis))
     return fiber
   })
+
+/** `Effect.forkIn(scope)`, except that the scope's close waits at most `millis` (wall clock) for the fiber to stop. */
+export const forkInBounded = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  scope: Scope.Scope,
+  millis: number
+): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkDaemon(Effect.interruptible(effect))
+    yield* Scope.addFinalizer(scope, stopWithin(fiber, millis))
+    return fiber
+  })
+
+const stopWithin = (fiber: Fiber.RuntimeFiber<unknown, unknown>, millis: number) =>
+  Effect.zipRight(
+    Fiber.interruptFork(fiber),
+    Effect.raceFirst(Effect.interruptible(Fiber.await(fiber)), Effect.interruptible(wallSleep(millis)))
+  )

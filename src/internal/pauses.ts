@@ -9,12 +9,14 @@
  *
  * @internal
  */
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { Notifier } from "../services/Notifier.js"
 import { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
+import { forkScopedBounded } from "./outage.js"
 import { wallSleep } from "./wallClock.js"
 
 export interface PausedView {
@@ -40,7 +42,7 @@ export const watch = (
   onResume: Effect.Effect<void>
 ): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
-    const { dialect, statements } = yield* Database
+    const { dialect, reachability, statements } = yield* Database
     const notifier = yield* Notifier
     const config = yield* QueueConfig
     // Names are matched as the database matches them: on MySQL/MariaDB the paused table's
@@ -62,7 +64,9 @@ export const watch = (
     }
     if (names.length === 0) return view
     // The first read comes before the worker's first claim.
-    yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)))
+    const failed = (cause: Cause.Cause<unknown>) =>
+      reachability.failed("paused job names", "sqlane: cannot read paused job names", cause)
+    yield* refresh.pipe(Effect.catchAllCause(failed))
     const changed = yield* Queue.sliding<void>(1)
     yield* notifier.onPausesChanged((name) => {
       // A name paused in this process is left out at once, before `pause` returns; then re-read.
@@ -72,11 +76,10 @@ export const watch = (
     // The backstop re-read every rescueInterval runs on the wall clock (not replayed by TestClock).
     yield* Effect.race(Queue.take(changed), wallSleep(config.rescueInterval)).pipe(
       Effect.zipRight(refresh),
-      Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot read paused job names", cause)),
+      Effect.catchAllCause(failed),
       Effect.forever,
       Effect.annotateLogs({ package: "sqlane", module: "Worker" }),
-      Effect.interruptible,
-      Effect.forkScoped
+      (effect) => forkScopedBounded(effect, 250)
     )
     return view
   })

@@ -29,6 +29,7 @@ import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
+import { bounded, forkInBounded, forkScopedBounded } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
 import type { Group } from "../internal/statements.js"
 import * as PgListener from "../internal/pgListener.js"
@@ -252,7 +253,7 @@ const make = (
 ) =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
-    const { identity, statements } = yield* Database
+    const { identity, reachability, statements } = yield* Database
     const scope = yield* Effect.scope
     // Log lines from the LISTEN client's callbacks go through the app's logger, not the default one.
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -305,17 +306,17 @@ const make = (
           return entries.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(entries)))
         })),
         Effect.forever,
-        Effect.interruptible,
-        Effect.forkScoped
+        (effect) => forkScopedBounded(effect, 250)
       )
       // A process that enqueues and closes within a window (a script, a function) still tells the
-      // others: what the window held is sent at once when the layer closes (at most 2 s).
+      // others: what the window held is sent at once when the layer closes (at most 500 ms; not at
+      // all while the database is unreachable).
       yield* Effect.addFinalizer(() =>
         Effect.suspend(() => {
-          if (trailing.size === 0) return Effect.void
+          if (trailing.size === 0 || reachability.unreachable()) return Effect.void
           const entries = Array.from(trailing.values())
           trailing.clear()
-          return notify(channel, encodeSignal(entries)).pipe(Effect.timeout("2 seconds"), Effect.ignore)
+          return Effect.ignore(bounded(notify(channel, encodeSignal(entries)), 500))
         })
       )
     }
@@ -346,11 +347,12 @@ const make = (
         if (signal !== undefined) deliver(own, signal)
       }
       return listenOn(channel, onReady, onPayload).pipe(
-        Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: LISTEN connection lost; reconnecting", cause)),
+        Effect.tapErrorCause((cause) =>
+          reachability.failed("LISTEN", "sqlane: LISTEN connection lost; reconnecting", cause)
+        ),
         Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))),
         Effect.annotateLogs({ package: "sqlane", module: "Notifier", channel }),
-        Effect.interruptible,
-        Effect.forkIn(scope),
+        (effect) => forkInBounded(effect, scope, 250),
         Effect.asVoid
       )
     })
@@ -399,7 +401,9 @@ const make = (
           // Any failure, a defect too, must not end the check: the database may be unreachable (the
           // workers' own statements say so); the first failure of a run is logged, then it backs off.
           Effect.catchAllCause((cause) =>
-            failures++ === 0 ? Effect.logWarning("sqlane: insert check failed; retrying with backoff", cause) : Effect.void
+            failures++ === 0
+              ? reachability.failed("insert check", "sqlane: insert check failed; retrying with backoff", cause)
+              : Effect.void
           )
         )
       })
@@ -410,8 +414,7 @@ const make = (
         Effect.forever,
         Effect.withTracerEnabled(false),
         Effect.annotateLogs({ package: "sqlane", module: "Notifier" }),
-        Effect.interruptible,
-        Effect.forkIn(scope),
+        (effect) => forkInBounded(effect, scope, 250),
         Effect.asVoid
       )
     })

@@ -119,6 +119,7 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
 export const background: Effect.Effect<never, never, SqlClient.SqlClient | Database | QueueConfig> = Effect.gen(
   function*() {
     const config = yield* QueueConfig
+    const { reachability } = yield* Database
     const delay = stepper(Schedule.spaced(config.pruneInterval).pipe(Schedule.jittered))
     while (true) {
       const ms = Option.getOrElse(yield* delay(Date.now()), () => Duration.toMillis(config.pruneInterval))
@@ -126,7 +127,7 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
       // still follow Effect's Clock).
       yield* wallSleep(Math.max(1, Math.round(ms)))
       const result = yield* run.pipe(
-        Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("sqlane: pruning failed", cause), undefined))
+        Effect.catchAllCause((cause) => Effect.as(reachability.failed("pruner", "sqlane: pruning failed", cause), undefined))
       )
       const total = result === undefined ? 0 : result.deleted.completed + result.deleted.dead + result.deleted.cancelled
       if (total > 0) {

@@ -23,6 +23,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { latestTick, nextTick } from "../internal/cron.js"
 import { Database } from "../internal/Database.js"
+import { forkScopedBounded } from "../internal/outage.js"
 import { nowMicros } from "../internal/time.js"
 import { InvalidPayload } from "../schema/Errors.js"
 import type { JobState } from "../schema/JobInfo.js"
@@ -65,7 +66,7 @@ const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedul
 export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, never, Scope.Scope | Queue | Database> =>
   Effect.gen(function*() {
     const queue = yield* Queue
-    const { statements } = yield* Database
+    const { reachability, statements } = yield* Database
     const seen = new Set<string>()
     for (const p of options.schedules) {
       if (seen.has(p.name)) return yield* Effect.dieMessage(`sqlane: two periodic jobs named "${p.name}"`)
@@ -101,7 +102,9 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
       }).pipe(
         // A payload that does not encode (or whose function throws) skips the tick: retrying cannot help.
         Effect.catchTag("InvalidPayload", (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)),
-        Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: enqueueing a tick failed; retrying", cause)),
+        Effect.tapErrorCause((cause) =>
+          reachability.failed("periodic jobs", "sqlane: enqueueing a tick failed; retrying", cause)
+        ),
         Effect.retry(untilDone)
       )
 
@@ -128,8 +131,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         // `Cron` throws when it finds no tick (checked at declaration; defensive here).
         Effect.catchAllDefect((defect) => Effect.logError("sqlane: periodic job stopped", defect)),
         Effect.annotateLogs({ package: "sqlane", module: "Scheduler", "sqlane.periodic": p.name }),
-        Effect.interruptible,
-        Effect.forkScoped
+        (effect) => forkScopedBounded(effect, 250)
       )
 
     yield* Effect.forEach(options.schedules, run, { discard: true })
