@@ -447,14 +447,24 @@ export const fitRecord = (finish: Finish, maxStatementBytes: number | undefined)
     (finish.result === null ? 0 : MysqlText.literalBytes(finish.result))
   if (bytes <= limit) return finish
   const what = finish.state === "completed" ? "its result" : "its error record"
-  return {
-    ...finish,
-    state: "dead",
-    runAtUs: null,
-    finishedAtUs: finish.finishedAtUs ?? finish.endedAtUs ?? finish.runAtUs ?? 0,
-    lastError: `sqlane could not record this attempt's end: ${what} takes ${bytes} bytes in a statement; this database takes ` +
-      `at most ${limit} in one statement (max_allowed_packet less ${recordOverheadBytes})`,
-    errors: null,
-    result: null
-  }
+  return unrecorded(
+    finish,
+    `${what} takes ${bytes} bytes in a statement; this database takes at most ${limit} in one statement ` +
+      `(max_allowed_packet less ${recordOverheadBytes})`
+  )
 }
+
+/**
+ * The end of an attempt the database could not record, as the dead letter written in its place:
+ * `last_error` says why (`sqlane could not record this attempt's end: <why>`, a free text as `text`
+ * stores it), and the job's error history and result are left as they were.
+ */
+export const unrecorded = (finish: Finish, why: string): Finish => ({
+  ...finish,
+  state: "dead",
+  runAtUs: null,
+  finishedAtUs: finish.finishedAtUs ?? finish.endedAtUs ?? finish.runAtUs ?? 0,
+  lastError: text(`sqlane could not record this attempt's end: ${why}`),
+  errors: null,
+  result: null
+})

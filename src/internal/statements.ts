@@ -1875,6 +1875,67 @@ export const isTransient = (error: SqlError): boolean => {
     code === "ER_LOCK_DEADLOCK" || code === "ER_LOCK_WAIT_TIMEOUT" || code === "ER_CHECKREAD"
 }
 
+/** MySQL/MariaDB errors about the connection or the server's state, not the statement. */
+const unavailableErrnos = new Set([
+  1021, // disk full
+  1037, // out of memory
+  1038, // out of sort memory
+  1040, // too many connections
+  1041, // out of memory (resources)
+  1053, // server shutdown in progress
+  1135, // can't create a thread
+  1152, // connection aborted
+  1154, 1155, 1156, 1157, 1158, 1159, 1160, 1161, // network read/write errors
+  1180, // error during COMMIT
+  1290, // --read-only (a replica, a failover)
+  1317, // query interrupted
+  1792, // read-only transaction
+  1836, // read-only mode
+  1927, // connection killed (MariaDB)
+  1969, // statement timeout (MariaDB)
+  3024, // max_execution_time exceeded (MySQL)
+  4031 // disconnected for inactivity (MySQL)
+])
+
+/**
+ * How a statement failed, for a writer that must decide whether to wait, give up at once or try a
+ * few times:
+ * - `"data"`: the database refused the values (PostgreSQL SQLSTATE classes 22, 23, 54, and 42 but
+ *   not 42501; MySQL/MariaDB packet too large, bad string value, data too long, out of range, or a
+ *   SQLSTATE of class 22 or 23): writing them again is refused again;
+ * - `"unavailable"`: no answer about the statement — the connection failed or was cut, the pool or
+ *   the server cannot serve it now (connection, resource, shutdown, timeout and read-only errors),
+ *   deadlocks and serialization failures (`isTransient`), and any error the server did not send:
+ *   it is the database that fails, for every statement alike;
+ * - `"refused"`: any other error the server sent about the statement — a trigger raising
+ *   (PostgreSQL `RAISE EXCEPTION`, MySQL/MariaDB `SIGNAL`), a missing privilege (42501, 1142): it
+ *   may not last (a trigger may decide by other rows), or it may.
+ */
+export const errorKind = (error: SqlError): "data" | "unavailable" | "refused" => {
+  const cause = error.cause as
+    | { code?: unknown; errno?: unknown; sqlState?: unknown; severity?: unknown; fatal?: unknown }
+    | undefined
+  if (cause === undefined || cause === null || typeof cause !== "object") return "unavailable"
+  const { code, errno, sqlState } = cause
+  if (typeof errno === "number" && typeof sqlState === "string") {
+    // mysql2: errors the server sent carry its errno and SQLSTATE (the driver's own, `fatal` ones
+    // and the socket's do not, or carry errno 2000 and up).
+    if ([1153, 1264, 1366, 1406, 3140].includes(errno) || /^2[23]/.test(sqlState)) return "data"
+    if (isTransient(error) || unavailableErrnos.has(errno) || cause.fatal === true) return "unavailable"
+    return errno > 0 && errno < 2000 && !/^(08|40)/.test(sqlState) ? "refused" : "unavailable"
+  }
+  // pg: errors the server sent carry a severity and a SQLSTATE.
+  if (typeof code !== "string" || typeof cause.severity !== "string" || !/^[0-9A-Z]{5}$/.test(code)) {
+    return "unavailable"
+  }
+  if (/^(22|23|54)/.test(code) || (code.startsWith("42") && code !== "42501")) return "data"
+  // connection, invalid authorization, transaction rollback, resources, operator intervention
+  // (shutdown, statement timeout), system and internal errors; a read-only transaction (a standby
+  // after a failover) and a lock timeout
+  if (/^(08|28|40|53|57|58|XX)/.test(code) || code === "25006" || code === "55P03") return "unavailable"
+  return "refused"
+}
+
 /**
  * Retries `effect` on transient errors, up to 5 times, 10 ms apart doubling. The pauses are on the
  * wall clock (`wallSleep`): they decide nothing about jobs, and under `TestClock` a deadlock's retry

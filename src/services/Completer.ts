@@ -7,10 +7,20 @@
  * that lost its claim changes nothing, and is told so (`changed` false), so that it reports no
  * event and counts no metric for that end.
  *
+ * A batch the database refuses is written end by end. How an end that still fails is handled
+ * depends on why (`errorKind`): the database unavailable (a connection failure, a deadlock) — it is
+ * retried until it is written, and every end waits, since the database is gone for all of them;
+ * its values refused (a data error) — the job is dead-lettered at once, saying why; any other
+ * refusal (a trigger raising, a missing privilege) — it is retried a few times apart on its own
+ * fiber, so that no other end waits for it, then dead-lettered. An end whose dead letter is refused
+ * too is left unwritten: the job stays `running` until a rescuer takes it back as its worker's once
+ * that worker is gone, and a warning says so.
+ *
  * A write may carry a worker's next claim (`Rider`): the same transaction ends the batch's
- * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement
- * (session 9: run c50 +31 %, run c10 +60 %, real work +22 % in one bench run); on MySQL/MariaDB the
- * ends are written with the claim's locking reads (session 10). docs/performance.md has the numbers.
+ * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement (in an
+ * A/B bench run, the ride off and on: +31 % jobs/s draining at concurrency 50, +60 % at concurrency
+ * 10, +22 % with real work); on MySQL/MariaDB the ends are written with the claim's locking reads.
+ * docs/performance.md has the numbers.
  *
  * Source: River's batch completer (`internal/jobcompleter`).
  *
@@ -18,12 +28,22 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
-import { type ClaimedRow, endKey, type Finish, type Group, type StaleEnds } from "../internal/statements.js"
+import { unrecorded } from "../internal/sanitize.js"
+import {
+  type ClaimedRow,
+  endKey,
+  errorKind,
+  type Finish,
+  type Group,
+  type StaleEnds
+} from "../internal/statements.js"
 
 /**
  * The end of one attempt.
@@ -75,16 +95,26 @@ export interface CompleterShape {
   /**
    * Queues the end of an attempt; succeeds once it is written, with whether it changed the job
    * (false: the attempt was stale — the job was cancelled, or rescued as a lost worker's, while it
-   * ran — and the row was left alone). Callers read only `false` (a wrapper typed to return
-   * nothing means written).
+   * ran — and the row was left alone; or the database refused the end and its dead letter, and the
+   * row was left `running`). Callers read only `false` (a wrapper typed to return nothing means
+   * written).
    */
   readonly finish: (outcome: Outcome) => Effect.Effect<boolean | void>
   /**
-   * Queues the end of an attempt and calls `onWritten` (on the completer's fiber, synchronously)
+   * Queues the end of an attempt and calls `onWritten` (on a fiber of the completer, synchronously)
    * once it is written, with whether it changed the job (as `finish`; a wrapper that calls it
    * without an argument means true). For the worker's hot path: no fiber per outcome.
+   *
+   * `unwritten` true (with `changed` false): the database refused the end, and the dead letter
+   * written in its place, so the job is left `running` under its worker, for a rescuer to take
+   * back once that worker is gone; the worker should go on counting the job as its own until then
+   * (its own rescuer must not take it back as a claim whose answer was lost).
    */
-  readonly unsafeFinish: (outcome: Outcome, onWritten: (changed?: boolean) => void, rider?: Rider) => void
+  readonly unsafeFinish: (
+    outcome: Outcome,
+    onWritten: (changed?: boolean, unwritten?: boolean) => void,
+    rider?: Rider
+  ) => void
   /** Whether a claim can ride on the write of ends (the statements have `jobFinishManyAndClaim`). */
   readonly riders?: boolean | undefined
 }
@@ -95,24 +125,32 @@ export interface CompleterShape {
  */
 export class Completer extends Context.Tag("sqlane/Completer")<Completer, CompleterShape>() {}
 
-/**
- * Whether the database refused the values (not the connection): PostgreSQL SQLSTATE classes 22
- * (data exception), 23, 42, 54 (program limit); MySQL/MariaDB packet too large, bad string value,
- * data too long, out of range.
- */
-const isDataError = (error: SqlError): boolean => {
-  const cause = error.cause as { code?: unknown; errno?: unknown; sqlState?: unknown } | undefined
-  if (typeof cause?.errno === "number") {
-    return [1153, 1264, 1366, 1406, 3140].includes(cause.errno) ||
-      (typeof cause.sqlState === "string" && /^2[23]/.test(cause.sqlState))
-  }
-  return typeof cause?.code === "string" && /^(22|23|42|54)[0-9A-Z]{3}$/.test(cause.code)
-}
-
-type Entry = readonly [Outcome, (changed?: boolean) => void, Rider | undefined]
+type Entry = readonly [Outcome, (changed?: boolean, unwritten?: boolean) => void, Rider | undefined]
 
 /** The most attempts one statement writes. */
 const maxBatch = 1000
+
+/**
+ * While the database is unavailable, how long an end waits between writes: 50 ms doubling, at most
+ * 5 s apart, for as long as it takes.
+ */
+const unavailableRetries = Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
+
+/**
+ * An end the database refuses (neither unavailable nor refusing its values) is written 5 times in
+ * all: again 100 ms, 200 ms, 400 ms and 800 ms after each refusal (at most 2 s apart), on Effect's
+ * `Clock`.
+ */
+const refusalRetries = Schedule.exponential("100 millis").pipe(
+  Schedule.union(Schedule.spaced("2 seconds")),
+  Schedule.intersect(Schedule.recurs(4))
+)
+
+/** What the database said when it refused a write: its message, without the driver's wrapping. */
+const saidWhy = (error: SqlError): string => {
+  const cause = error.cause
+  return cause instanceof Error && cause.message !== "" ? cause.message : String(cause ?? error.message)
+}
 
 /**
  * @since 0.1.0
@@ -120,58 +158,157 @@ const maxBatch = 1000
  */
 export const make = Effect.gen(function*() {
   const { statements } = yield* Database
-  const pending = yield* Queue.unbounded<Entry>()
+  /** The ends queued and not yet taken by a write. */
+  const pending: Array<Entry> = []
+  /** Open while `pending` holds ends. */
+  const queued = yield* Effect.makeLatch(false)
+  /** Open while the loop writes no batch. */
+  const idle = yield* Effect.makeLatch(true)
 
-  const retryForever = <A, E>(effect: Effect.Effect<A, E>) =>
+  /** Done when the completer closes: ends refused from then on are dead-lettered at once, retries end. */
+  const closing = yield* Deferred.make<void>()
+  let closed = false
+  /** The refused ends being retried, each on a fiber of its own. */
+  const retrying = yield* FiberSet.make<void>()
+
+  /** `effect`, retried while the database is unavailable, for as long as it takes. */
+  const whileUnavailable = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
     effect.pipe(
-      Effect.tapErrorCause((cause) => Effect.logWarning("sqlane: completing jobs failed; retrying", cause)),
-      Effect.retry(Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
-      // the schedule never ends
-      Effect.orDie
+      Effect.tapError((error) =>
+        errorKind(error) === "unavailable"
+          ? Effect.logWarning("sqlane: completing jobs failed; retrying", error)
+          : Effect.void
+      ),
+      Effect.retry({ schedule: unavailableRetries, while: (error) => errorKind(error) === "unavailable" })
     )
 
   /**
-   * One outcome the database refuses (a value it cannot store, say a result over MySQL's
-   * `max_allowed_packet`) must not stall the others: a failed batch is written one outcome at a
-   * time, and an outcome that still fails is recorded as a dead letter saying why. Only a write
-   * that fails even then (the database is unreachable) is retried until it succeeds.
+   * Of `stale`, the ends their rows do not hold. A write retried after its connection failed may
+   * have committed unseen; its ends are stale then, written by it.
    */
-  const writeOne = (outcome: Outcome): Effect.Effect<StaleEnds> =>
-    statements.jobFinishMany([outcome]).pipe(
-      Effect.catchAll((error) =>
-        !isDataError(error) ? Effect.fail(error) : statements.jobFinishMany([{
-          ...outcome,
-          state: "dead",
-          runAtUs: null,
-          finishedAtUs: outcome.finishedAtUs ?? outcome.runAtUs ?? 0,
-          lastError: `sqlane could not record this attempt's end: ${String(error.cause ?? error.message)}`
-            .replaceAll("\u0000", "\uFFFD")
-            .slice(0, 2000),
-          errors: null,
-          result: null
-        }])
+  const notHeld = (ends: ReadonlyArray<Outcome>, stale: StaleEnds): Effect.Effect<StaleEnds> =>
+    stale.size === 0
+      ? Effect.succeed(stale)
+      : statements.jobEndsNotHeld(ends.filter((o) => stale.has(endKey(o.id, o.attempt)))).pipe(
+        Effect.orElseSucceed(() => stale)
+      )
+
+  /**
+   * An end written alone: `end` is the end or the dead letter written in its place, `stale` whether
+   * it changed nothing; or `"unwritten"`: neither it nor its dead letter could be written, the row
+   * is left to a rescuer.
+   */
+  type Single = { readonly end: Outcome; readonly stale: boolean } | "unwritten"
+
+  /**
+   * The dead letter written in place of an end the database refused, saying why. If it is refused
+   * too, the end is left unwritten, with a warning: the job stays `running`, and a rescuer takes it
+   * back once its worker is gone (its lock free, or its lease passed).
+   */
+  const deadLetter = (outcome: Outcome, refusal: SqlError): Effect.Effect<Single> => {
+    const dead = unrecorded(outcome, saidWhy(refusal))
+    return whileUnavailable(statements.jobFinishMany([dead])).pipe(
+      Effect.map((stale): Single => ({ end: dead, stale: stale.size > 0 })),
+      Effect.tap(() =>
+        Effect.logWarning(`sqlane: the database refused this attempt's end; the job is dead-lettered: ${dead.lastError}`)
       ),
-      retryForever
+      Effect.catchAll((error) =>
+        Effect.as(
+          Effect.logWarning(
+            "sqlane: the database refused this attempt's end and the dead letter in its place; the job stays " +
+              `running until a rescuer takes it back once its worker is gone: ${saidWhy(refusal)}; then: ${saidWhy(error)}`
+          ),
+          "unwritten" as const
+        )
+      ),
+      Effect.annotateLogs({ "sqlane.job.id": outcome.id, "sqlane.job.attempt": outcome.attempt })
     )
+  }
+
+  /**
+   * Retries an end the database refused (`first`), on a fiber of its own: up to `refusalRetries`,
+   * then its dead letter. Once `closing` is done it waits no more: its dead letter is written at
+   * once.
+   */
+  const retryRefused = (entry: Entry, first: SqlError): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      const [outcome, done] = entry
+      const pauses = yield* Schedule.driver(refusalRetries)
+      let refusal = first
+      let result: Single | undefined
+      while (result === undefined) {
+        const again = yield* Effect.raceFirst(
+          Effect.isSuccess(pauses.next(undefined)),
+          Effect.as(Deferred.await(closing), false)
+        )
+        if (!again) break
+        const tried = yield* Effect.either(whileUnavailable(statements.jobFinishMany([outcome])))
+        if (Either.isRight(tried)) result = { end: outcome, stale: tried.right.size > 0 }
+        else if (errorKind((refusal = tried.left)) !== "refused") break
+      }
+      result ??= yield* deadLetter(outcome, refusal)
+      if (result === "unwritten") return done(false, true)
+      const { end, stale } = result
+      done(!stale || (yield* notHeld([end], new Set([endKey(end.id, end.attempt)]))).size === 0)
+    }).pipe(
+      // A defect must not leave the job's slot taken: the end counts as unwritten.
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("sqlane: retrying a refused end failed", defect).pipe(
+          Effect.zipRight(Effect.sync(() => entry[1](false, true)))
+        )
+      )
+    )
+
+  /**
+   * One end of a batch the database refused, written alone. The database unavailable: retried until
+   * it is written. Its values refused: dead-lettered at once. Any other refusal: retried on a
+   * fiber of its own (`retryRefused`), or while closing dead-lettered at once.
+   */
+  const writeOne = (entry: Entry): Effect.Effect<Single | "retrying"> =>
+    whileUnavailable(statements.jobFinishMany([entry[0]])).pipe(
+      Effect.map((stale): Single | "retrying" => ({ end: entry[0], stale: stale.size > 0 })),
+      Effect.catchAll((error): Effect.Effect<Single | "retrying"> =>
+        errorKind(error) === "data" || closed
+          ? deadLetter(entry[0], error)
+          : Effect.as(FiberSet.run(retrying, retryRefused(entry, error)), "retrying" as const)
+      )
+    )
+
+  /** Entries of a batch written end by end that are not called back with the batch. */
+  const aside = new Map<Entry, "unwritten" | "retrying">()
 
   const written = (batch: ReadonlyArray<Entry>, stale: StaleEnds) =>
     Effect.sync(() => {
-      if (stale.size === 0) for (const [, done] of batch) done(true)
-      else for (const [outcome, done] of batch) done(!stale.has(endKey(outcome.id, outcome.attempt)))
+      if (stale.size === 0 && aside.size === 0) for (const [, done] of batch) done(true)
+      else {
+        for (const entry of batch) {
+          const put = aside.get(entry)
+          if (put !== undefined) {
+            aside.delete(entry)
+            if (put === "unwritten") entry[1](false, true)
+          } else entry[1](!stale.has(endKey(entry[0].id, entry[0].attempt)))
+        }
+      }
     })
 
   /**
    * A failed batch, written end by end. The batch may have committed even so (the connection was
    * lost during its commit): then its ends are stale now, written by the batch. Those whose rows
-   * hold what they wrote count as written.
+   * hold what they wrote count as written. Ends that are neither written nor stale are set `aside`.
    */
   const writeEach = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
     Effect.gen(function*() {
       const stale = new Set<string>()
-      for (const [outcome] of batch) for (const key of yield* writeOne(outcome)) stale.add(key)
-      if (stale.size === 0) return stale
-      const ends = batch.map(([outcome]) => outcome).filter((o) => stale.has(endKey(o.id, o.attempt)))
-      return yield* statements.jobEndsNotHeld(ends).pipe(Effect.orElseSucceed(() => stale))
+      const ends: Array<Outcome> = []
+      for (const entry of batch) {
+        const single = yield* writeOne(entry)
+        if (typeof single === "string") aside.set(entry, single)
+        else if (single.stale) {
+          stale.add(endKey(single.end.id, single.end.attempt))
+          ends.push(single.end)
+        }
+      }
+      return yield* notHeld(ends, stale)
     })
 
   const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
@@ -254,36 +391,53 @@ export const make = Effect.gen(function*() {
   }
 
   // Wait for the first outcome, then yield once so that attempts finishing in the same tick
-  // (a claim's jobs often end together) join the batch: fewer, larger writes.
-  yield* Queue.take(pending).pipe(
-    Effect.zipLeft(Effect.yieldNow()),
-    Effect.flatMap((first) =>
-      Effect.map(Queue.takeUpTo(pending, maxBatch - 1), (rest) => [first, ...rest])
-    ),
-    Effect.flatMap((batch) => writeDistinct(batch)),
+  // (a claim's jobs often end together) join the batch: fewer, larger writes. The batch is taken
+  // and `idle` closed in one step, so that on shutdown the finalizer either takes an end or waits
+  // for the write that took it. Once closing, the loop takes no more.
+  yield* queued.await.pipe(
+    Effect.zipRight(Effect.yieldNow()),
+    Effect.flatMap(() => {
+      if (closed) return Effect.never
+      const batch = pending.splice(0, maxBatch)
+      if (pending.length === 0) queued.unsafeClose()
+      if (batch.length === 0) return Effect.void
+      idle.unsafeClose()
+      return Effect.ensuring(writeDistinct(batch), idle.open)
+    }),
     Effect.forever,
     Effect.annotateLogs({ package: "sqlane", module: "Completer" }),
     Effect.interruptible,
     Effect.forkScoped
   )
-  // On shutdown, write what is left (workers have stopped by then), as the loop does: a batch the
-  // database refuses is written outcome by outcome. At most 5 s: the database may be gone.
+  // On shutdown, let the loop's write end and write what is left (workers have stopped by then), as
+  // the loop does: a batch the database refuses is written outcome by outcome, and an end it refuses
+  // is dead-lettered at once; so are the refused ends being retried. At most 5 s: the database may
+  // be gone.
   yield* Effect.addFinalizer(() =>
-    Queue.takeAll(pending).pipe(
-      Effect.flatMap((rest) =>
-        rest.length === 0
-          ? Effect.void
-          : writeDistinct(Array.from(rest), false).pipe(
-            Effect.interruptible,
-            Effect.timeout("5 seconds"),
-            Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause))
-          )
-      )
+    Effect.suspend(() => {
+      closed = true
+      return Deferred.succeed(closing, undefined)
+    }).pipe(
+      Effect.zipRight(idle.await),
+      Effect.flatMap(() => {
+        const rest = pending.splice(0)
+        return rest.length === 0 ? Effect.void : writeDistinct(rest, false)
+      }),
+      Effect.zipRight(FiberSet.awaitEmpty(retrying)),
+      Effect.interruptible,
+      Effect.timeout("5 seconds"),
+      Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause)),
+      Effect.annotateLogs({ package: "sqlane", module: "Completer" })
     )
   )
 
-  const unsafeFinish = (outcome: Outcome, onWritten: (changed?: boolean) => void, rider?: Rider) => {
-    Queue.unsafeOffer(pending, [outcome, onWritten, rider] as const)
+  const unsafeFinish = (
+    outcome: Outcome,
+    onWritten: (changed?: boolean, unwritten?: boolean) => void,
+    rider?: Rider
+  ) => {
+    pending.push([outcome, onWritten, rider])
+    if (pending.length === 1) queued.unsafeOpen()
   }
   return {
     unsafeFinish,

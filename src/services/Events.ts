@@ -215,8 +215,8 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
         unsafeFinish: (outcome, onWritten, rider) =>
           names.size === 0 && !events.unsafeHasSubscribers()
             ? completer.unsafeFinish(outcome, onWritten, wrap(rider))
-            : completer.unsafeFinish(outcome, (changed) => {
-              onWritten(changed)
+            : completer.unsafeFinish(outcome, (changed, unwritten) => {
+              onWritten(changed, unwritten)
               const key = keyOf(outcome.id, outcome.attempt)
               const name = names.get(key) ?? outcome.name
               names.delete(key)

@@ -619,7 +619,7 @@ export const make = <R>(
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
       const outcome = fitRecord(end, maxStatementBytes)
       const callsBefore = riderCalls
-      completer.unsafeFinish(outcome, (changed) => {
+      completer.unsafeFinish(outcome, (changed, unwritten) => {
         if (riderWanted && !riderInFlight && riderCalls === callsBefore) {
           // A completer (a wrapper of it) that does not pass the rider on: stop riding, or the
           // loop would wait for a claim that never comes.
@@ -628,7 +628,9 @@ export const make = <R>(
         }
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
-        if (claiming.get(row.id) === row.attempts) claiming.delete(row.id)
+        // An end the database refused (and its dead letter): the job stays running under this worker, and
+        // stays in `claiming`, so that this worker's rescuer does not take it for a lost claim.
+        if (!unwritten && claiming.get(row.id) === row.attempts) claiming.delete(row.id)
         running--
         Queue.unsafeOffer(slotFreed, undefined)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
+import * as Option from "effect/Option"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
@@ -52,6 +53,38 @@ const leftRunning = (prefix: string, jobId: string, workerId: string, host = "ol
       SELECT ${workerId}, created_at, created_at, ${host}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${jobId}`
     yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${workerId},
       claimed_at = created_at WHERE id = ${jobId}`
+  })
+
+/** A job whose end a trigger of `refuseEndsOf` refuses when its payload says `poison: true`. */
+const Poisonable = Job.make("refused-end", {
+  payload: Schema.Struct({ poison: Schema.Boolean, i: Schema.Number }),
+  retry: Job.attempts(3, Schedule.spaced("10 millis"))
+})
+
+/** What the trigger of `refuseEndsOf` says. */
+const refusedMessage = "poison: this end is refused"
+
+/**
+ * A trigger on the test's jobs table that refuses the ends of jobs whose payload says
+ * `"poison":true` — every end (any write taking the row out of `running`: completion, retry, dead
+ * letter, release), or only its completion — with PostgreSQL's `RAISE EXCEPTION` (SQLSTATE P0001)
+ * or MySQL/MariaDB's `SIGNAL SQLSTATE '45000'` (errno 1644). The effect returned drops it.
+ */
+const refuseEndsOf = (target: Target, prefix: string, which: "completion" | "every") =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const when = `${which === "every" ? "NEW.state <> 'running'" : "NEW.state = 'completed'"} AND ` +
+      `OLD.payload LIKE '%"poison":true%'`
+    if (target.dialect === "pg") {
+      yield* sql.unsafe(`CREATE FUNCTION ${prefix}refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF ${when} THEN RAISE EXCEPTION '${refusedMessage}'; END IF; RETURN NEW; END $$`)
+      yield* sql.unsafe(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}jobs FOR EACH ROW
+        EXECUTE FUNCTION ${prefix}refuse()`)
+      return Effect.orDie(sql.unsafe(`DROP FUNCTION IF EXISTS ${prefix}refuse() CASCADE`))
+    }
+    yield* sql.unsafe(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}jobs FOR EACH ROW
+      BEGIN IF ${when} THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '${refusedMessage}'; END IF; END`).unprepared
+    return Effect.orDie(sql.unsafe(`DROP TRIGGER IF EXISTS ${prefix}refuse`).unprepared)
   })
 
 export const safety = (target: Target) => {
@@ -238,6 +271,151 @@ export const safety = (target: Target) => {
           const refused = yield* queue.get(ids[1])
           assert.strictEqual(refused.state, "dead")
           assert.match(refused.lastError._tag === "Some" ? refused.lastError.value : "", /could not record this attempt's end/)
+        })))
+
+    it.live(name("an end the database refuses (a trigger) holds up no other end; it is retried, then dead-lettered with the database's message"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const drop = yield* refuseEndsOf(target, prefix, "completion")
+          yield* Effect.gen(function*() {
+            let runs = 0
+            yield* Worker.make({ concurrency: 3, handlers: [Job.handler(Poisonable, () => Effect.sync(() => void runs++))] })
+            const poison = yield* queue.enqueue(Poisonable, { poison: true, i: 0 })
+            const others = yield* queue.enqueueMany(
+              Poisonable,
+              Array.from({ length: 20 }, (_, i) => ({ poison: false, i: i + 1 }))
+            )
+            yield* waitUntil(
+              Effect.map(Effect.forEach(others, queue.get), (js) => js.every((j) => j.state === "completed")),
+              20_000,
+              "the other jobs"
+            )
+            yield* waitUntil(Effect.map(queue.get(poison), (j) => j.state === "dead"), 20_000, "the dead letter")
+            const info = yield* queue.get(poison)
+            assert.strictEqual(Option.getOrThrow(info.lastError), `sqlane could not record this attempt's end: ${refusedMessage}`)
+            assert.strictEqual(info.attempts, 1)
+            assert.strictEqual(runs, 21)
+          }).pipe(Effect.ensuring(drop))
+        })))
+
+    it.live(name("an end the database refuses with its dead letter: the job stays running, its slot is freed, one warning; another worker takes it back once its worker is gone"), () => {
+      const warnings: Array<string> = []
+      const appLogger = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel.label === "WARN") warnings.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+        })
+      )
+      return withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const drop = yield* refuseEndsOf(target, prefix, "every")
+          yield* Effect.gen(function*() {
+            const runs = new Map<number, number>()
+            const handler = Job.handler(Poisonable, (p) => Effect.sync(() => void runs.set(p.i, (runs.get(p.i) ?? 0) + 1)))
+            const poison = yield* queue.enqueue(Poisonable, { poison: true, i: 0 })
+            yield* Effect.scoped(Effect.gen(function*() {
+              // One slot: the other jobs run only once the poison job's slot is free.
+              yield* Worker.make({ id: "refused-1", concurrency: 1, handlers: [handler] })
+              yield* waitUntil(Effect.sync(() => runs.get(0) === 1), 20_000, "the poison job to run")
+              const others = yield* queue.enqueueMany(
+                Poisonable,
+                Array.from({ length: 20 }, (_, i) => ({ poison: false, i: i + 1 }))
+              )
+              yield* waitUntil(
+                Effect.map(Effect.forEach(others, queue.get), (js) => js.every((j) => j.state === "completed")),
+                30_000,
+                "the other jobs"
+              )
+              // Its live worker's rescuer (every 100 ms) leaves it alone: it is not a claim whose answer was lost.
+              yield* realSleep(1_000)
+              const [row] = yield* sql<{ state: string; worker_id: string | null }>`SELECT state, worker_id
+                FROM ${sql(prefix + "jobs")} WHERE id = ${poison}`
+              assert.deepStrictEqual([row.state, row.worker_id], ["running", "refused-1"])
+              assert.strictEqual(runs.get(0), 1)
+              const refused = warnings.filter((w) => w.includes("refused this attempt's end"))
+              assert.strictEqual(refused.length, 1, refused.join("\n"))
+              assert.include(refused[0], refusedMessage)
+            }))
+            yield* drop
+            // The worker is gone (its lock free): another worker takes the job back as a lost worker's.
+            yield* Worker.make({ id: "refused-2", handlers: [handler] })
+            yield* waitUntil(Effect.map(queue.get(poison), (j) => j.state === "completed"), 20_000, "the rescue")
+            const info = yield* queue.get(poison)
+            assert.strictEqual(info.attempts, 2)
+            assert.strictEqual(info.errors[0]?.message, "worker lost")
+            assert.strictEqual(runs.get(0), 2)
+          }).pipe(Effect.ensuring(drop))
+        }), { rescueInterval: "100 millis" }).pipe(Effect.provide(appLogger))
+    })
+
+    it.live(name("at shutdown, an end the database refuses is dead-lettered at once, within the completer's 5 s bound"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { statements } = yield* Database
+          const queue = yield* Queue.Queue
+          const drop = yield* refuseEndsOf(target, prefix, "completion")
+          yield* Effect.gen(function*() {
+            const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
+            const nowUs = Date.now() * 1000
+            assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-final")).length, 1)
+            const calls: Array<[boolean | undefined, boolean | undefined]> = []
+            const started = Date.now()
+            yield* Effect.scoped(Effect.gen(function*() {
+              const completer = yield* Completer.make
+              completer.unsafeFinish({
+                id,
+                attempt: 1,
+                state: "completed",
+                runAtUs: null,
+                finishedAtUs: nowUs,
+                lastError: null,
+                errors: null,
+                result: null
+              }, (changed, unwritten) => void calls.push([changed, unwritten]))
+            }))
+            assert.isBelow(Date.now() - started, 4_000)
+            assert.deepStrictEqual(calls, [[true, undefined]])
+            const info = yield* queue.get(id)
+            assert.strictEqual(info.state, "dead")
+            assert.strictEqual(Option.getOrThrow(info.lastError), `sqlane could not record this attempt's end: ${refusedMessage}`)
+          }).pipe(Effect.ensuring(drop))
+        })))
+
+    it.effect(name("a refused end's retries wait on Effect's Clock (TestClock): written once the clock passes them"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { statements } = yield* Database
+          const queue = yield* Queue.Queue
+          const drop = yield* refuseEndsOf(target, prefix, "completion")
+          yield* Effect.gen(function*() {
+            const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
+            const nowUs = Date.now() * 1000
+            assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-clock")).length, 1)
+            const calls: Array<boolean | undefined> = []
+            yield* Effect.scoped(Effect.gen(function*() {
+              const completer = yield* Completer.make
+              completer.unsafeFinish({
+                id,
+                attempt: 1,
+                state: "completed",
+                runAtUs: null,
+                finishedAtUs: nowUs,
+                lastError: null,
+                errors: null,
+                result: null
+              }, (changed) => void calls.push(changed))
+              // Refused once, then waiting for the clock: nothing more happens in real time.
+              yield* realSleep(1_000)
+              assert.deepStrictEqual(calls, [])
+              assert.strictEqual((yield* queue.get(id)).state, "running")
+              yield* waitUntil(Effect.zipRight(TestClock.adjust("1 second"), Effect.sync(() => calls.length > 0)), 20_000, "the dead letter")
+            }))
+            assert.deepStrictEqual(calls, [true])
+            assert.strictEqual((yield* queue.get(id)).state, "dead")
+          }).pipe(Effect.ensuring(drop))
         })))
 
     it.live(name("cancel a pending job (it never runs) and a running one, from this process and another"), () =>
