@@ -13,48 +13,27 @@
  *
  * @internal
  */
+import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
+import { errorKind, isTransient } from "./statements.js"
 import { wallSleep } from "./wallClock.js"
 
-/** Node's socket errors and the drivers' words for a connection that is gone or cannot be made. */
-const connectionCodes = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ECONNABORTED",
-  "ETIMEDOUT",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "PROTOCOL_CONNECTION_LOST",
-  "PROTOCOL_SEQUENCE_TIMEOUT",
-  "ER_CON_COUNT_ERROR",
-  "ER_SERVER_SHUTDOWN",
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "57P03" // cannot_connect_now
-])
-const connectionMessages =
-  /Connection terminated|not queryable|connection error|Failed to acquire connection|Connection lost|closed state|Can't add new command when connection is in closed state|timeout exceeded when trying to connect|Connection timed out|connect ETIMEDOUT/i
-
 /**
- * Whether `error` (a `SqlError`, a driver's error, or a timeout of our own) says the database could
- * not be reached or the connection is gone — not that it refused a statement.
+ * Whether `error` says the database could not be reached or the connection is gone (`errorKind`
+ * "unavailable", a deadlock aside), or is a timeout of our own — not that it refused a statement.
  */
 export const isConnectionError = (error: unknown): boolean => {
-  for (let e: any = error, depth = 0; e !== undefined && e !== null && depth < 4; e = e.cause, depth++) {
-    if (typeof e !== "object") return false
-    if (e._tag === "TimeoutException") return true
-    if (typeof e.code === "string" && (connectionCodes.has(e.code) || /^08/.test(e.code))) return true
-    if (e.fatal === true) return true // mysql2: the connection cannot be used any more
-    if (typeof e.message === "string" && connectionMessages.test(e.message)) return true
-  }
-  return false
+  if (typeof error !== "object" || error === null) return false
+  const tag = (error as { _tag?: unknown })._tag
+  if (tag === "TimeoutException") return true
+  // The LISTEN connection's failures carry the driver's error as their cause.
+  if (tag === "ListenError") return isConnectionError(new SqlError({ cause: (error as Error).cause, message: "LISTEN" }))
+  if (!(error instanceof SqlError)) return false
+  return errorKind(error) === "unavailable" && !isTransient(error)
 }
 
 /** The first line of what failed, for a one-line log. */

@@ -43,7 +43,7 @@ export const listen = (
             await client.connect()
             return client
           },
-          catch: (cause) => new ListenError(`cannot connect for LISTEN: ${String(cause)}`)
+          catch: (cause) => new ListenError(`cannot connect for LISTEN: ${String(cause)}`, { cause })
         }),
         (client) =>
           Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.interruptible, Effect.timeoutOption(1000))
@@ -52,14 +52,15 @@ export const listen = (
         const onNotification = (msg: Pg.Notification) => {
           if (msg.channel === channel) onPayload(msg.payload ?? "")
         }
-        const onError = (err: Error) => resume(Effect.fail(new ListenError(`LISTEN connection failed: ${err.message}`)))
+        const onError = (err: Error) =>
+          resume(Effect.fail(new ListenError(`LISTEN connection failed: ${err.message}`, { cause: err })))
         const onEnd = () => resume(Effect.fail(new ListenError("LISTEN connection closed")))
         client.on("notification", onNotification)
         client.on("error", onError)
         client.on("end", onEnd)
         client.query(`LISTEN ${Pg.escapeIdentifier(channel)}`).then(
           () => onReady(),
-          (err) => resume(Effect.fail(new ListenError(`LISTEN failed: ${String(err)}`)))
+          (err) => resume(Effect.fail(new ListenError(`LISTEN failed: ${String(err)}`, { cause: err })))
         )
         return Effect.sync(() => {
           client.off("notification", onNotification)

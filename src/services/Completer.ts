@@ -27,6 +27,7 @@
  * @since 0.1.0
  */
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -35,6 +36,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
+import { bounded, forkScopedBounded } from "../internal/outage.js"
 import { unrecorded } from "../internal/sanitize.js"
 import {
   type ClaimedRow,
@@ -157,7 +159,7 @@ const saidWhy = (error: SqlError): string => {
  * @category constructors
  */
 export const make = Effect.gen(function*() {
-  const { statements } = yield* Database
+  const { reachability, statements } = yield* Database
   /** The ends queued and not yet taken by a write. */
   const pending: Array<Entry> = []
   /** Open while `pending` holds ends. */
@@ -176,7 +178,7 @@ export const make = Effect.gen(function*() {
     effect.pipe(
       Effect.tapError((error) =>
         errorKind(error) === "unavailable"
-          ? Effect.logWarning("sqlane: completing jobs failed; retrying", error)
+          ? reachability.failed("completer", "sqlane: completing jobs failed; retrying", Cause.fail(error))
           : Effect.void
       ),
       Effect.retry({ schedule: unavailableRetries, while: (error) => errorKind(error) === "unavailable" })
@@ -406,26 +408,39 @@ export const make = Effect.gen(function*() {
     }),
     Effect.forever,
     Effect.annotateLogs({ package: "sqlane", module: "Completer" }),
-    Effect.interruptible,
-    Effect.forkScoped
+    (effect) => forkScopedBounded(effect, 250)
   )
   // On shutdown, let the loop's write end and write what is left (workers have stopped by then), as
   // the loop does: a batch the database refuses is written outcome by outcome, and an end it refuses
-  // is dead-lettered at once; so are the refused ends being retried. At most 5 s: the database may
-  // be gone.
+  // is dead-lettered at once; so are the refused ends being retried. At most 1 s of wall-clock
+  // time, and not at all while the database is unreachable: the ends left unwritten leave their jobs
+  // `running`, for the rescuers of other workers.
   yield* Effect.addFinalizer(() =>
     Effect.suspend(() => {
       closed = true
       return Deferred.succeed(closing, undefined)
     }).pipe(
-      Effect.zipRight(idle.await),
-      Effect.flatMap(() => {
-        const rest = pending.splice(0)
-        return rest.length === 0 ? Effect.void : writeDistinct(rest, false)
-      }),
-      Effect.zipRight(FiberSet.awaitEmpty(retrying)),
-      Effect.interruptible,
-      Effect.timeout("5 seconds"),
+      Effect.zipRight(Effect.suspend(() => {
+        const write = idle.await.pipe(
+          Effect.flatMap(() => {
+            const rest = pending.splice(0)
+            return rest.length === 0 ? Effect.void : writeDistinct(rest, false)
+          }),
+          Effect.zipRight(FiberSet.awaitEmpty(retrying))
+        )
+        if (reachability.unreachable()) return Effect.void
+        return Effect.flatMap(bounded(write, 1000), (written) =>
+          written._tag === "Some" ? Effect.void : reachability.failed(
+            "completing jobs at close",
+            "",
+            Cause.fail(new Cause.TimeoutException("no answer within 1000 ms"))
+          ))
+      })),
+      Effect.flatMap(() =>
+        pending.length === 0
+          ? Effect.void
+          : Effect.logDebug(`sqlane: ${pending.length} attempt end(s) not written at close; their jobs stay running for a rescuer`)
+      ),
       Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause)),
       Effect.annotateLogs({ package: "sqlane", module: "Completer" })
     )

@@ -216,6 +216,8 @@ const liveness = (
     const [lockSql, lockParams] = statements.workerLockStatement(workerId)
     /** How often the lock's connection is checked, and the longest wait between attempts to take the lock again. */
     const checkMillis = Math.max(10, Math.min(Duration.toMillis(config.rescueInterval) / 2, Duration.toMillis(config.heartbeatInterval)))
+    /** How long the check waits for an answer (wall clock) before it counts the connection as lost. */
+    const checkAnswerMillis = Math.max(2000, 4 * checkMillis)
     const unlockSql = statements.dialect === "pg"
       ? "SELECT pg_advisory_unlock($1, hashtext($2))"
       : "SELECT RELEASE_LOCK(?)"
@@ -265,7 +267,13 @@ const liveness = (
           // The check's cadence is wall-clock time (housekeeping, like the rescuer's and the pruner's):
           // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
           yield* wallSleep(checkMillis)
-          yield* conn.executeRaw("SELECT 1", [])
+          // A connection that does not answer (packets dropped) counts as lost, like a closed one.
+          const answered = yield* bounded(conn.executeRaw("SELECT 1", []), checkAnswerMillis)
+          if (Option.isNone(answered)) {
+            return yield* Effect.fail(
+              new Cause.TimeoutException(`the worker's lock connection did not answer within ${checkAnswerMillis} ms`)
+            )
+          }
           yield* reachability.succeeded
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
@@ -1035,8 +1043,16 @@ export const make = <R>(
         }
         for (const entry of inflight.values()) entry.reason = "shutdown"
         yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
-        // Writing the releases needs the database: wait for them at most `releaseMillis` (wall clock).
-        yield* bounded(awaitIdle, releaseMillis)
+        // Writing the releases needs the database: wait for them at most `releaseMillis` (wall clock),
+        // and not at all while it is unreachable.
+        if (!reachability.unreachable() && Option.isNone(yield* bounded(awaitIdle, releaseMillis))) {
+          // No answer: what else closes skips the database too.
+          yield* reachability.failed(
+            "releasing jobs at shutdown",
+            "",
+            Cause.fail(new Cause.TimeoutException(`no answer within ${releaseMillis} ms`))
+          )
+        }
         if (claiming.size === 0) return
         // Their ends were not written: the rows stay running under this worker until the rescuers of
         // other workers take them back, once its lock is free (its connection closed) or its lease passed.
