@@ -126,7 +126,15 @@ const pg = (prefix: string): Record<string, Migration> => ({
       ADD CONSTRAINT ${sql(`${prefix}jobs_attempts_check`)} CHECK (${sql.literal(attemptsCheck)})`
   }),
   // MySQL/MariaDB only (a full index there); PostgreSQL's jobs_running is partial, running jobs only.
-  "9_drop_running_index": Effect.void
+  "9_drop_running_index": Effect.void,
+  "10_worker_relocking": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // relocking: the worker found its lock connection lost and is taking its lock again; relocks: how
+    // many times it took it again. Rescuers read both (see the rescuer in services/Worker.ts).
+    yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
+      ADD COLUMN relocking boolean NOT NULL DEFAULT false,
+      ADD COLUMN relocks integer NOT NULL DEFAULT 0`
+  })
 })
 
 const mysql = (prefix: string): Record<string, Migration> => ({
@@ -226,6 +234,13 @@ const mysql = (prefix: string): Record<string, Migration> => ({
     // well as by jobs_running (state, worker_id): one secondary index less to write on every insert,
     // claim and end. Dropping an index is in place (no table copy) on MySQL 8.0+ and MariaDB 10.6+.
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} DROP KEY ${sql(`${prefix}jobs_running`)}`
+  }),
+  "10_worker_relocking": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL (BOOLEAN is TINYINT(1) on MySQL and MariaDB). The table holds a row per worker.
+    yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
+      ADD COLUMN relocking BOOLEAN NOT NULL DEFAULT FALSE,
+      ADD COLUMN relocks INT NOT NULL DEFAULT 0`
   })
 })
 

@@ -253,12 +253,20 @@ export interface Statements {
         readonly claimedAtUs: number
         /** Its worker has no row, or a heartbeat older than `leaseCutoffUs` (not just a free lock). */
         readonly expired: boolean
+        /** Its worker's row says it is taking its lock again (see {@link Statements.workerRelocking}). */
+        readonly relocking: boolean
+        /** How many times its worker took its lock again (see {@link Statements.workerRelocked}). */
+        readonly relocks: number
       }
     >,
     SqlError
   >
   readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
+  /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
+  readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
+  /** Clears the mark of {@link workerRelocking} and counts the lock taken again (`relocks`). */
+  readonly workerRelocked: (id: string) => Effect.Effect<void, SqlError>
   /**
    * The largest job id in the table (`null` when it is empty): usually one read of the primary key's
    * last entry (more while another transaction holds uncommitted inserts). The MySQL/MariaDB notifier
@@ -1051,7 +1059,8 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
       Effect.map(
         sql`SELECT ${claimedColumnsJ}, j.worker_id,
               ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us,
-              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
+              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
+              COALESCE(w.relocking, false) AS relocking, COALESCE(w.relocks, 0) AS relocks
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
@@ -1067,15 +1076,20 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
             ...toClaimed(r),
             workerId: r.worker_id ?? null,
             claimedAtUs: num(r.claimed_at_us),
-            expired: r.expired === true || Number(r.expired) === 1
+            expired: r.expired === true || Number(r.expired) === 1,
+            relocking: r.relocking === true || Number(r.relocking) === 1,
+            relocks: num(r.relocks)
           }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
           VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
-          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`.pipe(Effect.asVoid),
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = true WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRelocked: (id) =>
+      sql`UPDATE ${workers} SET relocking = false, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
     jobNewestId: () => newestId(run, sql, jobs),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
@@ -1681,7 +1695,8 @@ export const mysql = (
     jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
       Effect.map(
         run(sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
-              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired
+              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
+              COALESCE(w.relocking, 0) AS relocking, COALESCE(w.relocks, 0) AS relocks
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
@@ -1693,15 +1708,20 @@ export const mysql = (
             ...toClaimed(r),
             workerId: r.worker_id ?? null,
             claimedAtUs: num(r.claimed_at_us),
-            expired: r.expired === true || Number(r.expired) === 1
+            expired: r.expired === true || Number(r.expired) === 1,
+            relocking: r.relocking === true || Number(r.relocking) === 1,
+            relocks: num(r.relocks)
           }))
       ),
     workerRegister: (id, nowUs, host, pid) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
           VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
-          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`.pipe(Effect.asVoid),
+          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE`.pipe(Effect.asVoid),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRelocked: (id) =>
+      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
     jobNewestId: () => newestId(run, sql, jobs),
     workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>

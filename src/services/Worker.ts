@@ -176,13 +176,64 @@ const timeoutUnlessDone = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: numb
   })
 
 /**
- * A running job whose worker's session lock is free (but whose heartbeat is fresh) is rescued by the
- * `lockGracePasses`-th rescue pass in a row that finds it so: about `2 × rescueInterval` after its
- * worker died. A worker whose lock connection was cut takes its lock again within `rescueInterval / 2`
- * of noticing (it checks that connection every `rescueInterval / 2`), so its jobs are not taken from
- * it while it runs them.
+ * How often, at least, a worker checks its lock's connection (`SELECT 1` on it): every
+ * `min(100 ms, rescueInterval / 2, heartbeatInterval)`. Rescuers of every configuration count on it
+ * (see {@link lockGraceMillis}).
+ */
+const lockCheckMaxMillis = 100
+
+/**
+ * The quick rule: a running job whose worker's session lock is free (its heartbeat fresh) is rescued
+ * when a pass finds the lock still free at least `lockGraceMillis` (wall clock) after a pass first
+ * found it free, the worker's row does not say it is taking its lock again (`relocking`), and the
+ * row's `relocks` is unchanged since that first sight. The rescuer runs that check as a pass of its
+ * own, between two passes `rescueInterval` apart: recovery from a crash is the wait for the next pass
+ * (half a `rescueInterval` on average), plus `lockGraceMillis`, plus the rescue's write.
+ *
+ * A live worker whose lock connection was cut notices within {@link lockCheckMaxMillis}, and marks
+ * its row `relocking` (through its pool) before it takes its lock again; taking it again clears the
+ * mark and adds one to `relocks`. The 200 ms beyond its check cover the mark's write (on a connection
+ * the pool has, or a new one; a few ms) and a busy event loop. (A worker of an earlier sqlane version,
+ * during a rolling upgrade, checks every `rescueInterval / 2` and writes no mark: it takes its lock
+ * again up to about 300 ms after its lock connection was cut, at the edge of the grace.)
+ *
+ * Why a live worker keeps its jobs: say a pass answered at `a` first found the lock of worker W free,
+ * with `relocks` = `c`: the statement read the row (as of its start), then found the lock free at
+ * `o <= a`, in a free period that began at `T <= o`. W notices by `T + lockCheckMaxMillis` and its mark commits before
+ * `T + lockGraceMillis`. It takes its lock again after `o`, and only then clears the mark and sets
+ * `relocks` to `c + 1` (which `c`, read before `o`, does not include). A later pass sent at
+ * `b >= a + lockGraceMillis` reads the row after `b`, so after the mark committed: it finds
+ * `relocking`, or, once the clear committed, `relocks` changed. Only a worker that noticed nothing, or
+ * could not write its mark, within the grace — a dead one, or one cut off from the database — passes.
+ * `relocks` matters when the lock connection is cut again soon after W took its lock again: the free
+ * lock the later pass sees is then a new free period, not yet noticed by W.
+ *
+ * The server restarts (or fails over; any event that cuts every connection at once): every lock is free
+ * when it is back, and every row says nothing — its workers' marks could not be written while it was
+ * down. A rescuer's first sight comes after the server is back (`S`); each worker, having found its lock
+ * connection lost while the server was down, tries to take its lock again every `lockCheckMaxMillis`
+ * or so (plus what a failed try takes: little while the server refuses connections) and succeeds with
+ * its first try after `S`, which needs a new connection and a few round trips: within the grace. The rescuer also lost its own lock connection then: it applies
+ * the quick rule only to sights made at least `lockGraceMillis` after it took its own lock again (see
+ * `steadySinceMs` of `liveness`), so a worker that comes back up to `2 × lockGraceMillis` later than
+ * the rescuer itself still keeps its jobs.
+ *
+ * The pass rule stays: a job whose worker's lock `lockGracePasses` passes in a row (the quick passes
+ * not counted; `relocks` unchanged) found free is rescued whatever `relocking` says — a worker that died while taking its lock
+ * again stays marked, and is rescued about `2 × rescueInterval` after the first sight. A worker whose
+ * event loop is blocked for longer than the grace while its lock connection is cut may lose its jobs
+ * (their writes are fenced by the attempt, and the attempt still running there is interrupted).
+ */
+const lockGraceMillis = 300
+
+/**
+ * The pass rule (see {@link lockGraceMillis}): rescued by the `lockGracePasses`-th pass in a row that
+ * finds the lock free, about `2 × rescueInterval` after the first.
  */
 const lockGracePasses = 3
+
+/** How long a worker waits, at most, for its row's `relocking` mark (or its clear) to be written. */
+const relockMarkMillis = 200
 
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
@@ -199,7 +250,9 @@ interface Inflight {
  * every `heartbeatInterval`. If the lock's connection fails, the lock is taken again on a new one.
  *
  * When the worker's process dies the server closes its connection and frees the lock at once, so
- * other workers rescue its jobs within `rescueInterval`. When its host freezes or is cut off, the
+ * other workers rescue its jobs within `rescueInterval + lockGraceMillis`. When its lock connection
+ * alone is cut, it marks its row `relocking` and takes its lock again, and keeps its jobs (see
+ * `lockGraceMillis`). When its host freezes or is cut off, the
  * lock stays held until the server drops the connection (TCP keepalive), but the heartbeat stops:
  * its jobs are rescued after `leaseTimeout`.
  */
@@ -215,7 +268,10 @@ const liveness = (
     const { reachability, statements } = yield* Database
     const [lockSql, lockParams] = statements.workerLockStatement(workerId)
     /** How often the lock's connection is checked, and the longest wait between attempts to take the lock again. */
-    const checkMillis = Math.max(10, Math.min(Duration.toMillis(config.rescueInterval) / 2, Duration.toMillis(config.heartbeatInterval)))
+    const checkMillis = Math.max(
+      10,
+      Math.min(lockCheckMaxMillis, Duration.toMillis(config.rescueInterval) / 2, Duration.toMillis(config.heartbeatInterval))
+    )
     /** How long the check waits for an answer (wall clock) before it counts the connection as lost. */
     const checkAnswerMillis = Math.max(2000, 4 * checkMillis)
     const unlockSql = statements.dialect === "pg"
@@ -223,6 +279,29 @@ const liveness = (
       : "SELECT RELEASE_LOCK(?)"
     /** The connection that held the lock last (`pg_backend_pid()` / `CONNECTION_ID()`). */
     let heldBy: number | undefined
+    /**
+     * Since when (wall clock, ms) the lock has been held without a break: 0 when since the start,
+     * undefined while it is being taken again. The rescuer's quick rule reads it (see `lockGraceMillis`).
+     */
+    let steadySinceMs: number | undefined
+    /** The lock's connection was found lost after the start: the lock is being taken again. */
+    let relocking = false
+    const marked = (statement: Effect.Effect<void, unknown>) =>
+      Effect.raceFirst(Effect.ignore(statement), wallSleep(relockMarkMillis))
+    /** The lock's connection was found lost, or a try to take the lock again failed: mark the row. */
+    const lockLost = Effect.suspend(() => {
+      if (steadySinceMs === undefined && !relocking) return Effect.void // not taken yet: the start
+      steadySinceMs = undefined
+      relocking = true
+      return marked(statements.workerRelocking(workerId))
+    })
+    /** The lock was taken: when again, the mark is cleared and `relocks` counts it. */
+    const lockTaken = Effect.suspend(() => {
+      if (!relocking) return Effect.sync(() => void (steadySinceMs = 0))
+      relocking = false
+      steadySinceMs = Date.now()
+      return marked(statements.workerRelocked(workerId))
+    })
     /**
      * The lock is held by someone else. If that is this worker's own earlier connection — cut on the
      * client's side while the server still runs its session (a network failure without a FIN) — end
@@ -254,14 +333,15 @@ const liveness = (
           // Not worth waiting for with the database gone: the server frees the lock with the connection.
           () => reachability.unreachable() ? Effect.void : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
         )
+        yield* lockTaken
         yield* Deferred.succeed(acquired, undefined)
         if (lost) {
           lost = false
           yield* Effect.logInfo("sqlane: worker lock taken again")
         }
         yield* reachability.succeeded
-        // Check the lock's connection every `checkMillis` (a failure re-acquires the lock, before
-        // rescuers take the jobs: they wait `lockGracePasses` passes), and heartbeat when due.
+        // Check the lock's connection every `checkMillis` (a failure marks the row and re-acquires
+        // the lock, before rescuers take the jobs: see `lockGraceMillis`), and heartbeat when due.
         let beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
         while (true) {
           // The check's cadence is wall-clock time (housekeeping, like the rescuer's and the pruner's):
@@ -307,6 +387,7 @@ const liveness = (
             )
             : Deferred.die(acquired, defect))
       ),
+      Effect.tapErrorCause(() => lockLost),
       // Once per loss (a lost connection to a database that is gone: once per outage), not per retry.
       Effect.tapErrorCause((cause) =>
         lost ? Effect.logDebug("sqlane: worker lock not taken yet", cause) : Effect.zipRight(
@@ -324,6 +405,7 @@ const liveness = (
       (effect) => forkScopedBounded(effect, 250)
     )
     yield* Deferred.await(acquired)
+    return { steadySinceMs: () => steadySinceMs }
   }).pipe(Effect.orDie)
 
 /**
@@ -396,7 +478,7 @@ export const make = <R>(
     let idTaken = false
     /** The worker's scope is closing: it claims no more, and jobs a claim in flight brings back are released. */
     let stopping = false
-    yield* liveness(workerId, gaugeDue, Effect.suspend(() => {
+    const lock = yield* liveness(workerId, gaugeDue, Effect.suspend(() => {
       idTaken = true
       return wakeSelf
     }), () => stopping)
@@ -1081,8 +1163,13 @@ export const make = <R>(
     // heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of attempts.
     // It also catches cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB),
     // and any other attempt running here that its job no longer runs (see `cancelFromTable`).
-    /** Jobs (`id:attempt`) whose worker's lock the last passes found free, and in how many passes in a row. */
-    const lockFree = new Map<string, number>()
+    /**
+     * Jobs (`id:attempt`) whose worker's lock the last passes found free: in how many passes in a row
+     * (quick passes not counted, except for this worker's own jobs), when the first of them was
+     * answered (wall clock, ms), the worker's `relocks` then, and whether the quick rule may rescue it
+     * once its grace is over (another worker's job, whose row did not say `relocking` at the last pass).
+     */
+    const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean }>()
     /**
      * Interrupts the attempts running here that the table says their job no longer runs: cancelled
      * (no NOTIFY on MySQL/MariaDB), cancelled and already retried (the retry may run elsewhere),
@@ -1097,22 +1184,35 @@ export const make = <R>(
           (stale) => cancel(stale.filter((s) => inflight.get(s.id)?.attempt === s.attempt).map((s) => s.id))
         )
     )
-    const rescue = Effect.gen(function*() {
-      if (names.length === 0) return
+    /**
+     * A rescue pass; `quick`: one run between two passes `rescueInterval` apart, for the quick rule
+     * (see `lockGraceMillis`). Returns when (wall clock, ms) a job whose worker's lock it found free
+     * will have been free for `lockGraceMillis`, the earliest such time after this pass, if any.
+     */
+    const rescue = (quick: boolean) => Effect.gen(function*() {
+      if (names.length === 0) return undefined
       // With its id taken, only the cancellations of jobs still running here are looked for.
-      if (idTaken) return yield* cancelFromTable
+      if (idTaken) {
+        yield* cancelFromTable
+        return undefined
+      }
       const nowUs = yield* nowMicros
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not in `claiming` yet: wait for them to end. (A claim started after the listing began commits
       // after it, so none of its jobs are listed.)
       const claimsBefore = claimsStarted
+      /** Before the listing is sent and after it is answered: it read the locks between the two. */
+      const sentMs = Date.now()
       const orphans = yield* statements.jobListOrphaned(
         names,
         nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
         workerId,
         1000 + 2 * concurrency
       )
+      const answeredMs = Date.now()
       while (claimsEnded < claimsBefore) yield* Queue.take(claimEnded)
+      /** This worker's own lock held without a break since then (ms), if it is held (see `lockGraceMillis`). */
+      const steadySinceMs = lock.steadySinceMs()
       let rescued = 0
       const seen = new Set<string>()
       for (const row of orphans) {
@@ -1128,20 +1228,31 @@ export const make = <R>(
             // that two passes in a row found so.
             const key = `${row.id}:${row.attempts}`
             seen.add(key)
-            const passes = (lockFree.get(key) ?? 0) + 1
-            lockFree.set(key, passes)
-            if (passes < 2) continue
+            const earlier = lockFree.get(key)
+            if (earlier === undefined) {
+              lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: 0, quick: false })
+              continue
+            }
+            if (++earlier.passes < 2) continue
             lostClaim = true
           }
         } else if (!row.expired) {
           // Only its lock is free: the worker may be alive and taking its lock again on a new
-          // connection (its connection was cut, the server restarted). Rescue once this pass and the
-          // ones before have seen it free `lockGracePasses` times in a row.
+          // connection (its connection was cut, the server restarted). Rescue by the quick rule or
+          // the pass rule (see `lockGraceMillis`).
           const key = `${row.id}:${row.attempts}`
           seen.add(key)
-          const passes = (lockFree.get(key) ?? 0) + 1
-          lockFree.set(key, passes)
-          if (passes < lockGracePasses) continue
+          const earlier = lockFree.get(key)
+          if (earlier === undefined || earlier.relocks !== row.relocks) {
+            // First seen free, or free again after its worker took its lock again meanwhile.
+            lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: row.relocks, quick: !row.relocking })
+            continue
+          }
+          if (!quick) earlier.passes++
+          earlier.quick = !row.relocking
+          const quickRule = !row.relocking && sentMs - earlier.firstMs >= lockGraceMillis &&
+            steadySinceMs !== undefined && steadySinceMs <= earlier.firstMs - lockGraceMillis
+          if (!quickRule && earlier.passes < lockGracePasses) continue
         }
         const outcome = lostClaim ? released(row) : yield* failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost")
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
@@ -1149,17 +1260,47 @@ export const make = <R>(
         count(row.name, outcome)
         rescued++
       }
-      for (const key of lockFree.keys()) if (!seen.has(key)) lockFree.delete(key)
+      let graceEndsMs: number | undefined
+      for (const [key, entry] of lockFree) {
+        if (!seen.has(key)) {
+          lockFree.delete(key)
+          continue
+        }
+        // Past its grace (the quick rule did not hold, or it was rescued): the passes decide.
+        const endsMs = entry.firstMs + lockGraceMillis
+        if (entry.quick && endsMs > answeredMs && (graceEndsMs === undefined || endsMs < graceEndsMs)) {
+          graceEndsMs = endsMs
+        }
+      }
       if (rescued > 0) {
         yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
         yield* wakeSelf
       }
       yield* cancelFromTable
       yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
+      return graceEndsMs
     })
-    yield* rescue.pipe(
-      Effect.catchAllCause((cause) => reachability.failed("rescuer", "sqlane: rescue pass failed", cause)),
-      Effect.zipRight(Effect.sleep(config.rescueInterval)),
+    const pass = (quick: boolean) =>
+      rescue(quick).pipe(
+        Effect.catchAllCause((cause) => Effect.as(reachability.failed("rescuer", "sqlane: rescue pass failed", cause), undefined))
+      )
+    const rescueIntervalMs = Duration.toMillis(config.rescueInterval)
+    // A pass every `rescueInterval` (Effect's Clock); between two, a quick pass when a job's worker's
+    // lock found free has been free for `lockGraceMillis`, on the wall clock as the other worker's lock
+    // check is (see `lockGraceMillis`).
+    yield* Effect.gen(function*() {
+      const startMs = Date.now()
+      let graceEndsMs = yield* pass(false)
+      if (graceEndsMs === undefined || graceEndsMs >= startMs + rescueIntervalMs) {
+        return yield* Effect.sleep(config.rescueInterval)
+      }
+      while (graceEndsMs !== undefined && graceEndsMs < startMs + rescueIntervalMs) {
+        // A millisecond more: a timer may fire up to one early.
+        yield* wallSleep(Math.max(0, graceEndsMs - Date.now()) + 1)
+        graceEndsMs = yield* pass(true)
+      }
+      yield* wallSleep(Math.max(0, startMs + rescueIntervalMs - Date.now()))
+    }).pipe(
       Effect.forever,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
       (effect) => forkScopedBounded(effect, 250)

@@ -87,6 +87,28 @@ const refuseEndsOf = (target: Target, prefix: string, which: "completion" | "eve
     return Effect.orDie(sql.unsafe(`DROP TRIGGER IF EXISTS ${prefix}refuse`).unprepared)
   })
 
+/**
+ * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
+ * backend; false when nobody holds the lock.
+ */
+const cutLockConnection = (target: Target, workerId: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const lockName = (yield* Database).statements.workerLockName(workerId)
+    if (target.dialect === "pg") {
+      const ended = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
+      return ended.length > 0
+    }
+    const [row] = yield* sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockName}) AS conn`
+    if (row.conn === null) return false
+    // Ended meanwhile (it took its lock again on another connection): nothing to end.
+    yield* Effect.ignore(sql.unsafe(`KILL CONNECTION ${Number(row.conn)}`))
+    return true
+  })
+
 export const safety = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
   const args = (mode: string, prefix: string, worker: string, arg = "") =>
@@ -940,6 +962,106 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(info.errors, [])
           assert.deepStrictEqual(runs, ["holder"])
         })), 60_000)
+
+    it.live(name("a worker's lock connection is terminated again and again during a 2.5 s job: it keeps the job, which runs once"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          // Each cut frees the lock until the worker notices and takes it again (on a new connection):
+          // a rescuer that took a free lock seen twice, or seen over a grace that spans two cuts, for a
+          // dead worker's would take the job from the live one.
+          const queue = yield* Queue.Queue
+          const runs: Array<string> = []
+          const handler = (worker: string) =>
+            Job.handler(Slow, () => Effect.sync(() => runs.push(worker)).pipe(Effect.zipRight(realSleep(2500))))
+          yield* Worker.make({ id: "holder", handlers: [handler("holder")] })
+          const id = yield* queue.enqueue(Slow, {})
+          yield* waitUntil(Effect.sync(() => runs.length === 1), 10_000, "the job to start")
+          yield* Worker.make({ id: "rescuer", handlers: [handler("rescuer")] })
+          let cuts = 0
+          while ((yield* queue.get(id)).state === "running") {
+            if (yield* cutLockConnection(target, "holder")) cuts++
+            // 100–400 ms apart: some cuts come while the worker still takes its lock again.
+            yield* realSleep(100 + Math.floor(Math.random() * 300))
+          }
+          assert.isAtLeast(cuts, 4)
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the job to complete")
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 1)
+          assert.deepStrictEqual(info.errors, [])
+          assert.deepStrictEqual(runs, ["holder"])
+        })), 60_000)
+
+    it.live(name("a free lock whose worker's row says it is taking its lock again waits for the passes; a changing relocks count holds off both rules"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          // Three workers gone (their locks free, their rows fresh): "plain", "marked" (its row says
+          // `relocking`), and "bumped" (its row's `relocks` changes all the time, as when it keeps taking
+          // its lock again). Passes every 2 s: the quick rule (300 ms after the first sight) takes only
+          // "plain"; the pass rule (the third pass in a row, 4 s) takes "marked".
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const workers = sql(prefix + "workers")
+          const queue = yield* Queue.Queue
+          const [plain, marked, bumped] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }, { i: 3 }], { delay: "1 hour" })
+          yield* leftRunning(prefix, plain, "plain")
+          yield* leftRunning(prefix, marked, "marked")
+          yield* leftRunning(prefix, bumped, "bumped")
+          yield* sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${"marked"}`
+          let bumping = true
+          yield* Effect.forkScoped(Effect.gen(function*() {
+            while (bumping) {
+              yield* sql`UPDATE ${workers} SET relocks = relocks + 1 WHERE id = ${"bumped"}`
+              yield* realSleep(50)
+            }
+          }))
+          const state = (id: string) => Effect.map(queue.get(id), (j) => j.state)
+          yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
+          yield* realSleep(1500)
+          // "plain" rescued (and run since), the other two not yet.
+          assert.deepStrictEqual(
+            [(yield* state(plain)) !== "running", yield* state(marked), yield* state(bumped)],
+            [true, "running", "running"]
+          )
+          bumping = false
+          yield* waitUntil(
+            Effect.map(Effect.all([state(marked), state(bumped)]), (s) => s.every((x) => x !== "running")),
+            20_000,
+            "the rescue of the other two"
+          )
+          for (const id of [plain, marked, bumped]) {
+            const info = yield* queue.get(id)
+            assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [[1, "lost", "worker lost"]])
+          }
+        }), { rescueInterval: "2 seconds", pollInterval: "1 hour" }), 60_000)
+
+    it.live(name("a worker process that took its lock again after a cut and is then SIGKILLed: its job is rescued"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ledger = yield* ledgerOf(prefix)
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Hang, {})
+          const child = yield* spawnWorker(args("hang", prefix, "victim"))
+          yield* waitUntil(Effect.map(ledger.count(id), (n) => n === 1), 30_000, "the child to start the job")
+          const [{ worker_id: victim }] = yield* sql<{ worker_id: string }>`SELECT worker_id FROM ${sql(prefix + "jobs")}
+            WHERE id = ${id}`
+          let restarted = 0
+          yield* Worker.make({ handlers: [Job.handler(Hang, () => Effect.sync(() => void restarted++))] })
+          // Cut the child's lock connection; it takes its lock again and keeps its job.
+          assert.isTrue(yield* cutLockConnection(target, victim))
+          const relocks = sql<{ relocks: number; relocking: unknown }>`SELECT relocks, relocking FROM ${sql(prefix + "workers")}
+            WHERE id = ${victim}`
+          yield* waitUntil(Effect.map(relocks, ([w]) => Number(w.relocks) === 1), 10_000, "the child to take its lock again")
+          assert.strictEqual(Number((yield* relocks)[0].relocking), 0)
+          yield* realSleep(1500)
+          assert.strictEqual((yield* queue.get(id)).state, "running")
+          assert.strictEqual(restarted, 0)
+          child.process.kill("SIGKILL")
+          yield* waitUntil(Effect.sync(() => restarted > 0), 20_000, "the job to start again")
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          const info = yield* queue.get(id)
+          assert.strictEqual(info.attempts, 2)
+          assert.deepStrictEqual(info.errors.map((e) => [e.attempt, e.kind, e.message]), [[1, "lost", "worker lost"]])
+        })), 90_000)
 
     if (target.dialect === "pg") {
       it.live(name("the LISTEN connection is terminated: jobs still start, NOTIFY works again after the reconnect, which the app's logger hears of"), () => {
