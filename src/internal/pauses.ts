@@ -79,7 +79,7 @@ export const watch = (
       Effect.catchAllCause(failed),
       Effect.forever,
       Effect.annotateLogs({ package: "sqlane", module: "Worker" }),
-      (effect) => forkScopedBounded(effect, 250)
+      (effect) => forkScopedBounded(effect, 100)
     )
     return view
   })

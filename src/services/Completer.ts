@@ -408,7 +408,7 @@ export const make = Effect.gen(function*() {
     }),
     Effect.forever,
     Effect.annotateLogs({ package: "sqlane", module: "Completer" }),
-    (effect) => forkScopedBounded(effect, 250)
+    (effect) => forkScopedBounded(effect, 100)
   )
   // On shutdown, let the loop's write end and write what is left (workers have stopped by then), as
   // the loop does: a batch the database refuses is written outcome by outcome, and an end it refuses

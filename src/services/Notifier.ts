@@ -306,7 +306,7 @@ const make = (
           return entries.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(entries)))
         })),
         Effect.forever,
-        (effect) => forkScopedBounded(effect, 250)
+        (effect) => forkScopedBounded(effect, 100)
       )
       // A process that enqueues and closes within a window (a script, a function) still tells the
       // others: what the window held is sent at once when the layer closes (at most 500 ms; not at
@@ -352,7 +352,7 @@ const make = (
         ),
         Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))),
         Effect.annotateLogs({ package: "sqlane", module: "Notifier", channel }),
-        (effect) => forkInBounded(effect, scope, 250),
+        (effect) => forkInBounded(effect, scope, 100),
         Effect.asVoid
       )
     })
@@ -414,7 +414,7 @@ const make = (
         Effect.forever,
         Effect.withTracerEnabled(false),
         Effect.annotateLogs({ package: "sqlane", module: "Notifier" }),
-        (effect) => forkInBounded(effect, scope, 250),
+        (effect) => forkInBounded(effect, scope, 100),
         Effect.asVoid
       )
     })

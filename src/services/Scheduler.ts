@@ -131,7 +131,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         // `Cron` throws when it finds no tick (checked at declaration; defensive here).
         Effect.catchAllDefect((defect) => Effect.logError("sqlane: periodic job stopped", defect)),
         Effect.annotateLogs({ package: "sqlane", module: "Scheduler", "sqlane.periodic": p.name }),
-        (effect) => forkScopedBounded(effect, 250)
+        (effect) => forkScopedBounded(effect, 100)
       )
 
     yield* Effect.forEach(options.schedules, run, { discard: true })

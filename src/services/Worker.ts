@@ -322,6 +322,8 @@ const liveness = (
     const hold = (acquired: Deferred.Deferred<void>) =>
       Effect.gen(function*() {
         const conn = yield* sql.reserve
+        /** The lock connection's check got no answer. */
+        let silent = false
         const connectionId = Number((yield* conn.executeValues(statements.connectionIdStatement, []))[0]?.[0])
         yield* Effect.acquireRelease(
           conn.executeValues(lockSql, lockParams).pipe(
@@ -331,7 +333,11 @@ const liveness = (
             })
           ),
           // Not worth waiting for with the database gone: the server frees the lock with the connection.
-          () => reachability.unreachable() ? Effect.void : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
+          // Nor on a connection that stopped answering (its check is still in flight).
+          () =>
+            reachability.unreachable() || silent
+              ? Effect.void
+              : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
         )
         yield* lockTaken
         yield* Deferred.succeed(acquired, undefined)
@@ -350,6 +356,7 @@ const liveness = (
           // A connection that does not answer (packets dropped) counts as lost, like a closed one.
           const answered = yield* bounded(conn.executeRaw("SELECT 1", []), checkAnswerMillis)
           if (Option.isNone(answered)) {
+            silent = true
             return yield* Effect.fail(
               new Cause.TimeoutException(`the worker's lock connection did not answer within ${checkAnswerMillis} ms`)
             )
@@ -402,7 +409,7 @@ const liveness = (
       }),
       Effect.ignore,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
-      (effect) => forkScopedBounded(effect, 250)
+      (effect) => forkScopedBounded(effect, 100)
     )
     yield* Deferred.await(acquired)
     return { steadySinceMs: () => steadySinceMs }
@@ -461,7 +468,7 @@ export const make = <R>(
     yield* Effect.addFinalizer(() => Effect.sync(() => workersOn.set(client, (workersOn.get(client) ?? 1) - 1)))
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     /** After `shutdownTimeout`, how long the releases of interrupted jobs may take to be written. */
-    const releaseMillis = 1000
+    const releaseMillis = 500
     // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
@@ -556,7 +563,7 @@ export const make = <R>(
     // Paused job names are left out of every probe and claim; a resume wakes the loop.
     const paused = yield* Pauses.watch(names, Effect.suspend(() => wakeSelf))
     // Retention: prunes finished jobs in the background (one pruner at a time across processes).
-    if (config.prune) yield* forkScopedBounded(Pruner.background, 250)
+    if (config.prune) yield* forkScopedBounded(Pruner.background, 100)
 
     const failure = (
       row: ClaimedJob,
@@ -1110,16 +1117,23 @@ export const make = <R>(
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
     )
 
-    // Graceful shutdown, run when the scope closes — after the loop below has stopped claiming,
-    // before the job fibers are interrupted and before liveness ends: wait for running jobs up
+    /** The claim loop (forked below). */
+    let loopFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+    // Graceful shutdown, run when the scope closes — after the rescuer has stopped, before liveness
+    // ends: stop claiming (a claim in flight releases what it brings back), wait for running jobs up
     // to `shutdownTimeout`, then interrupt the rest and release them.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
+        stopping = true
+        if (loopFiber !== undefined) yield* Fiber.interruptFork(loopFiber)
         // Finalizers run uninterruptibly: the waits are made interruptible so their timeouts work.
         const finished = yield* Effect.interruptible(awaitIdle).pipe(
           Effect.timeoutOption(shutdownTimeout)
         )
-        if (Option.isSome(finished)) return
+        // The loop stopped meanwhile unless a claim of it is in flight to a database that does not answer.
+        const loopDone = loopFiber === undefined ? Effect.void : Effect.asVoid(Fiber.await(loopFiber))
+        const loopStopped = loopFiber === undefined || Option.isSome(yield* Fiber.poll(loopFiber))
+        if (Option.isSome(finished) && loopStopped) return
         if (inflight.size > 0) {
           yield* Effect.logInfo(`sqlane: shutdown timeout; releasing ${inflight.size} running job(s)`)
         }
@@ -1127,7 +1141,10 @@ export const make = <R>(
         yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
         // Writing the releases needs the database: wait for them at most `releaseMillis` (wall clock),
         // and not at all while it is unreachable.
-        if (!reachability.unreachable() && Option.isNone(yield* bounded(awaitIdle, releaseMillis))) {
+        if (
+          !reachability.unreachable() &&
+          Option.isNone(yield* bounded(Effect.zipRight(loopDone, awaitIdle), releaseMillis))
+        ) {
           // No answer: what else closes skips the database too.
           yield* reachability.failed(
             "releasing jobs at shutdown",
@@ -1303,13 +1320,11 @@ export const make = <R>(
     }).pipe(
       Effect.forever,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
-      (effect) => forkScopedBounded(effect, 250)
+      (effect) => forkScopedBounded(effect, 100)
     )
 
-    // Closing the scope: first stop claiming (a claim in flight then releases what it brings back),
-    // then the loop, then the graceful shutdown above.
-    yield* forkScopedBounded(loop, 250)
-    yield* Effect.addFinalizer(() => Effect.sync(() => void (stopping = true)))
+    // Stopped by the graceful shutdown above, which waits for it.
+    loopFiber = yield* Effect.forkDaemon(Effect.interruptible(loop))
     return { id: workerId, running: Effect.sync(() => running) } satisfies WorkerHandle
   })
 
