@@ -64,17 +64,24 @@ export const outage = (target: Target) => {
               yield* Effect.sleep("1500 millis")
               const signalledAt = Date.now()
               worker.child.kill("SIGINT")
-              const exit = yield* Effect.promise(() => worker.exit)
-              const exitedMs = Date.now() - signalledAt
+              // The worker's and QueueLive's scopes close within the bound, whatever the database does.
+              yield* waitUntil(Effect.sync(() => /queue closed \d+/.test(worker.output())), 30_000, "QueueLive to close")
               const output = worker.output()
-              const took = Number(/shutdown (\d+)/.exec(output)?.[1] ?? NaN)
+              const took = Number(/queue closed (\d+)/.exec(output)![1])
               assert.isTrue(took <= shutdownMs + 2000, `the shutdown took ${took} ms:\n${output}`)
-              // The process itself (Node's own exit included) is gone soon after.
-              assert.isTrue(exitedMs <= shutdownMs + 3000, `the process exited ${exitedMs} ms after SIGINT:\n${output}`)
-              assert.include([0, 130, "SIGINT"], exit)
+              // The SQL client closes after them, and the process exits. Not with @effect/sql-mysql2 on a
+              // network that drops packets: its pool's close waits for the server's goodbye with no bound
+              // of its own (docs/operations.md).
+              if (!(target.dialect === "mysql" && mode === "blackhole")) {
+                const exit = yield* Effect.promise(() => worker.exit)
+                const exitedMs = Date.now() - signalledAt
+                assert.isTrue(exitedMs <= shutdownMs + 3000, `the process exited ${exitedMs} ms after SIGINT:\n${output}`)
+                assert.include([0, 130, "SIGINT"], exit)
+              }
               // One warning of the outage, not one per retry; one line naming the jobs left running.
               assert.isAtMost(output.match(/unreachable/g)?.length ?? 0, 2, output)
               assert.notInclude(output, "re-acquiring")
+              assert.isAtMost(output.match(/WARN/g)?.length ?? 0, 4, output)
               const left = /could not release (\d+) job\(s\)/.exec(output)
               assert.isNotNull(left, output)
               assert.strictEqual(Number(left![1]), 20)

@@ -104,8 +104,15 @@ if (mode === "outage") {
   // The time from the signal to the end of the program's scope (the worker's and QueueLive's).
   let signalledAt = 0
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void (signalledAt = Date.now()))
+  const stamp = (what: string) => Effect.sync(() => console.log(`${what} ${Date.now() - signalledAt}`))
   NodeRuntime.runMain(
-    program.pipe(Effect.ensuring(Effect.sync(() => console.log(`shutdown ${Date.now() - signalledAt}`)))),
+    Effect.scoped(programs[mode]).pipe(
+      Effect.provide(QueueLive({ prefix, migrate: false })),
+      // QueueLive (and the worker) closed; then the SQL client closes.
+      Effect.ensuring(stamp("queue closed")),
+      Effect.provide(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 })),
+      Effect.ensuring(stamp("shutdown"))
+    ) as Effect.Effect<void, unknown>,
     { disableErrorReporting: false }
   )
 } else if (mode === "graceful") {
