@@ -173,7 +173,8 @@ const EmbeddedPg = Layer.unwrapScoped(Effect.gen(function*() {
         Effect.timeout("15 seconds"),
         Effect.ignore,
         Effect.zipRight(Effect.sync(() => (removeDir(), process.off("exit", removeDir)))),
-        Effect.zipRight(Console.log("Stopped the embedded PostgreSQL"))
+        // After Ctrl-C the one line printed is "Interrupted: …".
+        Effect.zipRight(stoppingSince === undefined ? Console.log("Stopped the embedded PostgreSQL") : Effect.void)
       )
   )
   const version = yield* Effect.tryPromise(async () => {
@@ -345,13 +346,15 @@ const onSignal = () => {
 process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
 
 // Ctrl-C in a terminal signals the whole process group: an embedded server shuts down at once,
-// while the worker is still stopping. Don't log the lost connections that follow (errors still are).
+// and its connections may end before this process has seen the signal. Warnings and lower are
+// printed 250 ms late, and not at all once stopping; errors at once.
 const QuietWhenStopping = Logger.replace(
   Logger.prettyLoggerDefault, // runMain's logger
-  Logger.filterLogLevel(
-    Logger.prettyLoggerDefault,
-    (level) => stoppingSince === undefined || LogLevel.greaterThanEqual(level, LogLevel.Error)
-  )
+  Logger.make((options) => {
+    if (LogLevel.greaterThanEqual(options.logLevel, LogLevel.Error)) return Logger.prettyLoggerDefault.log(options)
+    if (stoppingSince !== undefined) return
+    setTimeout(() => stoppingSince === undefined && Logger.prettyLoggerDefault.log(options), 250).unref()
+  })
 )
 
 NodeRuntime.runMain(main.pipe(Effect.provide(QuietWhenStopping)), {

@@ -1117,6 +1117,13 @@ export const make = <R>(
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
     )
 
+    /**
+     * Every handler has ended, and their ends wait for a database that is unreachable: nothing is left
+     * to wait for at shutdown (those jobs stay running, for the rescuers of other workers).
+     */
+    const handlersDoneButUnwritable = Effect.gen(function*() {
+      while (!(inflight.size === 0 && reachability.unreachable())) yield* wallSleep(20)
+    })
     /** The claim loop (forked below). */
     let loopFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
     // Graceful shutdown, run when the scope closes — after the rescuer has stopped, before liveness
@@ -1127,7 +1134,7 @@ export const make = <R>(
         stopping = true
         if (loopFiber !== undefined) yield* Fiber.interruptFork(loopFiber)
         // Finalizers run uninterruptibly: the waits are made interruptible so their timeouts work.
-        const finished = yield* Effect.interruptible(awaitIdle).pipe(
+        const finished = yield* Effect.interruptible(Effect.raceFirst(awaitIdle, handlersDoneButUnwritable)).pipe(
           Effect.timeoutOption(shutdownTimeout)
         )
         // The loop stopped meanwhile unless a claim of it is in flight to a database that does not answer.
