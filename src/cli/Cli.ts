@@ -497,14 +497,16 @@ const pause = Command.make(
       Effect.gen(function*() {
         const admin = yield* Admin.Admin
         const changed = yield* admin.pause(c.name)
-        // A name no job was ever enqueued under is likely a typo; a deploy may still pause a name
-        // before its first job, so it is paused all the same. (Workers do not record the names they
-        // handle, so only the jobs table is looked at.)
+        // A name that no job has and no live worker handles is likely a typo; a deploy may still pause
+        // a name before its first job, so it is paused all the same.
         const jobs = yield* Effect.option(admin.list({ name: c.name, limit: 1 }))
-        if (Option.isSome(jobs) && jobs.value.length === 0) {
+        const handled = yield* Effect.option(admin.handledNames)
+        if (
+          Option.isSome(jobs) && jobs.value.length === 0 && Option.isSome(handled) && !handled.value.has(c.name)
+        ) {
           yield* Console.error(
-            `sqlane: warning: no job named ${JSON.stringify(c.name)} is in the jobs table; paused it anyway ` +
-              "(check the name: the names workers handle are not recorded, so only jobs were looked for)"
+            `sqlane: warning: no job named ${JSON.stringify(c.name)} is in the jobs table and no live worker ` +
+              "handles it; paused it anyway (check the name)"
           )
         }
         yield* c.json

@@ -131,9 +131,11 @@ const pg = (prefix: string): Record<string, Migration> => ({
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // relocking: the worker found its lock connection lost and is taking its lock again; relocks: how
     // many times it took it again. Rescuers read both (see the rescuer in services/Worker.ts).
+    // job_names: the job names it has handlers for, as a JSON array (`sqlane pause` reads them).
     yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
       ADD COLUMN relocking boolean NOT NULL DEFAULT false,
-      ADD COLUMN relocks integer NOT NULL DEFAULT 0`
+      ADD COLUMN relocks integer NOT NULL DEFAULT 0,
+      ADD COLUMN job_names text NULL`
   })
 })
 
@@ -240,7 +242,8 @@ const mysql = (prefix: string): Record<string, Migration> => ({
     // As on PostgreSQL (BOOLEAN is TINYINT(1) on MySQL and MariaDB). The table holds a row per worker.
     yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
       ADD COLUMN relocking BOOLEAN NOT NULL DEFAULT FALSE,
-      ADD COLUMN relocks INT NOT NULL DEFAULT 0`
+      ADD COLUMN relocks INT NOT NULL DEFAULT 0,
+      ADD COLUMN job_names TEXT NULL`
   })
 })
 

@@ -261,7 +261,16 @@ export interface Statements {
     >,
     SqlError
   >
-  readonly workerRegister: (id: string, nowUs: number, host: string, pid: number) => Effect.Effect<void, SqlError>
+  /** Registers (or re-registers) a worker with the job names it has handlers for. */
+  readonly workerRegister: (
+    id: string,
+    nowUs: number,
+    host: string,
+    pid: number,
+    jobNames?: ReadonlyArray<string>
+  ) => Effect.Effect<void, SqlError>
+  /** The job names handled by the workers whose heartbeat is at or after `sinceUs`. */
+  readonly workerJobNames: (sinceUs: number) => Effect.Effect<ReadonlySet<string>, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
   /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
   readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
@@ -452,6 +461,20 @@ const splitEnds = (finishes: ReadonlyArray<Finish>, deleteCompleted: boolean) =>
 
 /** The key of an attempt's end among the stale ends of a write (`StaleEnds`). */
 export const endKey = (id: string, attempt: number): string => `${id}:${attempt}`
+
+/** The union of the workers' `job_names` (JSON arrays; a row written before they were recorded has none). */
+const jobNamesOf = (rows: ReadonlyArray<{ readonly job_names: string | null }>): ReadonlySet<string> => {
+  const names = new Set<string>()
+  for (const r of rows) {
+    try {
+      const parsed: unknown = r.job_names === null ? [] : JSON.parse(r.job_names)
+      if (Array.isArray(parsed)) for (const n of parsed) if (typeof n === "string") names.add(n)
+    } catch {
+      // not JSON: a row edited by hand
+    }
+  }
+  return names
+}
 
 const noStaleEnds: StaleEnds = new Set()
 
@@ -1081,10 +1104,16 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
             relocks: num(r.relocks)
           }))
       ),
-    workerRegister: (id, nowUs, host, pid) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
-          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false`.pipe(Effect.asVoid),
+    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false,
+            job_names = EXCLUDED.job_names`.pipe(Effect.asVoid),
+    workerJobNames: (sinceUs) =>
+      Effect.map(
+        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
+        jobNamesOf
+      ),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
     workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = true WHERE id = ${id}`.pipe(Effect.asVoid),
@@ -1713,10 +1742,16 @@ export const mysql = (
             relocks: num(r.relocks)
           }))
       ),
-    workerRegister: (id, nowUs, host, pid) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid})
-          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE`.pipe(Effect.asVoid),
+    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE,
+            job_names = VALUES(job_names)`.pipe(Effect.asVoid),
+    workerJobNames: (sinceUs) =>
+      Effect.map(
+        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
+        jobNamesOf
+      ),
     workerHeartbeat: (id, nowUs) =>
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
     workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),

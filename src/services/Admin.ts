@@ -166,6 +166,11 @@ export interface AdminShape {
   readonly pause: (name: string) => Effect.Effect<boolean, SqlError>
   /** Resumes a paused job name. Returns `false` when it was not paused. */
   readonly resume: (name: string) => Effect.Effect<boolean, SqlError>
+  /**
+   * The job names that live workers (a heartbeat within `leaseTimeout`) have handlers for, in any
+   * process.
+   */
+  readonly handledNames: Effect.Effect<ReadonlySet<string>, SqlError>
   /** The paused job names and since when. */
   readonly paused: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly pausedAt: Date }>, SqlError>
   /** One pruning pass now (see `Pruner.run`). */
@@ -337,6 +342,10 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           if (changed) yield* notifier.announce([name])
           return changed
         }),
+      handledNames: Effect.flatMap(
+        nowMicros,
+        (nowUs) => statements.workerJobNames(nowUs - Duration.toMillis(config.leaseTimeout) * 1000)
+      ),
       paused: Effect.map(
         statements.pausedList(),
         (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))

@@ -258,6 +258,7 @@ interface Inflight {
  */
 const liveness = (
   workerId: string,
+  jobNames: ReadonlyArray<string>,
   onHeartbeat: Effect.Effect<void>,
   onIdTaken: Effect.Effect<void>,
   stopping: () => boolean
@@ -371,7 +372,7 @@ const liveness = (
     /** The lock was lost and is not yet taken again (logged once per loss). */
     let lost = false
     const nowUs = yield* nowMicros
-    yield* statements.workerRegister(workerId, nowUs, os.hostname(), process.pid)
+    yield* statements.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames)
     // With the database gone the row stays; rescuers and the pruner of worker rows handle it.
     yield* Effect.addFinalizer(() =>
       reachability.unreachable() ? Effect.void : Effect.ignore(bounded(statements.workerRemove(workerId), 500))
@@ -485,7 +486,7 @@ export const make = <R>(
     let idTaken = false
     /** The worker's scope is closing: it claims no more, and jobs a claim in flight brings back are released. */
     let stopping = false
-    const lock = yield* liveness(workerId, gaugeDue, Effect.suspend(() => {
+    const lock = yield* liveness(workerId, names, gaugeDue, Effect.suspend(() => {
       idTaken = true
       return wakeSelf
     }), () => stopping)

@@ -675,14 +675,14 @@ export const operations = (target: Target) => {
           assert.isTrue(line(failedFull, "  #1 ")!.endsWith(`defect: ${message}`))
         })), 60_000)
 
-    it.live(name("`sqlane pause` of a name no job has warns on stderr and still pauses; a name with jobs pauses quietly"), () =>
+    it.live(name("`sqlane pause` of a name no job has and no worker handles warns on stderr and still pauses; a name with jobs, or one a worker handles, pauses quietly"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const admin = yield* Admin.Admin
           const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
           yield* queue.enqueue(Noop, { i: 1 })
-          const warning = /^sqlane: warning: no job named "send-emial" is in the jobs table; paused it anyway /
+          const warning = /^sqlane: warning: no job named "send-emial" is in the jobs table and no live worker handles it; paused it anyway /
           const unknown = yield* cli("pause", "send-emial")
           assert.strictEqual(unknown.code, 0, unknown.stderr)
           assert.strictEqual(unknown.stdout, "paused send-emial\n")
@@ -695,7 +695,12 @@ export const operations = (target: Target) => {
           assert.match(again.stderr, warning)
           const known = yield* cli("pause", "noop")
           assert.deepStrictEqual([known.code, known.stdout, known.stderr], [0, "paused noop\n", ""])
-          assert.deepStrictEqual((yield* admin.paused).map((p) => p.name).sort(), ["noop", "send-emial"])
+          // No job yet, but a live worker handles it (a deploy pausing a name before its first job).
+          yield* Worker.make({ handlers: [Job.handler(Slow, () => Effect.void)] })
+          assert.isTrue((yield* admin.handledNames).has(Slow.name))
+          const handled = yield* cli("pause", Slow.name)
+          assert.deepStrictEqual([handled.code, handled.stdout, handled.stderr], [0, `paused ${Slow.name}\n`, ""])
+          assert.deepStrictEqual((yield* admin.paused).map((p) => p.name).sort(), ["noop", "send-emial", "slow"])
         })), 60_000)
 
     it.live(name("a subscriber that joins while an attempt runs gets the attempt's end"), () =>
