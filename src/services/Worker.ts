@@ -909,7 +909,12 @@ export const make = <R>(
         const metrics = ofJobName(row.name)
         metrics.claimed.unsafeUpdate(1, [])
         metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
-        start(row)
+        try {
+          start(row)
+        } catch (defect) {
+          // A start that throws fails its own attempt, not the claim's other jobs.
+          runFork(orLastResort(row, handlers.get(row.name)!, Effect.die(defect)))
+        }
       }
       return rows.length
     }
