@@ -56,7 +56,10 @@ export const outage = (target: Target) => {
               const proxy = yield* proxyTo(hostname, Number(port))
               const shutdownMs = 1000
               const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
-              yield* waitUntil(Effect.map(countJobs(prefix, "running"), (n) => n === 20), 30_000, "20 running jobs").pipe(
+              // Started by the worker's handlers, not only claimed in the table: the cut must not lose a
+              // claim's answer (its jobs would then be a lost claim's, which the worker never ran).
+              const started = () => worker.output().match(/^started \d+$/gm)?.length ?? 0
+              yield* waitUntil(Effect.sync(() => started() === 20), 30_000, "20 running jobs").pipe(
                 Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
               )
               yield* proxy.cut(mode)

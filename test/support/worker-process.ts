@@ -12,7 +12,8 @@
  * - graceful: runs "slow" jobs (3 s, recording start and end); on SIGTERM/SIGINT shuts down with a
  *             shutdownTimeout of <arg> ms
  * - cancel:   cancels job <arg>
- * - outage:   runs "slow" jobs at concurrency 20, each for SQLANE_JOB_MS ms (default an hour); on
+ * - outage:   runs "slow" jobs at concurrency 20, each for SQLANE_JOB_MS ms (default an hour), printing
+ *             `started <id>` as each starts; on
  *             SIGTERM/SIGINT shuts down with a shutdownTimeout of <arg> ms and prints the milliseconds
  *             the shutdown took to stdout (`shutdown <ms>`)
  *
@@ -93,7 +94,8 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
     yield* Worker.make({
       concurrency: 20,
       shutdownTimeout: Duration.millis(Number(arg)),
-      handlers: [Job.handler(Slow, () => Effect.sleep(jobMs))]
+      // Each start is printed (`started <id>`): a claim whose answer the cut lost started nothing here.
+      handlers: [Job.handler(Slow, (_, ctx) => Effect.zipRight(Effect.sync(() => console.log(`started ${ctx.id}`)), Effect.sleep(jobMs)))]
     })
     yield* Effect.never
   })
