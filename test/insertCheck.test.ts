@@ -25,7 +25,7 @@ const notifierWith = (newest: () => Effect.Effect<string | null>) =>
       dialect: "mysql",
       version: "test",
       identity: `insert-check-test-${process.pid}`,
-      reachability: makeReachability()
+      reachability: makeReachability(Effect.void)
     }))
   )
 

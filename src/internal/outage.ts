@@ -47,19 +47,37 @@ const firstLine = (cause: Cause.Cause<unknown>): string => {
 export interface Reachability {
   /**
    * Logs a failure of `what` (e.g. "worker lock"): a lost connection once per outage, anything else
-   * at `Warning` with `message` and its cause.
+   * at `Warning` with `message` and its cause. `retrying: false` for a failure at close, which is
+   * not tried again.
    */
-  readonly failed: (what: string, message: string, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  readonly failed: (
+    what: string,
+    message: string,
+    cause: Cause.Cause<unknown>,
+    retrying?: boolean
+  ) => Effect.Effect<void>
   /** A statement answered: ends an outage (logged once). */
   readonly succeeded: Effect.Effect<void>
   /** Whether the last word on the database was a failure to reach it. */
   readonly unreachable: () => boolean
+  /**
+   * Whether the database answers: `true` at once unless it was unreachable; then it is asked once
+   * more (`ping`), waiting at most `millis` of wall-clock time, and an answer ends the outage. For a
+   * close, which skips the database while it is unreachable: it may have come back meanwhile.
+   */
+  readonly recheck: (millis: number) => Effect.Effect<boolean>
 }
 
-export const makeReachability = (): Reachability => {
+/** `ping`: a statement that only needs the database to answer (`SELECT 1`). */
+export const makeReachability = (ping: Effect.Effect<unknown, unknown>): Reachability => {
   let down = false
+  const succeeded = Effect.suspend(() => {
+    if (!down) return Effect.void
+    down = false
+    return Effect.logInfo("sqlane: the database answers again")
+  })
   return {
-    failed: (what, message, cause) =>
+    failed: (what, message, cause, retrying = true) =>
       Effect.suspend(() => {
         if (Cause.isInterruptedOnly(cause)) return Effect.void
         const failure = Option.getOrUndefined(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)))
@@ -67,15 +85,20 @@ export const makeReachability = (): Reachability => {
         if (down) return Effect.logDebug(`sqlane: ${what}: the database is still unreachable`, cause)
         down = true
         return Effect.logWarning(
-          `sqlane: the database is unreachable (${what}: ${firstLine(cause)}); retrying until it answers`
+          `sqlane: the database is unreachable (${what}: ${firstLine(cause)})${retrying ? "; retrying until it answers" : ""}`
         )
       }),
-    succeeded: Effect.suspend(() => {
-      if (!down) return Effect.void
-      down = false
-      return Effect.logInfo("sqlane: the database answers again")
-    }),
-    unreachable: () => down
+    succeeded,
+    unreachable: () => down,
+    recheck: (millis) =>
+      Effect.suspend(() => {
+        if (!down) return Effect.succeed(true)
+        return bounded(Effect.either(ping), millis).pipe(
+          Effect.flatMap((answer) =>
+            answer._tag === "Some" && answer.value._tag === "Right" ? Effect.as(succeeded, true) : Effect.succeed(false)
+          )
+        )
+      })
   }
 }
 
@@ -124,3 +147,7 @@ const stopWithin = (fiber: Fiber.RuntimeFiber<unknown, unknown>, millis: number)
     Fiber.interruptFork(fiber),
     Effect.raceFirst(Effect.interruptible(Fiber.await(fiber)), Effect.interruptible(wallSleep(millis)))
   )
+
+/** Job ids for a log line: the first 20, then "…". */
+export const idList = (ids: ReadonlyArray<string>): string =>
+  `${ids.slice(0, 20).join(", ")}${ids.length > 20 ? ", …" : ""}`

@@ -96,7 +96,7 @@ export const QueueLive = (
           dialect: "pg",
           version: server.version,
           identity: `pg:${id}`,
-          reachability: makeReachability()
+          reachability: makeReachability(sql`SELECT 1`)
         })
         const notifier = Option.isSome(pg)
           ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
@@ -125,7 +125,7 @@ export const QueueLive = (
         dialect: "mysql",
         version: server.version,
         identity: `mysql:${row.id}`,
-        reachability: makeReachability(),
+        reachability: makeReachability(sql`SELECT 1`),
         maxStatementBytes: Number(row.packet)
       })
       return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))

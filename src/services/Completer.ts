@@ -36,8 +36,9 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
-import { bounded, forkScopedBounded } from "../internal/outage.js"
+import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { unrecorded } from "../internal/sanitize.js"
+import { wallSleep } from "../internal/wallClock.js"
 import {
   type ClaimedRow,
   endKey,
@@ -138,6 +139,9 @@ const maxBatch = 1000
  */
 const unavailableRetries = Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
 
+/** While closing, the pause between two tries of a write the database did not take (wall clock). */
+const closingPauseMillis = 50
+
 /**
  * An end the database refuses (neither unavailable nor refusing its values) is written 5 times in
  * all: again 100 ms, 200 ms, 400 ms and 800 ms after each refusal (at most 2 s apart), on Effect's
@@ -162,6 +166,8 @@ export const make = Effect.gen(function*() {
   const { reachability, statements } = yield* Database
   /** The ends queued and not yet taken by a write. */
   const pending: Array<Entry> = []
+  /** The ends queued and not yet called back: at close, those that could not be written. */
+  const outstanding = new Set<Entry>()
   /** Open while `pending` holds ends. */
   const queued = yield* Effect.makeLatch(false)
   /** Open while the loop writes no batch. */
@@ -173,16 +179,24 @@ export const make = Effect.gen(function*() {
   /** The refused ends being retried, each on a fiber of its own. */
   const retrying = yield* FiberSet.make<void>()
 
-  /** `effect`, retried while the database is unavailable, for as long as it takes. */
+  /**
+   * `effect`, retried while the database is unavailable, for as long as it takes (at close, up to
+   * the close's bound). Once closing, a pause is cut short: the close wants the ends written now,
+   * and the database may be back.
+   */
   const whileUnavailable = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
-    effect.pipe(
-      Effect.tapError((error) =>
-        errorKind(error) === "unavailable"
-          ? reachability.failed("completer", "sqlane: completing jobs failed; retrying", Cause.fail(error))
-          : Effect.void
-      ),
-      Effect.retry({ schedule: unavailableRetries, while: (error) => errorKind(error) === "unavailable" })
-    )
+    Effect.gen(function*() {
+      const pauses = yield* Schedule.driver(unavailableRetries)
+      while (true) {
+        const tried = yield* Effect.either(effect)
+        if (Either.isRight(tried)) return tried.right
+        if (errorKind(tried.left) !== "unavailable") return yield* Effect.fail(tried.left)
+        yield* reachability.failed("completer", "sqlane: completing jobs failed; retrying", Cause.fail(tried.left))
+        yield* closed
+          ? wallSleep(closingPauseMillis)
+          : Effect.raceFirst(Effect.ignore(pauses.next(undefined)), Deferred.await(closing))
+      }
+    })
 
   /**
    * Of `stale`, the ends their rows do not hold. A write retried after its connection failed may
@@ -428,19 +442,25 @@ export const make = Effect.gen(function*() {
           }),
           Effect.zipRight(FiberSet.awaitEmpty(retrying))
         )
-        if (reachability.unreachable()) return Effect.void
-        return Effect.flatMap(bounded(write, 1000), (written) =>
-          written._tag === "Some" ? Effect.void : reachability.failed(
-            "completing jobs at close",
-            "",
-            Cause.fail(new Cause.TimeoutException("no answer within 1000 ms"))
-          ))
+        // Skipped while the database is unreachable, once asked again (it may be back by now).
+        return Effect.flatMap(reachability.recheck(300), (answers) =>
+          !answers ? Effect.void : Effect.flatMap(bounded(write, 1000), (written) =>
+            written._tag === "Some" ? Effect.void : reachability.failed(
+              "completing jobs at close",
+              "",
+              Cause.fail(new Cause.TimeoutException("no answer within 1000 ms")),
+              false
+            )))
       })),
-      Effect.flatMap(() =>
-        pending.length === 0
-          ? Effect.void
-          : Effect.logDebug(`sqlane: ${pending.length} attempt end(s) not written at close; their jobs stay running for a rescuer`)
-      ),
+      Effect.flatMap(() => {
+        if (outstanding.size === 0) return Effect.void
+        const ids = Array.from(outstanding, ([outcome]) => outcome.id)
+        return Effect.logWarning(
+          `sqlane: ${ids.length} job end(s) could not be written at close${
+            reachability.unreachable() ? " (the database is unreachable)" : ""
+          }; those jobs stay running until other workers rescue them as a lost worker's: ${idList(ids)}`
+        )
+      }),
       Effect.catchAllCause((cause) => Effect.logWarning("sqlane: final completion write failed", cause)),
       Effect.annotateLogs({ package: "sqlane", module: "Completer" })
     )
@@ -451,7 +471,12 @@ export const make = Effect.gen(function*() {
     onWritten: (changed?: boolean, unwritten?: boolean) => void,
     rider?: Rider
   ) => {
-    pending.push([outcome, onWritten, rider])
+    const entry: Entry = [outcome, (changed, unwritten) => {
+      outstanding.delete(entry)
+      onWritten(changed, unwritten)
+    }, rider]
+    outstanding.add(entry)
+    pending.push(entry)
     if (pending.length === 1) queued.unsafeOpen()
   }
   return {

@@ -45,7 +45,8 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database, poolSizeOf } from "../internal/Database.js"
-import { bounded, forkScopedBounded } from "../internal/outage.js"
+import { guardedScheduler } from "../internal/guardedScheduler.js"
+import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
 import * as Pauses from "../internal/pauses.js"
 import {
@@ -242,6 +243,8 @@ interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
   readonly attempt: number
   reason: "cancel" | "shutdown" | undefined
+  /** Ends the attempt whose fiber Effect's run loop threw out of (see `internal/guardedScheduler.ts`). */
+  readonly stopped: (thrown: unknown) => void
 }
 
 /**
@@ -470,6 +473,8 @@ export const make = <R>(
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
     /** After `shutdownTimeout`, how long the releases of interrupted jobs may take to be written. */
     const releaseMillis = 500
+    /** At shutdown, how long a database found unreachable may take to answer once more (`Reachability.recheck`). */
+    const recheckMillis = 300
     // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
     if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
@@ -495,6 +500,18 @@ export const make = <R>(
     const runtime = yield* Effect.runtime<R>()
     const runFork = Runtime.runFork(runtime)
     /**
+     * The scheduler of attempts' fibers: a fiber that Effect's run loop throws out of (a handler threw
+     * a value whose inspection throws) ends its attempt and stalls no other fiber.
+     */
+    const attemptScheduler = guardedScheduler(
+      FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler),
+      (thrown, fiber) => {
+        for (const entry of inflight.values()) if (entry.fiber === fiber) return entry.stopped(thrown)
+        // A fiber a handler forked: it stops; its attempt goes on (and ends by its timeout if it waits on it).
+        runFork(Effect.logWarning(`sqlane: a fiber forked by a handler stopped: Effect's runtime threw ${describe(thrown)}`))
+      }
+    )
+    /**
      * An attempt's fiber starts with its log annotations (`sqlane.job.id`, `sqlane.job.name`)
      * already set: `Effect.annotateLogs` around the handler would copy the fiber's refs twice
      * (set and restore), several µs per job.
@@ -504,11 +521,14 @@ export const make = <R>(
       HashMap.set(FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentLogAnnotations), "sqlane.job.name", name)
     ]))
     const annotated = (refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime, row: ClaimedJob) =>
-      FiberRefs.updateAs(refs, {
-        fiberId,
-        fiberRef: FiberRef.currentLogAnnotations,
-        value: HashMap.set(annotationsOfName.get(row.name)!, "sqlane.job.id", row.id as unknown)
-      })
+      FiberRefs.updateAs(
+        FiberRefs.updateAs(refs, {
+          fiberId,
+          fiberRef: FiberRef.currentLogAnnotations,
+          value: HashMap.set(annotationsOfName.get(row.name)!, "sqlane.job.id", row.id as unknown)
+        }),
+        { fiberId, fiberRef: FiberRef.currentScheduler, value: attemptScheduler }
+      )
     /** Effect's Clock (TestClock in tests), read outside a fiber in the hot path. */
     const clock = yield* Effect.clock
     /**
@@ -822,8 +842,34 @@ export const make = <R>(
         Effect.interruptible
       )
       const startedMs = clock.unsafeCurrentTimeMillis()
-      const fiber = runFork(run, { updateRefs: (refs, fiberId) => annotated(refs, fiberId, row) })
-      const entry: Inflight = { fiber, attempt: row.attempts, reason: undefined }
+      /** The attempt ends with a defect (or is released, if it was being stopped) when its fiber cannot. */
+      const stopped = (thrown: unknown, reason: Inflight["reason"]) => {
+        ofJobName(row.name).runDuration.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedMs, [])
+        runFork(orLastResort(
+          row,
+          handler,
+          reason !== undefined
+            ? Effect.succeed(released(row))
+            : failure(row, handler, "defect", undefined, `the attempt's fiber stopped: Effect's runtime threw ${describe(thrown)}`)
+        ))
+      }
+      let fiber: Fiber.RuntimeFiber<unknown, unknown>
+      try {
+        fiber = runFork(run, { updateRefs: (refs, fiberId) => annotated(refs, fiberId, row) })
+      } catch (thrown) {
+        // Thrown out of the fiber's first run, on this thread.
+        return stopped(thrown, undefined)
+      }
+      const entry: Inflight = {
+        fiber,
+        attempt: row.attempts,
+        reason: undefined,
+        stopped: (thrown) => {
+          if (inflight.get(row.id) !== entry) return
+          inflight.delete(row.id)
+          stopped(thrown, entry.reason)
+        }
+      }
       const earlier = inflight.get(row.id)
       if (earlier !== undefined && earlier.reason === undefined) {
         // An earlier attempt of this job still runs here: another worker rescued it as lost (this
@@ -1130,6 +1176,10 @@ export const make = <R>(
     const handlersDoneButUnwritable = Effect.gen(function*() {
       while (!(inflight.size === 0 && reachability.unreachable())) yield* wallSleep(20)
     })
+    /** Every handler has ended (after their interruption at shutdown). */
+    const handlersStopped = Effect.gen(function*() {
+      while (inflight.size > 0) yield* wallSleep(5)
+    })
     /** The claim loop (forked below). */
     let loopFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
     // Graceful shutdown, run when the scope closes — after the rescuer has stopped, before liveness
@@ -1153,27 +1203,30 @@ export const make = <R>(
         for (const entry of inflight.values()) entry.reason = "shutdown"
         yield* Effect.forEach(Array.from(inflight.values()), (e) => Fiber.interruptFork(e.fiber), { discard: true })
         // Writing the releases needs the database: wait for them at most `releaseMillis` (wall clock),
-        // and not at all while it is unreachable.
-        if (
-          !reachability.unreachable() &&
-          Option.isNone(yield* bounded(Effect.zipRight(loopDone, awaitIdle), releaseMillis))
-        ) {
-          // No answer: what else closes skips the database too.
-          yield* reachability.failed(
-            "releasing jobs at shutdown",
-            "",
-            Cause.fail(new Cause.TimeoutException(`no answer within ${releaseMillis} ms`))
+        // and not at all while it is unreachable (asked once more first: it may be back by now). The
+        // ends not written by then are the Completer's: it writes them, or says at its close which
+        // it could not.
+        if (yield* reachability.recheck(recheckMillis)) {
+          if (Option.isNone(yield* bounded(Effect.zipRight(loopDone, awaitIdle), releaseMillis))) {
+            // No answer: what else closes skips the database too.
+            yield* reachability.failed(
+              "releasing jobs at shutdown",
+              "",
+              Cause.fail(new Cause.TimeoutException(`no answer within ${releaseMillis} ms`)),
+              false
+            )
+          }
+        } else yield* bounded(handlersStopped, 100)
+        if (inflight.size > 0) {
+          const ids = Array.from(inflight.keys())
+          yield* Effect.logWarning(
+            `sqlane: shutdown: ${ids.length} handler(s) did not stop when interrupted; their jobs stay running ` +
+              `until other workers rescue them as a lost worker's: ${idList(ids)}`
           )
         }
-        if (claiming.size === 0) return
-        // Their ends were not written: the rows stay running under this worker until the rescuers of
-        // other workers take them back, once its lock is free (its connection closed) or its lease passed.
-        const ids = Array.from(claiming.keys())
-        yield* Effect.logWarning(
-          `sqlane: shutdown: could not release ${ids.length} job(s)${
-            reachability.unreachable() ? " (the database is unreachable)" : ""
-          }; other workers rescue them as a lost worker's: ${ids.slice(0, 20).join(", ")}${ids.length > 20 ? ", …" : ""}`
-        )
+        if (claiming.size > inflight.size) {
+          yield* Effect.logDebug(`sqlane: shutdown: ${claiming.size - inflight.size} job end(s) not written yet`)
+        }
       }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }))
     )
 

@@ -378,6 +378,17 @@ export const badInput = (target: Target) => {
             thrownFunction: [() => {
               throw hostile(function() {})
             }, "defect", "[unprintable value]"],
+            syncThrown: [() =>
+              Effect.sync(() => {
+                throw hostile({})
+              }), "defect", "the attempt's fiber stopped: Effect's runtime threw Error: trap"],
+            syncThrownLater: [() =>
+              Effect.zipRight(
+                Effect.sleep(1),
+                Effect.sync(() => {
+                  throw hostile({})
+                })
+              ), "defect", "the attempt's fiber stopped: Effect's runtime threw Error: trap"],
             failed: [() => Effect.fail(hostile({})), "defect", "Error: trap"],
             died: [() => Effect.die(hostile({})), "defect", "Error: trap"],
             failedCause: [() => Effect.failCause(Cause.fail(hostile({}))), "failure", "[unprintable value]"],

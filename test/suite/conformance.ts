@@ -20,6 +20,7 @@ import * as Tracer from "effect/Tracer"
 import Pg from "pg"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
 import { Database } from "../../src/internal/Database.js"
+import { nowMicros } from "../../src/internal/time.js"
 import * as Claimer from "../../src/services/Claimer.js"
 import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
@@ -249,7 +250,7 @@ export const conformance = (target: Target) => {
             for (const [i, s] of nasty.entries()) assert.deepStrictEqual((yield* queue.get(ids[i])).payload, { s })
             const listed = yield* (yield* Admin.Admin).list({ name: Odd.name })
             assert.deepStrictEqual(listed.map((j) => j.id).sort(), [...ids].sort())
-            const laterUs = Date.now() * 1000 + 1_000_000
+            const laterUs = (yield* nowMicros) + 1_000_000
             assert.deepStrictEqual(yield* statements.jobCountDue([Odd.name], laterUs, 100), [{ name: Odd.name, due: nasty.length }])
             const worker = "w\\'1"
             const claimed = yield* statements.jobClaim([{ name: Odd.name, priority: 0 }], 100, laterUs, worker)
@@ -287,7 +288,7 @@ export const conformance = (target: Target) => {
           const Mixed = Job.make("mixed", { payload: Schema.Struct({ n: Schema.Number }) })
           const queue = yield* Queue.Queue
           const ids = yield* queue.enqueueMany(Mixed, [{ n: 1 }, { n: 2 }, { n: 3 }])
-          const nowUs = Date.now() * 1000
+          const nowUs = (yield* nowMicros)
           const claimed = yield* statements.jobClaim([{ name: Mixed.name, priority: 0 }], 10, nowUs, "w-mixed")
           assert.strictEqual(claimed.length, 3)
           // JSON of a string with a quote or a line break holds a backslash; the others do not.
@@ -309,7 +310,7 @@ export const conformance = (target: Target) => {
           }
           const Odd = Job.make("odd\\due'", { payload: Schema.Struct({}) })
           yield* queue.enqueue(Odd, {})
-          const due = yield* statements.jobCountDue(["plain-due", Odd.name], Date.now() * 1000 + 1_000_000, 100)
+          const due = yield* statements.jobCountDue(["plain-due", Odd.name], (yield* nowMicros) + 1_000_000, 100)
           assert.deepStrictEqual([...due].sort((a, b) => a.name.localeCompare(b.name)), [
             { name: Odd.name, due: 1 },
             { name: "plain-due", due: 0 }
@@ -326,7 +327,7 @@ export const conformance = (target: Target) => {
           const queue = yield* Queue.Queue
           const [first, second] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
           const group = [{ name: Noop.name, priority: 0 }]
-          const nowUs = Date.now() * 1000 + 1_000_000
+          const nowUs = (yield* nowMicros) + 1_000_000
           const claimed = yield* statements.jobClaim(group, 1, nowUs, "w-ride")
           assert.deepStrictEqual(claimed.map((r) => r.id), [first])
           // The release puts the first job back, due and first in claim order, at its attempt 0.
@@ -364,7 +365,7 @@ export const conformance = (target: Target) => {
               const queue = yield* Queue.Queue
               yield* queue.enqueueMany(Noop, [1, 2, 3, 4, 5, 6].map((i) => ({ i })))
               const group = [{ name: Noop.name, priority: 0 }]
-              const nowUs = Date.now() * 1000 + 1_000_000
+              const nowUs = (yield* nowMicros) + 1_000_000
               const [a, b, c, d, e, f] = yield* statements.jobClaim(group, 6, nowUs, "w-stale")
               assert.isTrue(yield* queue.cancel(a.id))
               assert.isTrue(yield* queue.cancel(d.id))
@@ -448,7 +449,7 @@ export const conformance = (target: Target) => {
           const completer = yield* Completer.Completer
           const queue = yield* Queue.Queue
           const [id] = yield* queue.enqueueMany(Noop, [{ i: 1 }])
-          const [row] = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, Date.now() * 1000 + 1_000_000, "w-dup")
+          const [row] = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, (yield* nowMicros) + 1_000_000, "w-dup")
           assert.strictEqual(row.id, id)
           const changed: Array<boolean> = []
           const done = yield* Deferred.make<void>()
@@ -486,7 +487,7 @@ export const conformance = (target: Target) => {
           const [first] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
           yield* statements.workerRegister("w-stale", 0, "host", 1)
           yield* statements.workerRegister("w-busy", 0, "host", 2)
-          const nowUs = Date.now() * 1000 + 1_000_000
+          const nowUs = (yield* nowMicros) + 1_000_000
           assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, nowUs, "w-busy")).length, 1)
           const release = yield* holdJobRow(prefix, first)
           const pruned = yield* statements.workerPrune(nowUs).pipe(Effect.timeout("3 seconds"), Effect.exit)
@@ -510,7 +511,7 @@ export const conformance = (target: Target) => {
           // Many pending jobs beside three running ones: the plan MariaDB prefers for `state = 'running'`.
           yield* queue.enqueueMany(Noop, Array.from({ length: 500 }, (_, i) => ({ i })), { delay: "1 hour" })
           if (target.dialect === "mysql") yield* sql`ANALYZE TABLE ${jobs}`.unprepared
-          const nowUs = Date.now() * 1000 + 1_000_000
+          const nowUs = (yield* nowMicros) + 1_000_000
           const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
           assert.strictEqual(claimed.length, 3)
           const [held, ended, ridden] = claimed
@@ -534,7 +535,7 @@ export const conformance = (target: Target) => {
           const { statements } = yield* Database
           const queue = yield* Queue.Queue
           yield* queue.enqueueMany(Noop, Array.from({ length: 20 }, (_, i) => ({ i })))
-          const nowUs = Date.now() * 1000 + 1_000_000
+          const nowUs = (yield* nowMicros) + 1_000_000
           const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 20, nowUs, "w")
           assert.strictEqual(claimed.length, 20)
           const release = yield* holdJobRow(prefix, claimed[0].id)

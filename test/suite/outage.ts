@@ -3,7 +3,8 @@
  * test cuts (every connection closed and new ones refused, as a stopped server does; or nothing
  * crossing any more, as a network that drops packets) shuts down within its `shutdownTimeout` plus
  * a small fixed bound, says once that the database is unreachable and which jobs it could not
- * release, and leaves those rows for the rescuers of other workers.
+ * release, and leaves those rows for the rescuers of other workers. A database back before the
+ * worker gives up on it gets the releases.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
@@ -85,9 +86,10 @@ export const outage = (target: Target) => {
               assert.isAtMost(output.match(/unreachable/g)?.length ?? 0, 2, output)
               assert.notInclude(output, "re-acquiring")
               assert.isAtMost(output.match(/WARN/g)?.length ?? 0, 4, output)
-              const left = /could not release (\d+) job\(s\)/.exec(output)
+              const left = /(\d+) job end\(s\) could not be written at close[^:]*: ([\d, ]+)/.exec(output)
               assert.isNotNull(left, output)
               assert.strictEqual(Number(left![1]), 20)
+              assert.strictEqual(left![2].split(", ").length, 20)
               // Their rows stay running, for the rescuers of other workers ("worker lost").
               assert.strictEqual(yield* countJobs(prefix, "running"), 20)
               if (mode === "refuse") {
@@ -100,5 +102,39 @@ export const outage = (target: Target) => {
         60_000
       )
     }
+
+    it.live(
+      name("database stopped, then back 300 ms after SIGINT: the worker stops within shutdownTimeout + 2 s and releases its 20 jobs"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            yield* queue.enqueueMany(Slow, Array.from({ length: 30 }, () => ({})))
+            const proxy = yield* proxyTo(hostname, Number(port))
+            const shutdownMs = 1000
+            const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
+            const started = () => worker.output().match(/^started \d+$/gm)?.length ?? 0
+            yield* waitUntil(Effect.sync(() => started() === 20), 30_000, "20 running jobs").pipe(
+              Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
+            )
+            yield* proxy.cut("refuse")
+            // The worker finds the database gone before it is told to stop.
+            yield* Effect.sleep("1500 millis")
+            worker.child.kill("SIGINT")
+            yield* Effect.sleep("300 millis")
+            yield* proxy.restore
+            yield* waitUntil(Effect.sync(() => /queue closed \d+/.test(worker.output())), 30_000, "QueueLive to close")
+            const output = worker.output()
+            const took = Number(/queue closed (\d+)/.exec(output)![1])
+            assert.isTrue(took <= shutdownMs + 2000, `the shutdown took ${took} ms:\n${output}`)
+            yield* Effect.promise(() => worker.exit)
+            // Released: back to pending, their attempts not counted.
+            assert.notInclude(output, "could not be written", output)
+            assert.strictEqual(yield* countJobs(prefix, "running"), 0, output)
+            assert.strictEqual(yield* countJobs(prefix, "pending"), 30, output)
+          })
+        ),
+      60_000
+    )
   })
 }

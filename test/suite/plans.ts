@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Database } from "../../src/internal/Database.js"
+import { nowMicros } from "../../src/internal/time.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
 
@@ -52,12 +53,12 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
   Effect.gen(function*() {
     const { statements } = yield* Database
     const probe = yield* statements.explainProbe(names)
-    const claim = yield* statements.explainClaim([{ name: "plan.name.0100", priority: 0 }], 50, Date.now() * 1000)
+    const claim = yield* statements.explainClaim([{ name: "plan.name.0100", priority: 0 }], 50, (yield* nowMicros))
     // The keyed claim over two groups (names whose jobs may carry mutex keys).
     const keyed = yield* statements.explainClaimKeyed(
       [{ name: "plan.name.0100", priority: 0 }, { name: "plan.name.0200", priority: 0 }],
       50,
-      Date.now() * 1000
+      (yield* nowMicros)
     )
     const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
     if (target.dialect === "pg") {
@@ -137,7 +138,7 @@ export const plans = (target: Target) => {
             // The claimed names paused, so that MySQL/MariaDB's EXPLAIN of the paused check reads
             // the table (a key that is not there is answered from the index before the plan).
             const { statements } = yield* Database
-            for (const paused of ["plan.name.0100", "plan.name.0200"]) yield* statements.pausedInsert(paused, Date.now() * 1000)
+            for (const paused of ["plan.name.0100", "plan.name.0200"]) yield* statements.pausedInsert(paused, (yield* nowMicros))
             yield* checkPlans(target, prefix, "before ANALYZE")
             yield* analyze(target, prefix)
             yield* checkPlans(target, prefix, "after ANALYZE")

@@ -18,6 +18,7 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
+import { nowMicros } from "../../src/internal/time.js"
 import { dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
@@ -276,7 +277,7 @@ export const safety = (target: Target) => {
           const { statements } = yield* Database
           const queue = yield* Queue.Queue
           const ids = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
-          const nowUs = Date.now() * 1000
+          const nowUs = (yield* nowMicros)
           assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 10, nowUs, "w-final")).length, 2)
           // Releasing the second would take its attempt count below 0: the check constraint refuses
           // the statement that holds it.
@@ -381,7 +382,7 @@ export const safety = (target: Target) => {
           const drop = yield* refuseEndsOf(target, prefix, "completion")
           yield* Effect.gen(function*() {
             const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
-            const nowUs = Date.now() * 1000
+            const nowUs = (yield* nowMicros)
             assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-final")).length, 1)
             const calls: Array<[boolean | undefined, boolean | undefined]> = []
             const started = Date.now()
@@ -414,7 +415,7 @@ export const safety = (target: Target) => {
           const drop = yield* refuseEndsOf(target, prefix, "completion")
           yield* Effect.gen(function*() {
             const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
-            const nowUs = Date.now() * 1000
+            const nowUs = (yield* nowMicros)
             assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-clock")).length, 1)
             const calls: Array<boolean | undefined> = []
             yield* Effect.scoped(Effect.gen(function*() {
@@ -544,7 +545,7 @@ export const safety = (target: Target) => {
           const id = yield* queue.enqueue(Twice, {})
           yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "attempt 1")
           yield* Worker.make({ concurrency: 1, handlers })
-          const nowUs = Date.now() * 1000
+          const nowUs = (yield* nowMicros)
           assert.isTrue(yield* statements.jobCancel(id, nowUs))
           assert.isTrue(yield* statements.jobRetry(id, nowUs))
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the retry to complete")

@@ -14,6 +14,8 @@ export interface Proxy {
   readonly address: string
   readonly port: number
   readonly cut: (mode: "refuse" | "blackhole") => Effect.Effect<void>
+  /** Passes new connections again (after `refuse`: the server is back). */
+  readonly restore: Effect.Effect<void>
 }
 
 /** Starts a proxy to `host:port` for the life of the scope. */
@@ -52,7 +54,10 @@ export const proxyTo = (host: string, port: number) =>
             Effect.sync(() => {
               mode = to
               if (to === "refuse") for (const s of sockets) s.destroy()
-            })
+            }),
+          restore: Effect.sync(() => {
+            mode = "pass"
+          })
         }
         resume(Effect.succeed({ proxy, close }))
       })
