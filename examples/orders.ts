@@ -187,7 +187,11 @@ const EmbeddedPg = Layer.unwrapScoped(Effect.gen(function*() {
     return String(rows[0].server_version)
   }).pipe(
     Effect.uninterruptible, // a half-started server could not be stopped
-    Effect.tapError(() => Console.error(logs.join(""))) // its logs, only when it fails
+    // Ctrl-C while it starts stops its processes too (they are in the terminal's process group):
+    // that is the interruption, not a failure to report. Otherwise its logs, only when it fails.
+    Effect.catchAll((error) =>
+      stoppingSince !== undefined ? Effect.interrupt : Effect.zipRight(Console.error(logs.join("")), Effect.fail(error))
+    )
   )
   yield* Console.log(`Started an embedded PostgreSQL ${version} on 127.0.0.1:${port}`)
   return PgClient.layer({
@@ -331,7 +335,6 @@ const main = Effect.gen(function*() {
   ].join("\n"))
 }).pipe(
   Effect.scoped,
-  Effect.onInterrupt(() => Console.error("\nInterrupted: shutting down…")),
   Effect.provide(AppLive)
 )
 
@@ -340,8 +343,10 @@ const main = Effect.gen(function*() {
 // stays installed: without one, tsx exits at once when it relays the first signal again.
 let stoppingSince: number | undefined
 const onSignal = () => {
-  if (stoppingSince === undefined) stoppingSince = Date.now()
-  else if (Date.now() - stoppingSince > 1000) process.exit(130)
+  if (stoppingSince === undefined) {
+    stoppingSince = Date.now()
+    console.error("\nInterrupted: shutting down…")
+  } else if (Date.now() - stoppingSince > 1000) process.exit(130)
 }
 process.on("SIGINT", onSignal).on("SIGTERM", onSignal)
 

@@ -20,50 +20,81 @@ const serversOn = (dirs: ReadonlyArray<string>) => {
   return ps.split("\n").filter((line) => dirs.some((d) => line.includes(d)))
 }
 
+/** The example on its embedded PostgreSQL, in a process group of its own (as a terminal's foreground job). */
+const startExample = () => {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DATABASE_URL") env[k] = v
+  const child = spawn(process.execPath, ["--import", "tsx", example, "--orders", "200000"], {
+    detached: true,
+    env,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout.on("data", (d) => (output += d))
+  child.stderr.on("data", (d) => (output += d))
+  const exited = new Promise<number | string>((resolve) => child.on("close", (code, signal) => resolve(signal ?? code ?? -1)))
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // gone
+      }
+    }
+  }
+  return { child, exited, output: () => output, kill }
+}
+
+const waitFor = async (what: string, ready: () => boolean, output: () => string) => {
+  const start = Date.now()
+  while (!ready()) {
+    if (Date.now() - start > 60_000) throw new Error(`${what}: not within 60 s:\n${output()}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
 describe("examples/orders.ts", () => {
   it("Ctrl-C to its process group while it runs jobs: it exits within 2 s, prints one line, leaves no server or directory", async () => {
     const before = dataDirs()
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DATABASE_URL") env[k] = v
-    // A process group of its own, as a terminal's foreground job has.
-    const child = spawn(process.execPath, ["--import", "tsx", example, "--orders", "200000"], {
-      detached: true,
-      env,
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    child.stdout.on("data", (d) => (output += d))
-    child.stderr.on("data", (d) => (output += d))
-    const exited = new Promise<number | string>((resolve) => child.on("close", (code, signal) => resolve(signal ?? code ?? -1)))
+    const app = startExample()
     try {
-      const start = Date.now()
-      while (!/jobs \d+\/\d+ completed/.test(output)) {
-        if (Date.now() - start > 60_000) throw new Error(`the example ran no jobs within 60 s:\n${output}`)
-        await new Promise((r) => setTimeout(r, 50))
-      }
+      await waitFor("the example runs jobs", () => /jobs \d+\/\d+ completed/.test(app.output()), app.output)
       const ours = Array.from(dataDirs()).filter((d) => !before.has(d))
       assert.strictEqual(ours.length, 1, "the example's data directory")
       assert.isAbove(serversOn(ours).length, 0, "its embedded server runs")
-      const printedBefore = output.length
+      const printedBefore = app.output().length
       const signalledAt = Date.now()
-      process.kill(-child.pid!, "SIGINT")
-      const code = await exited
+      process.kill(-app.child.pid!, "SIGINT")
+      const code = await app.exited
       const took = Date.now() - signalledAt
-      const after = output.slice(printedBefore).split("\n").map((l) => l.trim())
+      const after = app.output().slice(printedBefore).split("\n").map((l) => l.trim())
         .filter((l) => l !== "" && !/^jobs \d+\/\d+ completed/.test(l)) // a progress line already on its way
-      assert.isBelow(took, 2000, `it exited ${took} ms after Ctrl-C:\n${output.slice(printedBefore)}`)
+      assert.isBelow(took, 2000, `it exited ${took} ms after Ctrl-C:\n${app.output().slice(printedBefore)}`)
       assert.strictEqual(code, 130)
       assert.deepStrictEqual(after, ["Interrupted: shutting down…"])
       assert.isFalse(fs.existsSync(path.join(os.tmpdir(), ours[0])), "the data directory is removed")
       assert.deepStrictEqual(serversOn(ours), [], "no server is left")
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        try {
-          process.kill(-child.pid!, "SIGKILL")
-        } catch {
-          // gone
-        }
-      }
+      app.kill()
+    }
+  }, 120_000)
+
+  it("Ctrl-C to its process group while the embedded server starts: it prints one line, leaves no server or directory", async () => {
+    const before = dataDirs()
+    const app = startExample()
+    try {
+      // Its data directory made: the server is being set up (initdb) or started.
+      await waitFor("the data directory", () => Array.from(dataDirs()).some((d) => !before.has(d)), app.output)
+      const ours = Array.from(dataDirs()).filter((d) => !before.has(d))
+      process.kill(-app.child.pid!, "SIGINT")
+      const code = await app.exited
+      const lines = app.output().split("\n").map((l) => l.trim()).filter((l) => l !== "")
+      assert.strictEqual(code, 130, app.output())
+      assert.deepStrictEqual(lines, ["Interrupted: shutting down…"])
+      assert.isFalse(fs.existsSync(path.join(os.tmpdir(), ours[0])), "the data directory is removed")
+      assert.deepStrictEqual(serversOn(ours), [], "no server is left")
+    } finally {
+      app.kill()
     }
   }, 120_000)
 })
