@@ -335,7 +335,14 @@ const main = Effect.gen(function*() {
   ].join("\n"))
 }).pipe(
   Effect.scoped,
-  Effect.provide(AppLive)
+  Effect.provide(AppLive),
+  // Ctrl-C in a terminal stops an embedded server as well, and a checkout can fail on its closed
+  // connection just before this process handles the signal: a failure then is the interruption.
+  Effect.catchAllCause((cause) =>
+    Effect.suspend(() => (stoppingSince !== undefined ? Effect.void : Effect.sleep("100 millis"))).pipe(
+      Effect.zipRight(Effect.suspend(() => stoppingSince !== undefined ? Effect.interrupt : Effect.failCause(cause)))
+    )
+  )
 )
 
 // The first Ctrl-C (SIGINT) or SIGTERM interrupts the program (runMain does): its finalizers stop

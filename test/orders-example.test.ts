@@ -70,8 +70,8 @@ describe("examples/orders.ts", () => {
       const after = app.output().slice(printedBefore).split("\n").map((l) => l.trim())
         .filter((l) => l !== "" && !/^jobs \d+\/\d+ completed/.test(l)) // a progress line already on its way
       assert.isBelow(took, 2000, `it exited ${took} ms after Ctrl-C:\n${app.output().slice(printedBefore)}`)
-      assert.strictEqual(code, 130)
       assert.deepStrictEqual(after, ["Interrupted: shutting down…"])
+      assert.strictEqual(code, 130)
       assert.isFalse(fs.existsSync(path.join(os.tmpdir(), ours[0])), "the data directory is removed")
       assert.deepStrictEqual(serversOn(ours), [], "no server is left")
     } finally {
