@@ -17,7 +17,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each database gets its own test file. Two files at a time: vitest's default on a 2-core
     // machine is one (cores − 1), and the tests mostly wait on the databases and child processes
-    // (one at a time 10.4 min, two at a time 8.3 min, session 13).
+    // (the whole suite: one at a time 10.4 min, two at a time 8.3 min).
     fileParallelism: true,
     maxWorkers: 2,
     minWorkers: 1,

@@ -163,7 +163,7 @@ export const markdown = (
 
   const t = targets(db, rows)
   if (t.length > 0) {
-    out.push("", "Targets (issue 3), this run:", "")
+    out.push("", "Targets, this run:", "")
     out.push(table(["Target", "measured", "met"], t.map((x) => [x.target, x.measured, x.met === undefined ? "—" : x.met ? "yes" : "**no**"])))
   }
   const shown = notes.filter((n) => n.scenario !== "crash-recovery" && !n.text.startsWith("skipped"))

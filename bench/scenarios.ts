@@ -514,8 +514,8 @@ const crashGroup: Group = {
   name: "crash-recovery",
   scenarios: ["crash-recovery"],
   run: async (ctx) => {
-    // sqlane with defaults; median of 3 (1 with --quick). The peers' figures are in the seeds:
-    // every library > 60 s with its defaults.
+    // sqlane with defaults; median of 3 (1 with --quick). The peers are not measured: each takes a
+    // killed worker's job back when its lease or lock expires, 60 s or more with its defaults.
     if (!ctx.systems.some((s) => s.id === "sqlane")) return
     const runs = ctx.quick ? 1 : 3
     const env = newEnv(ctx, "crash")

@@ -4,8 +4,8 @@
  * (UPDATE … RETURNING), claimed AS (UPDATE … RETURNING) SELECT claimed rows LEFT JOIN the ends'
  * summary`) back to back, with no handler and no Effect runtime, over a backlog of N due jobs;
  * prints jobs/s per (lanes × batch). The statements are copied from src/internal/statements.ts
- * (pg); the raw `pg` driver runs them. FORM=session11 runs the statement before session 12 (no
- * report of stale ends: `WITH ended AS (UPDATE …) UPDATE … RETURNING`).
+ * (pg); the raw `pg` driver runs them. FORM=plain runs the statement without the report of stale
+ * ends (`WITH ended AS (UPDATE …) UPDATE … RETURNING`), to measure what that report costs.
  *
  * It bounds what a worker can reach: a worker at concurrency 50 writes its ends and claims in one
  * such statement at a time (1 × 50); writing two halves in turn would be 1 × 25, and two
@@ -43,7 +43,7 @@ const finish = `UPDATE ${jobs} AS j SET
      AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
    WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`
 const ride = (k: number, worker: string) =>
-  process.env.FORM === "session11"
+  process.env.FORM === "plain"
     ? `WITH ended AS (${finish}) ${claim(k, worker)}`
     : `WITH ended AS (${finish} RETURNING v.id, v.attempt), claimed AS (${claim(k, worker)})
        SELECT c.*, a.applied FROM (SELECT CASE WHEN count(*) < ${k}

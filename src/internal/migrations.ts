@@ -96,7 +96,7 @@ const pg = (prefix: string): Record<string, Migration> => ({
       updated_at timestamptz NOT NULL
     )`
   }),
-  // Operations (issue 6): paused job names, progress, and the index pruning reads.
+  // Operations: paused job names, progress, and the index pruning reads.
   "6_operations": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const jobs = sql(`${prefix}jobs`)

@@ -311,7 +311,7 @@ export interface Statements {
   /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
   readonly endConnection: (connectionId: number) => Effect.Effect<void, SqlError>
 
-  // --- Operations (issue 6): CLI, pause/resume, retention, progress -------------------------
+  // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */
   readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
   /** Pauses a job name; returns `false` when it was already paused. */
@@ -737,7 +737,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
   /**
    * Which form probes `names`. The per-name form costs about 2 µs per name plus 2 per group it
    * finds; the scan of every group about 6 µs per group with pending jobs, of any name (PostgreSQL
-   * 15, 1,000 names: `bench/results/postgres-15-session11-probe.md`). Up to `probeNamesMax` names the
+   * 15, 1,000 names; docs/performance.md, "Probe"). Up to `probeNamesMax` names the
    * per-name form always runs; above, the form with the lower cost by the last probe of the same
    * names: the groups of these names it found, and all groups as the last scan counted them (at
    * least the groups found since). A stale count only picks the slower form, never a wrong answer.
@@ -1163,7 +1163,7 @@ export const pg = (sql: SqlClient.SqlClient, prefix: string, database: string, o
         (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
       ),
 
-    // --- Operations (issue 6) ---------------------------------------------------------------
+    // --- Operations -------------------------------------------------------------------------
     pausedList: () =>
       Effect.map(
         sql`SELECT name, ${us("paused_at")} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
@@ -1813,7 +1813,7 @@ export const mysql = (
         (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
       ),
 
-    // --- Operations (issue 6) ---------------------------------------------------------------
+    // --- Operations -------------------------------------------------------------------------
     pausedList: () =>
       Effect.map(
         sql`SELECT name, ${sql.literal(usOf("paused_at"))} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
@@ -2062,7 +2062,7 @@ export const withTransientRetry = (statements: Statements, direct = false): Stat
   return wrapped as unknown as Statements
 }
 
-// --- Operations (issue 6) -------------------------------------------------------------------
+// --- Operations ---------------------------------------------------------------------------
 
 const toSummary = (r: any): JobSummaryRow => ({
   id: String(r.id),

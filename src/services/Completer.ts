@@ -17,10 +17,11 @@
  * that worker is gone, and a warning says so.
  *
  * A write may carry a worker's next claim (`Rider`): the same transaction ends the batch's
- * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement (in an
- * A/B bench run, the ride off and on: +31 % jobs/s draining at concurrency 50, +60 % at concurrency
- * 10, +22 % with real work); on MySQL/MariaDB the ends are written with the claim's locking reads.
- * docs/performance.md has the numbers.
+ * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement (the
+ * ride on against off, in the same code: +31 % jobs/s draining at concurrency 50, +60 % at
+ * concurrency 10, +22 % with real work); on MySQL/MariaDB the ends are written with the claim's
+ * locking reads.
+ * docs/performance.md ("Run") says what bounds a drain.
  *
  * Source: River's batch completer (`internal/jobcompleter`).
  *

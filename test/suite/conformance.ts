@@ -113,7 +113,7 @@ export const conformance = (target: Target) => {
     it.live(name("an invalid table prefix is refused with a typed error"), () =>
       Effect.gen(function*() {
         // Uppercase letters too: PostgreSQL's migrator looked the table up folded to lowercase, and
-        // the migration's transaction failed (review, session 5).
+        // the migration's transaction failed.
         for (const bad of ["bad-prefix; DROP", "Q_upper_"]) {
           const exit = yield* Effect.exit(Migrations.run(bad))
           assert.isTrue(Exit.isFailure(exit))
@@ -715,7 +715,7 @@ export const conformance = (target: Target) => {
             const riding = claimedBy.filter((x) => endedBy.has(x)).length
             // The first claim (4 jobs) is the loop's own; nearly every later one rides.
             assert.isAtLeast(riding, total * 0.8, `${riding} of ${total} jobs were claimed with an end write`)
-            // The rule of issue 2 still holds: never more than 4 claimed-and-running.
+            // A worker never claims more jobs than it has free slots: never more than 4 claimed-and-running.
             assert.isAtMost(maxClaimed, 4)
             assert.isAtMost(maxInHandler, 4)
             // Every claim is reported, those riding on end writes too.
@@ -803,8 +803,8 @@ export const conformance = (target: Target) => {
     it.live(name("a Completer wrapper that does not pass the rider on: the worker still drains its backlog"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          // A wrapper written against the two-argument `unsafeFinish` (review, session 9): the
-          // worker armed a ride that no write would take, and waited for it for ever.
+          // A wrapper written against the two-argument `unsafeFinish`: the worker must not arm a
+          // ride that no write will take and wait for it for ever.
           const dropping = Layer.scoped(
             Completer.Completer,
             Effect.map(Completer.make, (completer) => ({

@@ -774,7 +774,7 @@ export const safety = (target: Target) => {
 
     // `inflight` was keyed by job id alone: when this worker claimed the retry of a job whose earlier
     // attempt still ran here (another worker had rescued it as lost), the earlier attempt's end removed
-    // the retry's entry, so neither a cancel nor shutdown interrupted the retry (review, session 5).
+    // the retry's entry, so neither a cancel nor shutdown interrupted the retry.
     it.live(name("an earlier attempt still running here when this worker claims the retry is stopped; the retry stays cancellable"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

@@ -35,7 +35,7 @@ const repo = path.join(import.meta.dirname, "..", "..")
  * Compiles src (tsconfig.build.json) into a directory of this run under the repository's .tmp (so
  * that its imports find node_modules) and returns the CLI's entry. The tests start the `sqlane`
  * command dozens of times per database; through bin/sqlane.js each start compiles the sources with
- * tsx again (1.8 s against 1.2 s, session 13). bin/sqlane.js itself is run by one test.
+ * tsx again (1.8 s against 1.2 s per start). bin/sqlane.js itself is run by one test.
  */
 const compileCli = async (): Promise<{ script: string; remove: () => Promise<void> }> => {
   await fs.promises.mkdir(path.join(repo, ".tmp"), { recursive: true })

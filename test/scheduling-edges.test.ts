@@ -1,6 +1,8 @@
 /**
- * Review of issue 5 (scheduling semantics) from a new user's side: edge cases found while trying
- * the public API on PostgreSQL 15 and MariaDB 10.11. Runs on every database the global setup
+ * Edge cases of scheduling through the public API: periodic jobs across a daylight-saving gap and
+ * their priorities, unique keys (a retry inside the caller's transaction, NUL, `unique.states`,
+ * trailing spaces), mutex keys (values that are not keys, trailing spaces, keys shared across job
+ * names) and priorities while one name has a backlog. Runs on every database the global setup
  * found, one table prefix per test.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -35,19 +37,19 @@ const withQueue = <A, E>(
   ) as Effect.Effect<A, E | Error, never>
 }
 
-const Keyed = Job.make("r5-keyed", {
+const Keyed = Job.make("sched-keyed", {
   payload: Schema.Struct({ key: Schema.String, i: Schema.Number }),
   mutexKey: (p) => p.key
 })
-const KeyedX = Job.make("r5-x", {
+const KeyedX = Job.make("sched-x", {
   payload: Schema.Struct({ key: Schema.String }),
   mutexKey: (p) => p.key
 })
-const KeyedY = Job.make("r5-y", {
+const KeyedY = Job.make("sched-y", {
   payload: Schema.Struct({ key: Schema.String }),
   mutexKey: (p) => p.key
 })
-const Odd = Job.make("r5-odd", {
+const Odd = Job.make("sched-odd", {
   payload: Schema.Struct({ mode: Schema.String }),
   mutexKey: (p): any => {
     switch (p.mode) {
@@ -68,12 +70,12 @@ const Odd = Job.make("r5-odd", {
     }
   }
 })
-const Plain = Job.make("r5-plain", { payload: Schema.Struct({ i: Schema.Number }) })
-const Dies = Job.make("r5-dies", { payload: Schema.Struct({ i: Schema.Number }), retry: Job.attempts(1, Schedule.spaced("1 second")) })
+const Plain = Job.make("sched-plain", { payload: Schema.Struct({ i: Schema.Number }) })
+const Dies = Job.make("sched-dies", { payload: Schema.Struct({ i: Schema.Number }), retry: Job.attempts(1, Schedule.spaced("1 second")) })
 
-describe("review5: cron", () => {
+describe("scheduling edges: cron", () => {
   it("a periodic job's priority may be any 32-bit integer, like an enqueue's", () => {
-    const J = Job.make("r5-p", { payload: Schema.Struct({}) })
+    const J = Job.make("sched-p", { payload: Schema.Struct({}) })
     for (const priority of [-2147483648, 2147483647]) {
       assert.isTrue(Either.isRight(PeriodicJob.make("p", { cron: "* * * * *", job: J, payload: {}, priority })))
     }
@@ -98,12 +100,12 @@ describe("review5: cron", () => {
 for (const target of targets) {
   const name = (title: string) => `[${target.id}] ${title}`
 
-  describe(`review5 [${target.id}]`, () => {
+  describe(`scheduling edges [${target.id}]`, () => {
     it.effect(name("cron (TestClock): missed runOnce after a DST gap does not stop the periodic job"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const Tick = Job.make("r5-tick", { payload: Schema.Struct({ at: Schema.String }) })
-          const nightly = PeriodicJob.unsafeMake("r5-nightly", {
+          const Tick = Job.make("sched-tick", { payload: Schema.Struct({ at: Schema.String }) })
+          const nightly = PeriodicJob.unsafeMake("sched-nightly", {
             cron: "30 2 * * *",
             timeZone: "Europe/Berlin",
             job: Tick,
@@ -279,8 +281,8 @@ for (const target of targets) {
       withQueue(target, () =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
-          const A = Job.make("r5-a", { payload: Schema.Struct({ i: Schema.Number }) })
-          const B = Job.make("r5-b", { payload: Schema.Struct({ i: Schema.Number }) })
+          const A = Job.make("sched-a", { payload: Schema.Struct({ i: Schema.Number }) })
+          const B = Job.make("sched-b", { payload: Schema.Struct({ i: Schema.Number }) })
           const order: Array<number | "b"> = []
           let stop = false
           let produced = 0
@@ -317,8 +319,8 @@ for (const target of targets) {
       withQueue(target, () =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
-          const A = Job.make("r5-da", { payload: Schema.Struct({ i: Schema.Number }) })
-          const B = Job.make("r5-db", { payload: Schema.Struct({ i: Schema.Number }) })
+          const A = Job.make("sched-da", { payload: Schema.Struct({ i: Schema.Number }) })
+          const B = Job.make("sched-db", { payload: Schema.Struct({ i: Schema.Number }) })
           const order: Array<number | "b"> = []
           let stop = false
           let produced = 0

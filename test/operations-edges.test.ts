@@ -1,7 +1,8 @@
 /**
- * Review of issue 6 (operating sqlane: CLI, retention, pause/resume, metrics, tracing) from a new
- * user's side: problems found while using the CLI and the public API on PostgreSQL 15 and MariaDB
- * 10.11. Runs on every database the global setup found, one table prefix per test.
+ * Edge cases of operating sqlane: `sqlane prune`'s arguments and batch sizes, CLI errors on one line
+ * (with passwords hidden), `retryAll` and unique keys, pause with a backlog and with odd names, the
+ * events of rescued and retried jobs, and the enqueue metric. Runs on every database the global
+ * setup found, one table prefix per test.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
@@ -37,13 +38,13 @@ const withQueue = <A, E>(
   ) as Effect.Effect<A, E | Error, never>
 }
 
-const R6 = Job.make("r6-job", { payload: Schema.Struct({ i: Schema.Number }) })
+const OpsJob = Job.make("ops-job", { payload: Schema.Struct({ i: Schema.Number }) })
 
 /** Enqueues `n` jobs and marks them completed, finished just now (no worker needed). */
 const completedJobs = (prefix: string, n: number) =>
   Effect.gen(function*() {
     const queue = yield* Queue.Queue
-    yield* queue.enqueueMany(R6, Array.from({ length: n }, (_, i) => ({ i })))
+    yield* queue.enqueueMany(OpsJob, Array.from({ length: n }, (_, i) => ({ i })))
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed', attempts = 1, finished_at = created_at`
   })
@@ -59,9 +60,9 @@ const assertOneLineError = (run: { code: unknown; stdout: string; stderr: string
 
 for (const target of targets) {
   const name = (s: string) => `${s} [${target.id}]`
-  describe(`review 6 [${target.id}]`, () => {
+  describe(`operations edges [${target.id}]`, () => {
     // Duration.decodeUnknown("-5 days") is Some(Duration.zero): `--keep-completed "-5 days"` (a typo,
-    // or "keep minus five days") used to delete every completed job, exit 0.
+    // or "keep minus five days") would delete every completed job and exit 0.
     it.live(name("sqlane prune refuses a negative retention and deletes nothing"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
@@ -111,7 +112,7 @@ for (const target of targets) {
 
     it.live(name("sqlane prune --batch-size above 50,000 is one line, exit 1"), () =>
       Effect.gen(function*() {
-        const run = yield* runCli(["prune", "--batch-size", "70000", "--prefix", "r6_none_"], {
+        const run = yield* runCli(["prune", "--batch-size", "70000", "--prefix", "ops_none_"], {
           DATABASE_URL: target.url
         })
         assertOneLineError(run, /--batch-size must be between 1 and 50000, got 70000/)
@@ -157,15 +158,15 @@ for (const target of targets) {
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const admin = yield* Admin.Admin
-          const keyed = yield* queue.enqueue(R6, { i: 1 }, { unique: "r6:key" })
-          const plain = yield* queue.enqueue(R6, { i: 2 })
+          const keyed = yield* queue.enqueue(OpsJob, { i: 1 }, { unique: "ops:key" })
+          const plain = yield* queue.enqueue(OpsJob, { i: 2 })
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'dead', attempts = 1, finished_at = created_at`
           // The key is free again (dead is not guarded): another job takes it.
-          const holder = yield* queue.enqueue(R6, { i: 3 }, { unique: "r6:key" })
+          const holder = yield* queue.enqueue(OpsJob, { i: 3 }, { unique: "ops:key" })
           assert.notStrictEqual(holder, keyed)
           assert.strictEqual(yield* queue.retry(keyed), false)
-          const retried = yield* admin.retryAll(R6.name, "dead")
+          const retried = yield* admin.retryAll(OpsJob.name, "dead")
           assert.strictEqual(retried, 1)
           assert.strictEqual((yield* queue.get(plain)).state, "pending")
           assert.strictEqual((yield* queue.get(keyed)).state, "dead")
@@ -179,7 +180,7 @@ for (const target of targets) {
           Effect.gen(function*() {
             const queue = yield* Queue.Queue
             const admin = yield* Admin.Admin
-            const Backlog = Job.make(keyed ? "r6-backlog-keyed" : "r6-backlog", {
+            const Backlog = Job.make(keyed ? "ops-backlog-keyed" : "ops-backlog", {
               payload: Schema.Struct({ i: Schema.Number }),
               ...(keyed ? { mutexKey: (p: { readonly i: number }) => `k${p.i}` } : {})
             })
@@ -261,17 +262,17 @@ for (const target of targets) {
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const admin = yield* Admin.Admin
-          const Plain = Job.make("r6-plain", { payload: Schema.Struct({ i: Schema.Number }) })
+          const Plain = Job.make("ops-plain", { payload: Schema.Struct({ i: Schema.Number }) })
           let runs = 0
-          assert.isTrue(yield* admin.pause("r6-plain "))
-          const changed = yield* admin.pause("r6-plain")
+          assert.isTrue(yield* admin.pause("ops-plain "))
+          const changed = yield* admin.pause("ops-plain")
           yield* Worker.make({ handlers: [Job.handler(Plain, () => Effect.sync(() => void runs++))] })
           yield* queue.enqueue(Plain, { i: 1 })
           yield* realSleep(800)
-          // Paused exactly when the database says "r6-plain" already was.
+          // Paused exactly when the database says "ops-plain" already was.
           assert.strictEqual(runs === 0, true, `changed=${changed}, runs=${runs}`)
           const status = yield* admin.status
-          assert.isTrue(status.names.find((n) => n.name === "r6-plain")?.paused)
+          assert.isTrue(status.names.find((n) => n.name === "ops-plain")?.paused)
         })))
 
     // examples/telemetry.ts dropping other telemetry_* tables: see test/telemetry-example.test.ts.
@@ -284,7 +285,7 @@ for (const target of targets) {
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const seen = yield* (yield* Events.Events).subscribe
-          const Again = Job.make("r6-again", {
+          const Again = Job.make("ops-again", {
             payload: Schema.Struct({}),
             retry: Job.attempts(2, Schedule.spaced("0 millis"))
           })
@@ -318,14 +319,14 @@ for (const target of targets) {
 
     // The events of one job were keyed by its id alone: a retry claimed before the write of the
     // attempt before it had called back lost the entry, and its Dead (or Completed) was never
-    // published (CI, once). Made certain here: the completer calls back 300 ms after each write, so
+    // published. Made certain here: the completer calls back 300 ms after each write, so
     // every retry is claimed before the end of the attempt before it is reported.
     it.live(name("events: with the completer's callbacks late, every attempt is reported once and in order"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const seen = yield* (yield* Events.Events).subscribe
-          const Again = Job.make("r6-again-late", {
+          const Again = Job.make("ops-again-late", {
             payload: Schema.Struct({ i: Schema.Number }),
             retry: Job.attempts(3, Schedule.spaced("0 millis"))
           })
