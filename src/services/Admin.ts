@@ -167,8 +167,8 @@ export interface AdminShape {
   /** Resumes a paused job name. Returns `false` when it was not paused. */
   readonly resume: (name: string) => Effect.Effect<boolean, SqlError>
   /**
-   * The job names that live workers (a heartbeat within `leaseTimeout`) have handlers for, in any
-   * process.
+   * The job names that workers have handlers for, in any process: every worker with a row in
+   * `<prefix>workers` (live ones, and ones that ended without closing, until pruned).
    */
   readonly handledNames: Effect.Effect<ReadonlySet<string>, SqlError>
   /** The paused job names and since when. */
@@ -342,10 +342,9 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           if (changed) yield* notifier.announce([name])
           return changed
         }),
-      handledNames: Effect.flatMap(
-        nowMicros,
-        (nowUs) => statements.workerJobNames(nowUs - Duration.toMillis(config.leaseTimeout) * 1000)
-      ),
+      // Every worker row, whatever its heartbeat's age: the heartbeat interval and lease are the
+      // workers' own options, which this process may not share.
+      handledNames: statements.workerJobNames(0),
       paused: Effect.map(
         statements.pausedList(),
         (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))

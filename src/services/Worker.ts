@@ -507,8 +507,14 @@ export const make = <R>(
       FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentScheduler),
       (thrown, fiber) => {
         for (const entry of inflight.values()) if (entry.fiber === fiber) return entry.stopped(thrown)
-        // A fiber a handler forked: it stops; its attempt goes on (and ends by its timeout if it waits on it).
-        runFork(Effect.logWarning(`sqlane: a fiber forked by a handler stopped: Effect's runtime threw ${describe(thrown)}`))
+        // A fiber the handler forked (it has the attempt's log annotations): the attempt cannot end
+        // either — joining it, or interrupting it when the attempt ends, waits for ever — so it ends here.
+        const id = fiber === undefined
+          ? undefined
+          : HashMap.get(fiber.getFiberRef(FiberRef.currentLogAnnotations), "sqlane.job.id").pipe(Option.getOrUndefined)
+        const entry = typeof id === "string" ? inflight.get(id) : undefined
+        if (entry !== undefined) return entry.stopped(thrown)
+        runFork(Effect.logWarning(`sqlane: a fiber of a handler stopped: Effect's runtime threw ${describe(thrown)}`))
       }
     )
     /**
@@ -860,13 +866,16 @@ export const make = <R>(
         // Thrown out of the fiber's first run, on this thread.
         return stopped(thrown, undefined)
       }
+      /** The attempt's end is decided (by its fiber's exit, or by `stopped`): once only. */
+      let over = false
       const entry: Inflight = {
         fiber,
         attempt: row.attempts,
         reason: undefined,
         stopped: (thrown) => {
-          if (inflight.get(row.id) !== entry) return
-          inflight.delete(row.id)
+          if (over) return
+          over = true
+          if (inflight.get(row.id) === entry) inflight.delete(row.id)
           stopped(thrown, entry.reason)
         }
       }
@@ -880,6 +889,8 @@ export const make = <R>(
       }
       inflight.set(row.id, entry)
       fiber.addObserver((exit) => {
+        if (over) return
+        over = true
         // Only its own entry: a later attempt of the job may have replaced it.
         if (inflight.get(row.id) === entry) inflight.delete(row.id)
         ofJobName(row.name).runDuration.unsafeUpdate(clock.unsafeCurrentTimeMillis() - startedMs, [])
@@ -1180,6 +1191,10 @@ export const make = <R>(
     const handlersStopped = Effect.gen(function*() {
       while (inflight.size > 0) yield* wallSleep(5)
     })
+    /** Every job this worker holds is one whose handler still runs: the others' ends are written. */
+    const stoppedEndsWritten = Effect.gen(function*() {
+      while (Array.from(claiming.keys()).some((id) => !inflight.has(id))) yield* wallSleep(5)
+    })
     /** The claim loop (forked below). */
     let loopFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
     // Graceful shutdown, run when the scope closes — after the rescuer has stopped, before liveness
@@ -1207,7 +1222,10 @@ export const make = <R>(
         // ends not written by then are the Completer's: it writes them, or says at its close which
         // it could not.
         if (yield* reachability.recheck(recheckMillis)) {
-          if (Option.isNone(yield* bounded(Effect.zipRight(loopDone, awaitIdle), releaseMillis))) {
+          // The handlers stop first (one that does not stop keeps its job, and says nothing of the
+          // database); then the ends of those that stopped are written, or the database did not answer.
+          yield* bounded(handlersStopped, releaseMillis)
+          if (Option.isNone(yield* bounded(Effect.zipRight(loopDone, stoppedEndsWritten), releaseMillis))) {
             // No answer: what else closes skips the database too.
             yield* reachability.failed(
               "releasing jobs at shutdown",

@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -389,6 +390,17 @@ export const badInput = (target: Target) => {
                   throw hostile({})
                 })
               ), "defect", "the attempt's fiber stopped: Effect's runtime threw Error: trap"],
+            forkedJoined: [
+              () =>
+                Effect.flatMap(
+                  Effect.fork(Effect.sync(() => {
+                    throw hostile({})
+                  })),
+                  Fiber.join
+                ),
+              "defect",
+              "the attempt's fiber stopped: Effect's runtime threw Error: trap"
+            ],
             failed: [() => Effect.fail(hostile({})), "defect", "Error: trap"],
             died: [() => Effect.die(hostile({})), "defect", "Error: trap"],
             failedCause: [() => Effect.failCause(Cause.fail(hostile({}))), "failure", "[unprintable value]"],

@@ -700,6 +700,14 @@ export const operations = (target: Target) => {
           assert.isTrue((yield* admin.handledNames).has(Slow.name))
           const handled = yield* cli("pause", Slow.name)
           assert.deepStrictEqual([handled.code, handled.stdout, handled.stderr], [0, `paused ${Slow.name}\n`, ""])
+          // A heartbeat older than this process's leaseTimeout: the worker may run with a longer lease
+          // (a heartbeatInterval of 40 s and a leaseTimeout of 2 minutes): it still handles the name.
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const workers = sql(`${prefix}workers`)
+          yield* target.dialect === "pg"
+            ? sql`UPDATE ${workers} SET heartbeat_at = heartbeat_at - INTERVAL '60 seconds'`
+            : sql`UPDATE ${workers} SET heartbeat_at = heartbeat_at - INTERVAL 60 SECOND`
+          assert.isTrue((yield* admin.handledNames).has(Slow.name))
           assert.deepStrictEqual((yield* admin.paused).map((p) => p.name).sort(), ["noop", "send-emial", "slow"])
         })), 60_000)
 

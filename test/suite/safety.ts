@@ -8,6 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
 import * as MetricState from "effect/MetricState"
@@ -15,6 +16,7 @@ import * as Option from "effect/Option"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
@@ -657,6 +659,35 @@ export const safety = (target: Target) => {
           assert.deepStrictEqual(ran, [1])
           assert.deepStrictEqual(ranInOther, [7])
         })))
+
+    it.live(name("at shutdown, a handler that ignores its interruption: one warning naming its job, no word of an unreachable database, the worker's row removed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const queue = yield* Queue.Queue
+          const logs: Array<string> = []
+          const capture = Logger.make(({ message }) =>
+            void logs.push(Array.isArray(message) ? message.map(String).join(" ") : String(message)))
+          let started = 0
+          const scope = yield* Scope.make()
+          yield* Worker.make({
+            concurrency: 2,
+            shutdownTimeout: "100 millis",
+            handlers: [
+              Job.handler(Hang, () => Effect.zipRight(Effect.sync(() => void started++), Effect.uninterruptible(Effect.never)))
+            ]
+          }).pipe(Scope.extend(scope), Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+          const id = yield* queue.enqueue(Hang, {})
+          yield* waitUntil(Effect.sync(() => started === 1), 10_000, "the job to start")
+          const closing = Date.now()
+          yield* Scope.close(scope, Exit.void)
+          assert.isBelow(Date.now() - closing, 2_000)
+          assert.isTrue(logs.some((l) => l.includes("1 handler(s) did not stop") && l.endsWith(`: ${id}`)), logs.join("\n"))
+          assert.isFalse(logs.some((l) => l.includes("unreachable")), logs.join("\n"))
+          const [{ n }] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "workers")}`
+          assert.strictEqual(Number(n), 0)
+          assert.strictEqual((yield* queue.get(id)).state, "running")
+        })), 30_000)
 
     // The rescue listing was LIMIT 1000 and lists the worker's own running jobs too: at concurrency
     // 1,000 those filled it, and a lost worker's job was never listed (it waited for nobody).
