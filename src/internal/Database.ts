@@ -1,14 +1,15 @@
 /**
- * The dialect-specific statements and facts of the database one `QueueLive` runs on.
+ * The dialect-specific driver and facts of the database one `QueueLive` runs on.
  *
  * @internal
  */
 import * as Context from "effect/Context"
 import type { Reachability } from "./outage.js"
-import type { Statements } from "./statements.js"
+import type { Driver } from "./driver/Driver.js"
 
 export interface DatabaseShape {
-  readonly statements: Statements
+  /** The driver of this database (driver/pg, driver/mysql), its operations retried on transient errors. */
+  readonly statements: Driver
   readonly dialect: "pg" | "mysql"
   /** The server's version string, e.g. `15.19` or `10.11.19-MariaDB`. */
   readonly version: string

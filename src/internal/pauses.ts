@@ -4,7 +4,7 @@
  * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
  *
  * The worker leaves paused names out of what it probes and claims, so that it does not claim them in
- * vain: the claim statements themselves leave paused names out (see `statements.ts`), so the pause
+ * vain: the claim statements themselves leave paused names out (see the claims in `driver/pg/jobs.ts` and `driver/mysql/jobs.ts`), so the pause
  * holds whether or not this view has it yet. Jobs the worker already runs finish.
  *
  * @internal

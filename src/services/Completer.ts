@@ -40,14 +40,9 @@ import { Database } from "../internal/Database.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { unrecorded } from "../internal/sanitize.js"
 import { wallSleep } from "../internal/wallClock.js"
-import {
-  type ClaimedRow,
-  endKey,
-  errorKind,
-  type Finish,
-  type Group,
-  type StaleEnds
-} from "../internal/statements.js"
+import type { ClaimedRow, Finish, Group, StaleEnds } from "../internal/driver/Driver.js"
+import { errorKind } from "../internal/driver/errors.js"
+import { endKey } from "../internal/driver/shared.js"
 
 /**
  * The end of one attempt.
