@@ -18,12 +18,6 @@ export interface DatabaseShape {
    * reach only workers on the same database and table prefix.
    */
   readonly identity: string
-  /**
-   * The largest statement (bytes) the server takes, if it has a limit sqlane must respect:
-   * MySQL/MariaDB `max_allowed_packet`, read at start. `undefined` on PostgreSQL (a value may
-   * be up to 1 GB). Payloads are refused at enqueue, and multi-row inserts are cut, to fit it.
-   */
-  readonly maxStatementBytes?: number | undefined
   /** Whether the database answers, as this queue's background fibers see it (internal/outage.ts). */
   readonly reachability: Reachability
 }

@@ -124,8 +124,7 @@ export const QueueLive = (
         dialect: "mysql",
         version: server.version,
         identity: `mysql:${row.id}`,
-        reachability: makeReachability(sql`SELECT 1`),
-        maxStatementBytes: Number(row.packet)
+        reachability: makeReachability(sql`SELECT 1`)
       })
       return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })

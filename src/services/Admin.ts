@@ -207,7 +207,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
     const database = yield* Database
     const { statements } = database
     const notifier = yield* Notifier
-    const nameKey = Pauses.nameKey(database.dialect)
+    const nameKey = Pauses.nameKey(statements.capabilities.padSpaceKeys)
     const queue = yield* Queue
     const config = yield* QueueConfig
     const context = yield* Effect.context<Database | QueueConfig | SqlClient.SqlClient>()

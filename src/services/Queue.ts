@@ -406,7 +406,8 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
  * @category constructors
  */
 export const make = Effect.gen(function*() {
-  const { maxStatementBytes, statements } = yield* Database
+  const { statements } = yield* Database
+  const { maxStatementBytes } = statements.capabilities
   const sql = yield* SqlClient.SqlClient
   const notifier = yield* Notifier
   /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */

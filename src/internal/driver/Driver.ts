@@ -121,7 +121,8 @@ export interface Capabilities {
   readonly claimsRideOnEnds: boolean
   /**
    * The largest statement (bytes) the server takes, if it has a limit sqlane must respect:
-   * MySQL/MariaDB `max_allowed_packet`, read at start. `undefined` on PostgreSQL.
+   * MySQL/MariaDB `max_allowed_packet`, read at start. `undefined` on PostgreSQL (a value may
+   * be up to 1 GB). Payloads are refused at enqueue, and multi-row inserts are cut, to fit it.
    */
   readonly maxStatementBytes: number | undefined
   /**
@@ -165,19 +166,6 @@ export interface Driver {
     nowUs: number,
     workerId: string
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
-  /**
-   * The plans of the probe and of the claims (as the database's EXPLAIN prints them, one string per
-   * line or row), for tests that keep them free of full scans and sorts of the backlog.
-   */
-  readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
-  readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
-    ReadonlyArray<string>,
-    SqlError
-  >
-  readonly explainClaimKeyed: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
-    ReadonlyArray<string>,
-    SqlError
-  >
   /**
    * Like `jobClaim`, for claims that include job names whose jobs may carry mutex keys: claims due
    * jobs without a key and, for each key with no running job, the first due job of that key. A
@@ -311,7 +299,9 @@ export interface Driver {
   ) => Effect.Effect<A | undefined, E | SqlError, R>
   /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
-  /** The name of a worker's session lock (see {@link workerLockPrefix}). */
+  /** The statement that releases a worker's session lock (on its connection), with the params of `workerLockStatement`. */
+  readonly workerUnlockSql: string
+  /** The name of a worker's session lock (see `workerLockPrefix`, driver/shared.ts). */
   readonly workerLockName: (id: string) => string
   /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
   readonly connectionIdStatement: string
@@ -427,6 +417,23 @@ export interface StatsRow {
   readonly recent: number
 }
 
+/**
+ * The plans of the probe and of the claims (as the database's EXPLAIN prints them, one string per
+ * line or row), for tests that keep them free of full scans and sorts of the backlog. Not part of
+ * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
+ */
+export interface Explain {
+  readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
+  readonly explainClaimKeyed: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
+}
+
 /** The operations of each area of a driver, as each dialect's modules build them (driver/pg, driver/mysql). */
 export type InsertOps = Pick<Driver, "jobInsertMany" | "jobInsertUnique" | "jobNewestId">
 export type JobsOps = Pick<
@@ -438,9 +445,6 @@ export type JobsOps = Pick<
   | "jobFinishMany"
   | "jobEndsNotHeld"
   | "jobFinishManyAndClaim"
-  | "explainProbe"
-  | "explainClaim"
-  | "explainClaimKeyed"
 >
 export type WorkersOps = Pick<
   Driver,
@@ -454,6 +458,7 @@ export type WorkersOps = Pick<
   | "workerRemove"
   | "workerPrune"
   | "workerLockStatement"
+  | "workerUnlockSql"
   | "workerLockName"
   | "connectionIdStatement"
   | "workerLockHolder"

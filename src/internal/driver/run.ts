@@ -84,32 +84,74 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
       : effect
   )
 
-/** The statements that run through `runner` (or, on MySQL/MariaDB, on a reserved connection): no span to skip. */
-const runDirect: ReadonlySet<string> = new Set([
-  "jobInsertMany",
-  "jobInsertUnique",
-  "jobProbe",
-  "jobClaim",
-  "jobClaimKeyed",
-  "jobFinishMany",
-  "jobFinishManyAndClaim",
-  "workerHeartbeat",
-  "jobNewestId"
-])
-
 /**
- * Every statement of `statements`, retried on transient errors, without unread spans. `direct`:
- * the statements were built with `direct` (see `runner`), so the hot ones make no span to skip.
+ * The driver's operations retried on transient errors (`retryTransient`), without unread spans
+ * (`withoutUnreadSpans`). `direct`: the driver was built with `direct` (see `runner`), so its hot
+ * operations — those that run through `runner` (or, on MySQL/MariaDB, on a reserved connection) —
+ * make no span to skip: they are only retried. What is not an operation (the statement texts, the
+ * lock statement and name) is passed as it is. Every member of `Driver` is listed here: a new one
+ * must be too (the type checker asks for each required one).
  */
-export const withTransientRetry = (statements: Driver, direct = false): Driver => {
-  const wrapped: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(statements)) {
-    const f = value as (...a: Array<unknown>) => Effect.Effect<unknown, SqlError>
-    wrapped[key] = typeof value !== "function" || key === "workerLockStatement" || key === "workerLockName"
-      ? value
-      : direct && runDirect.has(key)
-      ? (...args: Array<unknown>) => retryTransient(f(...args))
-      : (...args: Array<unknown>) => withoutUnreadSpans(retryTransient(f(...args)))
+export const withTransientRetry = (driver: Driver, direct = false): Driver => {
+  /** An operation retried on transient errors, its unread spans skipped. */
+  const cold = <A extends Array<any>, B>(f: (...args: A) => Effect.Effect<B, SqlError>) =>
+    (...args: A): Effect.Effect<B, SqlError> => withoutUnreadSpans(retryTransient(f(...args)))
+  /** A hot operation: retried, and its unread spans skipped unless it runs directly. */
+  const hot = direct
+    ? <A extends Array<any>, B>(f: (...args: A) => Effect.Effect<B, SqlError>) =>
+      (...args: A): Effect.Effect<B, SqlError> => retryTransient(f(...args))
+    : cold
+  const d = driver
+  return {
+    dialect: d.dialect,
+    capabilities: d.capabilities,
+    // Hot
+    jobInsertMany: hot(d.jobInsertMany),
+    jobInsertUnique: hot(d.jobInsertUnique),
+    jobProbe: hot(d.jobProbe),
+    jobClaim: hot(d.jobClaim),
+    jobClaimKeyed: hot(d.jobClaimKeyed),
+    jobFinishMany: hot(d.jobFinishMany),
+    ...(d.jobFinishManyAndClaim === undefined ? {} : { jobFinishManyAndClaim: hot(d.jobFinishManyAndClaim) }),
+    workerHeartbeat: hot(d.workerHeartbeat),
+    jobNewestId: hot(d.jobNewestId),
+    // The rest
+    jobCountDue: cold(d.jobCountDue),
+    jobEndsNotHeld: cold(d.jobEndsNotHeld),
+    jobGet: cold(d.jobGet),
+    jobCancel: cold(d.jobCancel),
+    jobRetry: cold(d.jobRetry),
+    jobStaleAttempts: cold(d.jobStaleAttempts),
+    jobListOrphaned: cold(d.jobListOrphaned),
+    workerRegister: cold(d.workerRegister),
+    workerJobNames: cold(d.workerJobNames),
+    workerRelocking: cold(d.workerRelocking),
+    workerRelocked: cold(d.workerRelocked),
+    workerRemove: cold(d.workerRemove),
+    workerPrune: cold(d.workerPrune),
+    scheduleGet: cold(d.scheduleGet),
+    scheduleFire: (name, tickUs, nowUs, enqueue) =>
+      // Its error is the enqueue's or a SqlError; only a transient SqlError is retried.
+      withoutUnreadSpans(retryTransient(d.scheduleFire(name, tickUs, nowUs, enqueue) as Effect.Effect<any, SqlError, any>)),
+    workerLockHolder: cold(d.workerLockHolder),
+    endConnection: cold(d.endConnection),
+    pausedList: cold(d.pausedList),
+    pausedInsert: cold(d.pausedInsert),
+    pausedDelete: cold(d.pausedDelete),
+    jobList: cold(d.jobList),
+    jobStats: cold(d.jobStats),
+    jobRetryByName: cold(d.jobRetryByName),
+    jobKeyedIdsByName: cold(d.jobKeyedIdsByName),
+    jobProgressSet: cold(d.jobProgressSet),
+    jobProgressGet: cold(d.jobProgressGet),
+    jobPruneFinished: cold(d.jobPruneFinished),
+    migrationList: cold(d.migrationList),
+    channelNotify: cold(d.channelNotify),
+    // Not operations
+    workerLockStatement: d.workerLockStatement,
+    workerUnlockSql: d.workerUnlockSql,
+    workerLockName: d.workerLockName,
+    connectionIdStatement: d.connectionIdStatement,
+    prunerLock: d.prunerLock
   }
-  return wrapped as unknown as Driver
 }

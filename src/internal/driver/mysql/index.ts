@@ -7,7 +7,7 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Driver } from "../Driver.js"
+import type { Driver, Explain } from "../Driver.js"
 import * as Admin from "./admin.js"
 import { makeContext, type MysqlOptions } from "./context.js"
 import * as Insert from "./insert.js"
@@ -20,6 +20,7 @@ export type { MysqlOptions } from "./context.js"
 /** `database`: the database's name (`DATABASE()`), which scopes worker lock names. */
 export const make = (sql: SqlClient.SqlClient, prefix: string, database: string, options: MysqlOptions = {}): Driver => {
   const ctx = makeContext(sql, prefix, database, options)
+  const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
   return {
     dialect: "mysql",
     capabilities: {
@@ -29,9 +30,15 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
       padSpaceKeys: true
     },
     ...Insert.make(ctx),
-    ...Jobs.make(ctx),
+    ...jobs,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
     ...Admin.make(ctx)
   }
+}
+
+/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+export const explain = (sql: SqlClient.SqlClient, prefix: string, options: MysqlOptions = {}): Explain => {
+  const { explainClaim, explainClaimKeyed, explainProbe } = Jobs.make(makeContext(sql, prefix, "", options))
+  return { explainClaim, explainClaimKeyed, explainProbe }
 }

@@ -10,7 +10,7 @@ import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
-import type { ClaimedRow, Finish, Group, JobsOps, StaleEnds } from "../Driver.js"
+import type { ClaimedRow, Explain, Finish, Group, JobsOps, StaleEnds } from "../Driver.js"
 import {
   byClaimOrder,
   endKey,
@@ -34,7 +34,7 @@ const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
   return n
 }
 
-export const make = (ctx: MysqlContext): JobsOps => {
+export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const { claimedColumns, deleteCompleted, jobs, pendingIndex, prefix, run, runPlain, sql, ts, usOf } = ctx
   // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
   // index for group-by"): one index dive per (name, priority) with pending jobs, of any name; the

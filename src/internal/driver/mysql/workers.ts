@@ -71,6 +71,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
         yield* sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)} AND id IN ${sql.in(idle)}`
       }),
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
+    workerUnlockSql: "SELECT RELEASE_LOCK(?)",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT CONNECTION_ID()",
     workerLockHolder: (id) =>

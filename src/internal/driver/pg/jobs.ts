@@ -6,11 +6,11 @@
  */
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import type { Finish, Group, JobsOps, ProbeRow } from "../Driver.js"
+import type { Explain, Finish, Group, JobsOps, ProbeRow } from "../Driver.js"
 import { byClaimOrder, keyedWindow, notHeld, num, retryKeyed, splitEnds, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 
-export const make = (ctx: PgContext): JobsOps => {
+export const make = (ctx: PgContext): JobsOps & Explain => {
   const { asyncCommit, claimedColumnsJ, claimedColumnsU, jobs, options, prefix, run, sql, ts, us } = ctx
   // Every (name, priority) group with pending jobs, of any name: a loose index scan, one index
   // entry per group. The caller keeps its own names (a `name = ANY($1)` filter here costs more

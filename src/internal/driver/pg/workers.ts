@@ -62,6 +62,7 @@ export const make = (ctx: PgContext): WorkersOps => {
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
     workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, lockPrefix + id]],
+    workerUnlockSql: "SELECT pg_advisory_unlock($1, hashtext($2))",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT pg_backend_pid()",
     workerLockHolder: (id) =>
