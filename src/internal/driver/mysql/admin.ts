@@ -89,7 +89,7 @@ export const make = (ctx: MysqlContext): AdminOps => {
       ),
     jobProgressSet: (id, attempt, progress) =>
       Effect.map(
-        // Through the primary key, named (see the delete of completed jobs): a handler may report
+        // Through the primary key, named (see the delete of completed jobs, jobs.ts): a handler may report
         // progress inside its own transaction, and a lock on the `(state, finished_at)` range of
         // running jobs would hold back every enqueue until that transaction ends.
         sql`UPDATE ${jobs} FORCE INDEX (PRIMARY) SET progress = ${progress}

@@ -9,7 +9,7 @@ import type * as Statement from "@effect/sql/Statement"
 import { runner } from "../run.js"
 import { workerLockPrefix } from "../shared.js"
 
-/** Options of the PostgreSQL statements. */
+/** Options of the PostgreSQL driver. */
 export interface PgOptions {
   /** Whether a claim waits for its WAL flush (`QueueOptions.durableClaims`; default false). */
   readonly durableClaims?: boolean | undefined
