@@ -10,7 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import { inject } from "vitest"
 import { Job, Worker } from "../src/index.js"
-import { isTransient, retryTransient } from "../src/internal/statements.js"
+import { isTransient, retryTransient } from "../src/internal/driver/errors.js"
 import { Database } from "../src/internal/Database.js"
 import { withQueue } from "./suite/conformance.js"
 

@@ -10,7 +10,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../src/internal/Database.js"
 import { makeReachability } from "../src/internal/outage.js"
-import type { Statements } from "../src/internal/statements.js"
+import type { Driver } from "../src/internal/driver/Driver.js"
 import * as Notifier from "../src/services/Notifier.js"
 import * as QueueConfig from "../src/services/QueueConfig.js"
 import { realSleep } from "./support/helpers.js"
@@ -21,7 +21,7 @@ const notifierWith = (newest: () => Effect.Effect<string | null>) =>
   Notifier.layerMysql.pipe(
     Layer.provide(QueueConfig.layer({ prefix: `ic${prefixes++}_`, insertCheckInterval: "20 millis" })),
     Layer.provide(Layer.succeed(Database, {
-      statements: { jobNewestId: newest } as unknown as Statements,
+      statements: { jobNewestId: newest } as unknown as Driver,
       dialect: "mysql",
       version: "test",
       identity: `insert-check-test-${process.pid}`,

@@ -1,7 +1,7 @@
 /**
  * Diagnostic: EXPLAIN (ANALYZE, BUFFERS) of sqlane's probe and claim on PostgreSQL with N pending
  * jobs of one name, before and after a first slice of them was claimed and completed (the state
- * a drain is in). The statements are copied from src/internal/statements.ts (pg).
+ * a drain is in). The statements are copied from src/internal/driver/pg/jobs.ts.
  *   node --import tsx bench/tools/explain-claim.ts [n=20000] [claimed=5000]
  */
 import { admin, open } from "../lib/targets.js"

@@ -3,9 +3,9 @@
  * runs sqlane's ride statement (end the attempts it claimed, claim as many: `WITH ended AS
  * (UPDATE … RETURNING), claimed AS (UPDATE … RETURNING) SELECT claimed rows LEFT JOIN the ends'
  * summary`) back to back, with no handler and no Effect runtime, over a backlog of N due jobs;
- * prints jobs/s per (lanes × batch). The statements are copied from src/internal/statements.ts
- * (pg); the raw `pg` driver runs them. FORM=plain runs the statement without the report of stale
- * ends (`WITH ended AS (UPDATE …) UPDATE … RETURNING`), to measure what that report costs.
+ * prints jobs/s per (lanes × batch). The statements are copied from src/internal/driver/pg/jobs.ts;
+ * the raw `pg` driver runs them. FORM=plain runs the statement without the report of stale ends
+ * (`WITH ended AS (UPDATE …) UPDATE … RETURNING`), to measure what that report costs.
  *
  * It bounds what a worker can reach: a worker at concurrency 50 writes its ends and claims in one
  * such statement at a time (1 × 50); writing two halves in turn would be 1 × 25, and two

@@ -1,14 +1,15 @@
 /**
- * The dialect-specific statements and facts of the database one `QueueLive` runs on.
+ * The dialect-specific driver and facts of the database one `QueueLive` runs on.
  *
  * @internal
  */
 import * as Context from "effect/Context"
 import type { Reachability } from "./outage.js"
-import type { Statements } from "./statements.js"
+import type { Driver } from "./driver/Driver.js"
 
 export interface DatabaseShape {
-  readonly statements: Statements
+  /** The driver of this database (driver/pg, driver/mysql), its operations retried on transient errors. */
+  readonly statements: Driver
   readonly dialect: "pg" | "mysql"
   /** The server's version string, e.g. `15.19` or `10.11.19-MariaDB`. */
   readonly version: string
@@ -17,12 +18,6 @@ export interface DatabaseShape {
    * reach only workers on the same database and table prefix.
    */
   readonly identity: string
-  /**
-   * The largest statement (bytes) the server takes, if it has a limit sqlane must respect:
-   * MySQL/MariaDB `max_allowed_packet`, read at start. `undefined` on PostgreSQL (a value may
-   * be up to 1 GB). Payloads are refused at enqueue, and multi-row inserts are cut, to fit it.
-   */
-  readonly maxStatementBytes?: number | undefined
   /** Whether the database answers, as this queue's background fibers see it (internal/outage.ts). */
   readonly reachability: Reachability
 }

@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { errorKind, isTransient } from "./statements.js"
+import { errorKind, isTransient } from "./driver/errors.js"
 import { wallSleep } from "./wallClock.js"
 
 /**

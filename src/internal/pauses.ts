@@ -4,7 +4,7 @@
  * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
  *
  * The worker leaves paused names out of what it probes and claims, so that it does not claim them in
- * vain: the claim statements themselves leave paused names out (see `statements.ts`), so the pause
+ * vain: the claim statements themselves leave paused names out (see the claims in `driver/pg/jobs.ts` and `driver/mysql/jobs.ts`), so the pause
  * holds whether or not this view has it yet. Jobs the worker already runs finish.
  *
  * @internal
@@ -27,11 +27,11 @@ export interface PausedView {
 }
 
 /**
- * A job name as the paused table compares it: trailing spaces do not count on MySQL/MariaDB (PAD
- * SPACE collation).
+ * A job name as the paused table compares it: trailing spaces do not count where keys compare PAD
+ * SPACE (`padSpaceKeys`, the driver's capability: MySQL/MariaDB).
  */
-export const nameKey = (dialect: "pg" | "mysql") => (name: string): string =>
-  dialect === "mysql" ? name.replace(/ +$/, "") : name
+export const nameKey = (padSpaceKeys: boolean) => (name: string): string =>
+  padSpaceKeys ? name.replace(/ +$/, "") : name
 
 /**
  * Watches the paused names among `names` for the life of the scope; runs `onResume` when one of
@@ -42,13 +42,13 @@ export const watch = (
   onResume: Effect.Effect<void>
 ): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
-    const { dialect, reachability, statements } = yield* Database
+    const { reachability, statements } = yield* Database
     const notifier = yield* Notifier
     const config = yield* QueueConfig
     // Names are matched as the database matches them: on MySQL/MariaDB the paused table's
     // collation is PAD SPACE, so "name " and "name" are one name there (`pause "name"` after
     // `pause "name "` answers "already paused").
-    const key = nameKey(dialect)
+    const key = nameKey(statements.capabilities.padSpaceKeys)
     const mine = new Set(names.map(key))
     let paused: ReadonlySet<string> = new Set()
     const refresh = Effect.gen(function*() {

@@ -28,7 +28,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as MysqlText from "./mysqlText.js"
-import type { Finish } from "./statements.js"
+import type { Finish } from "./driver/Driver.js"
 
 /** The most characters of an error message stored per attempt (in `last_error` and in the history). */
 export const maxMessageLength = 16_384

@@ -19,7 +19,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import { makeReachability } from "../internal/outage.js"
-import * as Statements from "../internal/statements.js"
+import * as MysqlDriver from "../internal/driver/mysql/index.js"
+import * as PgDriver from "../internal/driver/pg/index.js"
+import { withTransientRetry } from "../internal/driver/run.js"
 import { SchemaNotMigrated, SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
 import * as Claimer from "../services/Claimer.js"
@@ -81,12 +83,12 @@ export const QueueLive = (
         const [{ db, id }] = yield* sql<{ db: string; id: string }>`SELECT current_database() AS db, current_database() || '@' ||
           COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
         // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
-        // run on them directly (Statements.runner).
+        // run on them directly (`runner`, internal/driver/run.ts).
         const pg = yield* Effect.serviceOption(PgClient.PgClient)
         const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
         const database = Layer.succeed(Database, {
-          statements: Statements.withTransientRetry(
-            Statements.pg(sql, config.prefix, db, {
+          statements: withTransientRetry(
+            PgDriver.make(sql, config.prefix, db, {
               durableClaims: config.durableClaims,
               direct,
               deleteCompleted: Duration.isZero(config.retention.completed)
@@ -110,23 +112,19 @@ export const QueueLive = (
       const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
       const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
       const database = Layer.succeed(Database, {
-        statements: Statements.withTransientRetry(
-          Statements.mysql(
-            sql,
-            config.prefix,
-            row.db ?? "",
-            Number(row?.inc ?? 1),
+        statements: withTransientRetry(
+          MysqlDriver.make(sql, config.prefix, row.db ?? "", {
+            autoIncrement: Number(row?.inc ?? 1),
             direct,
-            Number(row.packet),
-            Duration.isZero(config.retention.completed)
-          ),
+            maxStatementBytes: Number(row.packet),
+            deleteCompleted: Duration.isZero(config.retention.completed)
+          }),
           direct
         ),
         dialect: "mysql",
         version: server.version,
         identity: `mysql:${row.id}`,
-        reachability: makeReachability(sql`SELECT 1`),
-        maxStatementBytes: Number(row.packet)
+        reachability: makeReachability(sql`SELECT 1`)
       })
       return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })

@@ -19,7 +19,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
-import type { JobSummaryRow } from "../internal/statements.js"
+import type { JobSummaryRow } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { JobNotFound } from "../schema/Errors.js"
@@ -207,7 +207,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
     const database = yield* Database
     const { statements } = database
     const notifier = yield* Notifier
-    const nameKey = Pauses.nameKey(database.dialect)
+    const nameKey = Pauses.nameKey(statements.capabilities.padSpaceKeys)
     const queue = yield* Queue
     const config = yield* QueueConfig
     const context = yield* Effect.context<Database | QueueConfig | SqlClient.SqlClient>()

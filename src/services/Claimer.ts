@@ -30,9 +30,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Group, ProbeRow } from "../internal/statements.js"
+import type { ClaimedRow, Group, ProbeRow } from "../internal/driver/Driver.js"
 
-export type { Group } from "../internal/statements.js"
+export type { Group } from "../internal/driver/Driver.js"
 
 /**
  * @since 0.1.0

@@ -40,14 +40,9 @@ import { Database } from "../internal/Database.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { unrecorded } from "../internal/sanitize.js"
 import { wallSleep } from "../internal/wallClock.js"
-import {
-  type ClaimedRow,
-  endKey,
-  errorKind,
-  type Finish,
-  type Group,
-  type StaleEnds
-} from "../internal/statements.js"
+import type { ClaimedRow, Finish, Group, StaleEnds } from "../internal/driver/Driver.js"
+import { errorKind } from "../internal/driver/errors.js"
+import { endKey } from "../internal/driver/shared.js"
 
 /**
  * The end of one attempt.
@@ -119,7 +114,7 @@ export interface CompleterShape {
     onWritten: (changed?: boolean, unwritten?: boolean) => void,
     rider?: Rider
   ) => void
-  /** Whether a claim can ride on the write of ends (the statements have `jobFinishManyAndClaim`). */
+  /** Whether a claim can ride on the write of ends (the driver's `capabilities.claimsRideOnEnds`). */
   readonly riders?: boolean | undefined
 }
 
@@ -331,7 +326,7 @@ export const make = Effect.gen(function*() {
   const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
     statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(Effect.catchAll(() => writeEach(batch)))
 
-  const finishAndClaim = statements.jobFinishManyAndClaim
+  const finishAndClaim = statements.capabilities.claimsRideOnEnds ? statements.jobFinishManyAndClaim : undefined
 
   /**
    * Writes a batch of ends and, when a worker with ends in it asks, that worker's claim in the same

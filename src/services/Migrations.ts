@@ -21,7 +21,8 @@ import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import { poolSizeOf } from "../internal/Database.js"
 import * as MigrationsInternal from "../internal/migrations.js"
-import * as Statements from "../internal/statements.js"
+import * as MysqlDriver from "../internal/driver/mysql/index.js"
+import * as PgDriver from "../internal/driver/pg/index.js"
 import { versionAtLeast } from "../internal/version.js"
 import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
 import { isValidPrefix } from "./QueueConfig.js"
@@ -219,7 +220,7 @@ export const status = (
     const info = yield* checkServer
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // Only the migration statements are used here: no worker lock names, so no database name.
-    const statements = info.dialect === "pg" ? Statements.pg(sql, prefix, "") : Statements.mysql(sql, prefix, "", 1)
+    const statements = info.dialect === "pg" ? PgDriver.make(sql, prefix, "") : MysqlDriver.make(sql, prefix, "")
     const applied = yield* statements.migrationList()
     const done = new Set(applied ?? [])
     return {

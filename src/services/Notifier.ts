@@ -31,7 +31,7 @@ import * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
 import { bounded, forkInBounded, forkScopedBounded } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
-import type { Group } from "../internal/statements.js"
+import type { Group } from "../internal/driver/Driver.js"
 import * as PgListener from "../internal/pgListener.js"
 import { QueueConfig } from "./QueueConfig.js"
 

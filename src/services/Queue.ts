@@ -22,7 +22,7 @@ import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
 import { checkEnqueueOptions } from "../internal/options.js"
 import * as Sanitize from "../internal/sanitize.js"
-import type { InsertRow } from "../internal/statements.js"
+import type { InsertRow } from "../internal/driver/Driver.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
@@ -406,7 +406,8 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
  * @category constructors
  */
 export const make = Effect.gen(function*() {
-  const { maxStatementBytes, statements } = yield* Database
+  const { statements } = yield* Database
+  const { maxStatementBytes } = statements.capabilities
   const sql = yield* SqlClient.SqlClient
   const notifier = yield* Notifier
   /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */

@@ -278,9 +278,7 @@ const liveness = (
     )
     /** How long the check waits for an answer (wall clock) before it counts the connection as lost. */
     const checkAnswerMillis = Math.max(2000, 4 * checkMillis)
-    const unlockSql = statements.dialect === "pg"
-      ? "SELECT pg_advisory_unlock($1, hashtext($2))"
-      : "SELECT RELEASE_LOCK(?)"
+    const unlockSql = statements.workerUnlockSql
     /** The connection that held the lock last (`pg_backend_pid()` / `CONNECTION_ID()`). */
     let heldBy: number | undefined
     /**
@@ -455,7 +453,8 @@ export const make = <R>(
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
-    const { maxStatementBytes, reachability, statements } = yield* Database
+    const { reachability, statements } = yield* Database
+    const { maxStatementBytes } = statements.capabilities
     // Each worker's lock holds one connection for the worker's life: with none left over, the
     // first claim would wait forever for one.
     const client = yield* SqlClient.SqlClient

@@ -24,7 +24,7 @@ import { nowMicros } from "../../src/internal/time.js"
 import * as Claimer from "../../src/services/Claimer.js"
 import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
-import { endKey } from "../../src/internal/statements.js"
+import { endKey } from "../../src/internal/driver/shared.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
@@ -144,7 +144,7 @@ export const conformance = (target: Target) => {
           assert.deepStrictEqual(info.payload, { i: 2 })
         })))
 
-    // The hot statements may run directly on their connection (statements.ts `runner`): it must be
+    // The hot statements may run directly on their connection (`runner`, internal/driver/run.ts): it must be
     // the caller's transaction's, and a statement transformer or a tracer must still see them.
     it.live(name("enqueueMany and a unique-key enqueue roll back with the caller's transaction; transformers and tracers see the statements"), () =>
       withQueue(target, (prefix) =>

@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
+import { explainer } from "../support/explain.js"
 import type { Target } from "../support/targets.js"
 import { withQueue } from "./conformance.js"
 
@@ -51,7 +52,7 @@ const analyze = (target: Target, prefix: string) =>
 /** Asserts a plan reads the jobs table only through the pending-jobs index, and sorts nothing of it. */
 const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "after ANALYZE") =>
   Effect.gen(function*() {
-    const { statements } = yield* Database
+    const statements = yield* explainer(target, prefix)
     const probe = yield* statements.explainProbe(names)
     const claim = yield* statements.explainClaim([{ name: "plan.name.0100", priority: 0 }], 50, (yield* nowMicros))
     // The keyed claim over two groups (names whose jobs may carry mutex keys).

@@ -1,0 +1,486 @@
+/**
+ * The driver of one database: every SQL operation sqlane runs at run time, one function per
+ * operation (noun + verb), and what the database can do (`capabilities`). One implementation per
+ * dialect (driver/pg, driver/mysql), built once when the services are built; nothing else in the
+ * library writes SQL for the jobs table.
+ *
+ * Times cross the wire as integer microseconds since the Unix epoch and are converted in SQL,
+ * so neither the process time zone, the driver's date handling nor the database session's
+ * time zone can shift them. Columns are `timestamptz` (PostgreSQL) and `DATETIME(6)` holding
+ * UTC (MySQL/MariaDB).
+ *
+ * @internal
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Effect from "effect/Effect"
+
+/** A claimed job row. Times are microseconds since the epoch. */
+export interface ClaimedRow {
+  readonly id: string
+  readonly name: string
+  readonly payload: string
+  readonly attempts: number
+  /** Attempts made before the last manual retry: the retry schedule counts from here. */
+  readonly attemptBase: number
+  readonly priority: number
+  readonly runAtUs: number
+  readonly createdAtUs: number
+  readonly errors: string | null
+  /** The span that enqueued the job, `<trace id>:<span id>:<sampled 1|0>`, if a tracer was installed. */
+  readonly traceContext: string | null
+  /** Whether the job holds its unique key while completed (its row outlives its completion). */
+  readonly keepsKey: boolean
+}
+
+/** A job row as read by `jobGet`. */
+export interface JobRow extends ClaimedRow {
+  readonly state: string
+  readonly claimedAtUs: number | null
+  readonly finishedAtUs: number | null
+  readonly lastError: string | null
+  readonly result: string | null
+}
+
+/** One row to insert. */
+export interface InsertRow {
+  readonly name: string
+  readonly payload: string
+  readonly priority: number
+  readonly runAtUs: number
+  /** Jobs that share a mutex key never run at the same time (null: no key). */
+  readonly mutexKey: string | null
+  /** The enqueueing span, `<trace id>:<span id>:<sampled 1|0>` (null: none). */
+  readonly traceContext: string | null
+}
+
+/** A row inserted unless another job holds its unique key. */
+export interface UniqueInsertRow extends InsertRow {
+  readonly uniqueKey: string
+  /** Bit mask of the states in which a job holds its key: pending 1, running 2, completed 4, dead 8, cancelled 16. */
+  readonly uniqueStates: number
+}
+
+/** What `jobInsertUnique` did: inserted a job, or found the job that holds the key. */
+export interface UniqueInsertResult {
+  readonly id: string
+  readonly inserted: boolean
+}
+
+/**
+ * The end of one attempt, written by the Completer. Guarded by `id`, `attempt` and
+ * `state = 'running'`. `released` puts the job back to pending without counting the attempt.
+ */
+export interface Finish {
+  readonly id: string
+  readonly attempt: number
+  readonly state: "pending" | "completed" | "dead" | "released"
+  /** New `run_at` (retries) or null to keep it. */
+  readonly runAtUs: number | null
+  readonly finishedAtUs: number | null
+  /** When a failed attempt ended (not written; the `at` of its `Failed` event). */
+  readonly endedAtUs?: number | undefined
+  /** New last error, or null to keep it. */
+  readonly lastError: string | null
+  /** New error history (JSON array), or null to keep it. */
+  readonly errors: string | null
+  readonly result: string | null
+  /**
+   * A completed job whose row must outlive its completion even when completed rows are deleted at
+   * once (`retention.completed` 0): it holds its unique key while completed (`ClaimedRow.keepsKey`).
+   */
+  readonly keep?: boolean | undefined
+  /**
+   * The job's name, when the writer knows it (not written): the events of a job this process did
+   * not claim (a rescue) carry it without reading the row, which may be gone by then.
+   */
+  readonly name?: string | undefined
+}
+
+/**
+ * The ends of a write that changed nothing, by `endKey`: their attempt was stale (the job was
+ * cancelled, or rescued from a worker taken for lost, while the attempt ran). Usually empty.
+ */
+export type StaleEnds = ReadonlySet<string>
+
+/** A job name and a priority: the unit the probe reports and the claim reads. */
+export interface Group {
+  readonly name: string
+  readonly priority: number
+}
+
+/** The earliest pending `run_at` of a job name at one priority. */
+export interface ProbeRow extends Group {
+  readonly nextUs: number
+}
+
+/** What a database can do, for the services that decide by it. */
+export interface Capabilities {
+  /** Whether the database delivers notifications between sessions (`LISTEN/NOTIFY`, PostgreSQL). */
+  readonly listenNotify: boolean
+  /** Whether a claim can ride on the write of ends (`jobFinishManyAndClaim`). */
+  readonly claimsRideOnEnds: boolean
+  /**
+   * The largest statement (bytes) the server takes, if it has a limit sqlane must respect:
+   * MySQL/MariaDB `max_allowed_packet`, read at start. `undefined` on PostgreSQL (a value may
+   * be up to 1 GB). Payloads are refused at enqueue, and multi-row inserts are cut, to fit it.
+   */
+  readonly maxStatementBytes: number | undefined
+  /**
+   * Whether keys (job names, mutex keys) compare with trailing spaces ignored (MySQL/MariaDB's PAD
+   * SPACE collation): "name " and "name" are one key there.
+   */
+  readonly padSpaceKeys: boolean
+}
+
+export interface Driver {
+  readonly dialect: "pg" | "mysql"
+  readonly capabilities: Capabilities
+  /** Inserts jobs in one statement per chunk; returns their ids in input order. */
+  readonly jobInsertMany: (
+    rows: ReadonlyArray<InsertRow>,
+    nowUs: number,
+    notify: string | undefined
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /**
+   * Inserts one job unless a job holding its unique key exists (then returns that job's id and
+   * writes nothing). An uncommitted insert of the same key makes this wait for its transaction.
+   */
+  readonly jobInsertUnique: (
+    row: UniqueInsertRow,
+    nowUs: number,
+    notify: string | undefined
+  ) => Effect.Effect<UniqueInsertResult, SqlError>
+  /**
+   * For each (name, priority) of `names` with pending jobs, its earliest `run_at`. A loose index
+   * scan: reads one index entry per (name, priority) with pending jobs, nothing else.
+   */
+  readonly jobProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProbeRow>, SqlError>
+  /**
+   * Claims up to `limit` due jobs of `groups`, ordered by priority, `run_at`, id: marks them
+   * `running`, counts the attempt, records the worker. Returns them in claim order. Each group
+   * is one range of the pending index, read in order and stopped at the first job not yet due.
+   */
+  readonly jobClaim: (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /**
+   * Like `jobClaim`, for claims that include job names whose jobs may carry mutex keys: claims due
+   * jobs without a key and, for each key with no running job, the first due job of that key. A
+   * unique index over running keys makes overlap impossible; a claim that loses a race for a key
+   * is retried (never surfaced), and gives up (returns nothing) after 5 tries. Like `jobClaim`,
+   * each group is one range of the pending index read in order; the groups' windows are merged.
+   */
+  readonly jobClaimKeyed: (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /** Due pending jobs of each of `names`, each counted up to `cap` (for the `sqlane_jobs_due` gauge). */
+  readonly jobCountDue: (
+    names: ReadonlyArray<string>,
+    nowUs: number,
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly due: number }>, SqlError>
+  /**
+   * Writes the ends of attempts in one transaction; rows whose attempt is stale are left alone, and
+   * their ends are returned. PostgreSQL: one statement. MySQL/MariaDB: the ends and the commit;
+   * when fewer rows changed than there were ends, rolled back and written again with the running
+   * rows locked first. The ends must be of distinct attempts (a stale end is known by its attempt).
+   */
+  readonly jobFinishMany: (finishes: ReadonlyArray<Finish>) => Effect.Effect<StaleEnds, SqlError>
+  /**
+   * Of `finishes`, the ends their rows do not hold now (a row holds an end when it has what the end
+   * wrote; a deleted row's end, when the row is gone): for ends whose write may have committed
+   * unseen (a connection lost during the commit, then the end written again and found stale). A row
+   * that has moved on since (a retry claimed again) reads as not holding it.
+   */
+  readonly jobEndsNotHeld: (finishes: ReadonlyArray<Finish>) => Effect.Effect<StaleEnds, SqlError>
+  /**
+   * `jobFinishMany` and `jobClaim` in one transaction and one commit (with the WAL flush the
+   * ends need): the slots the ends free are filled by the claim in the same commit. PostgreSQL: one
+   * statement, so the claim costs no round trip of its own; MySQL/MariaDB: the ends written with
+   * the claim's locking reads, then its update and the commit (two round trips, one commit, where
+   * the two apart take three and two; when an end was stale, the claim is dropped and the ends are
+   * written as `jobFinishMany` writes them). Returns the jobs claimed and the ends that were stale.
+   */
+  readonly jobFinishManyAndClaim?: (
+    finishes: ReadonlyArray<Finish>,
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
+  readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
+  /** Cancels a pending or running job; returns whether it was. */
+  readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /**
+   * Puts a dead or cancelled job back to pending, due now; returns whether it was (false also when
+   * another job now holds its unique key).
+   */
+  readonly jobRetry: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /**
+   * Of these attempts running here, those whose job no longer runs them: cancelled, retried after
+   * a cancel (a later attempt, maybe running elsewhere), rescued, or deleted.
+   */
+  readonly jobStaleAttempts: (
+    attempts: ReadonlyArray<{ readonly id: string; readonly attempt: number }>
+  ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly attempt: number }>, SqlError>
+  /**
+   * Running jobs of `names` whose worker is gone: its session lock is free, its heartbeat is older
+   * than `leaseCutoffUs`, or it has no worker row.
+   */
+  readonly jobListOrphaned: (
+    names: ReadonlyArray<string>,
+    leaseCutoffUs: number,
+    /** Also list running jobs of this worker id (the caller keeps those it is running). */
+    selfId: string,
+    /**
+     * The most rows listed: 1,000 plus room for the caller's own running jobs (twice its concurrency,
+     * for lost claims of its own too), so a worker's own jobs never crowd out the lost ones.
+     */
+    limit: number
+  ) => Effect.Effect<
+    ReadonlyArray<
+      ClaimedRow & {
+        readonly workerId: string | null
+        readonly claimedAtUs: number
+        /** Its worker has no row, or a heartbeat older than `leaseCutoffUs` (not just a free lock). */
+        readonly expired: boolean
+        /** Its worker's row says it is taking its lock again (see {@link Driver.workerRelocking}). */
+        readonly relocking: boolean
+        /** How many times its worker took its lock again (see {@link Driver.workerRelocked}). */
+        readonly relocks: number
+      }
+    >,
+    SqlError
+  >
+  /** Registers (or re-registers) a worker with the job names it has handlers for. */
+  readonly workerRegister: (
+    id: string,
+    nowUs: number,
+    host: string,
+    pid: number,
+    jobNames?: ReadonlyArray<string>
+  ) => Effect.Effect<void, SqlError>
+  /** The job names handled by the workers whose heartbeat is at or after `sinceUs`. */
+  readonly workerJobNames: (sinceUs: number) => Effect.Effect<ReadonlySet<string>, SqlError>
+  readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
+  /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
+  readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
+  /** Clears the mark of {@link workerRelocking} and counts the lock taken again (`relocks`). */
+  readonly workerRelocked: (id: string) => Effect.Effect<void, SqlError>
+  /**
+   * The largest job id in the table (`null` when it is empty): usually one read of the primary key's
+   * last entry (more while another transaction holds uncommitted inserts). The MySQL/MariaDB notifier
+   * compares it between checks to learn of other processes' inserts.
+   */
+  readonly jobNewestId: () => Effect.Effect<string | null, SqlError>
+  readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
+  /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
+  readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
+  /** The latest tick (µs) enqueued for a periodic job, if any. */
+  readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
+  /**
+   * Runs `enqueue` for the tick `tickUs` (µs) of a periodic job and records the tick as the latest,
+   * in one transaction, unless a tick at or after it is recorded already (then returns undefined and
+   * enqueues nothing). The schedule's row is locked first: schedulers of one name take its ticks one
+   * at a time, and a late one never enqueues a tick that another already passed — even after its job
+   * row (and so its unique key) was pruned.
+   */
+  readonly scheduleFire: <A, E, R>(
+    name: string,
+    tickUs: number,
+    nowUs: number,
+    enqueue: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A | undefined, E | SqlError, R>
+  /** The statement that takes a worker's session lock (on its dedicated connection), and its params. */
+  readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
+  /** The statement that releases a worker's session lock (on its connection), with the params of `workerLockStatement`. */
+  readonly workerUnlockSql: string
+  /** The name of a worker's session lock (see `workerLockPrefix`, driver/shared.ts). */
+  readonly workerLockName: (id: string) => string
+  /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
+  readonly connectionIdStatement: string
+  /** The connection id of the session holding a worker's lock, or null when it is free. */
+  readonly workerLockHolder: (id: string) => Effect.Effect<number | null, SqlError>
+  /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
+  readonly endConnection: (connectionId: number) => Effect.Effect<void, SqlError>
+
+  // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
+  /** The job names paused in `<prefix>paused`. */
+  readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
+  /** Pauses a job name; returns `false` when it was already paused. */
+  readonly pausedInsert: (name: string, nowUs: number) => Effect.Effect<boolean, SqlError>
+  /** Resumes a job name; returns `false` when it was not paused. */
+  readonly pausedDelete: (name: string) => Effect.Effect<boolean, SqlError>
+  /**
+   * Jobs, newest first (by id), optionally of one name and/or state, with ids below `beforeId`
+   * (for paging); at most `limit`.
+   */
+  readonly jobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<JobSummaryRow>, SqlError>
+  /**
+   * Counts per job name and state; `due` and `oldestDueUs` over pending jobs with `run_at <= nowUs`;
+   * `recent` counts jobs finished at or after `sinceUs` (completed within the retention window).
+   */
+  readonly jobStats: (nowUs: number, sinceUs: number) => Effect.Effect<ReadonlyArray<StatsRow>, SqlError>
+  /**
+   * Puts up to `limit` jobs of `name` in `state` (dead or cancelled) back to pending, due now, with a
+   * fresh set of attempts. Returns how many it changed.
+   */
+  readonly jobRetryByName: (
+    name: string,
+    state: "dead" | "cancelled",
+    nowUs: number,
+    limit: number,
+    /** Only jobs finished at or before this time (those that failed again meanwhile stay). */
+    finishedByUs: number
+  ) => Effect.Effect<number, SqlError>
+  /**
+   * Ids above `afterId` of jobs of `name` in `state` that carry a unique key, finished at or before
+   * `finishedByUs`, in id order (`retryAll` retries them one by one: another job may hold the key).
+   */
+  readonly jobKeyedIdsByName: (
+    name: string,
+    state: "dead" | "cancelled",
+    afterId: string,
+    finishedByUs: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /** Records a running attempt's progress (JSON text); returns `false` when the attempt is no longer running. */
+  readonly jobProgressSet: (id: string, attempt: number, progress: string) => Effect.Effect<boolean, SqlError>
+  /** A job's progress JSON, if it reported any. */
+  readonly jobProgressGet: (id: string) => Effect.Effect<string | null, SqlError>
+  /**
+   * Deletes at most `limit` jobs in `state` finished before `cutoffUs`, oldest first. Returns how many
+   * it deleted.
+   */
+  readonly jobPruneFinished: (
+    state: "completed" | "dead" | "cancelled",
+    cutoffUs: number,
+    limit: number
+  ) => Effect.Effect<number, SqlError>
+  /**
+   * The statements (not functions: no transient retry) that take (without waiting) and release the
+   * pruner's session lock for this prefix, run on a reserved connection. The take returns one row, one column: true/1 when taken.
+   */
+  readonly prunerLock: {
+    readonly lock: readonly [sql: string, params: ReadonlyArray<unknown>]
+    readonly unlock: readonly [sql: string, params: ReadonlyArray<unknown>]
+  }
+  /** The ids of the migrations applied to this prefix, or `undefined` when its migrations table is missing. */
+  readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
+  /** Sends a `NOTIFY` on `channel` (PostgreSQL); does nothing on MySQL/MariaDB. */
+  readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
+}
+
+/** A paused job name. */
+export interface PausedRow {
+  readonly name: string
+  readonly pausedAtUs: number
+}
+
+/** Filters of `jobList`. */
+export interface JobListFilter {
+  readonly name?: string | undefined
+  readonly state?: string | undefined
+  readonly beforeId?: string | undefined
+  readonly limit: number
+}
+
+/** A job without its payload, errors and result, as `jobList` reads it. Times are µs. */
+export interface JobSummaryRow {
+  readonly id: string
+  readonly name: string
+  readonly state: string
+  readonly attempts: number
+  readonly priority: number
+  readonly runAtUs: number
+  readonly createdAtUs: number
+  readonly claimedAtUs: number | null
+  readonly finishedAtUs: number | null
+  readonly workerId: string | null
+  readonly lastError: string | null
+  readonly progress: string | null
+}
+
+/** One job name and state of `jobStats`. */
+export interface StatsRow {
+  readonly name: string
+  readonly state: string
+  readonly count: number
+  readonly due: number
+  readonly oldestDueUs: number | null
+  readonly recent: number
+}
+
+/**
+ * The plans of the probe and of the claims (as the database's EXPLAIN prints them, one string per
+ * line or row), for tests that keep them free of full scans and sorts of the backlog. Not part of
+ * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
+ */
+export interface Explain {
+  readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
+  readonly explainClaimKeyed: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+    ReadonlyArray<string>,
+    SqlError
+  >
+}
+
+/** The operations of each area of a driver, as each dialect's modules build them (driver/pg, driver/mysql). */
+export type InsertOps = Pick<Driver, "jobInsertMany" | "jobInsertUnique" | "jobNewestId">
+export type JobsOps = Pick<
+  Driver,
+  | "jobProbe"
+  | "jobClaim"
+  | "jobClaimKeyed"
+  | "jobCountDue"
+  | "jobFinishMany"
+  | "jobEndsNotHeld"
+  | "jobFinishManyAndClaim"
+>
+export type WorkersOps = Pick<
+  Driver,
+  | "jobStaleAttempts"
+  | "jobListOrphaned"
+  | "workerRegister"
+  | "workerJobNames"
+  | "workerHeartbeat"
+  | "workerRelocking"
+  | "workerRelocked"
+  | "workerRemove"
+  | "workerPrune"
+  | "workerLockStatement"
+  | "workerUnlockSql"
+  | "workerLockName"
+  | "connectionIdStatement"
+  | "workerLockHolder"
+  | "endConnection"
+>
+export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire">
+export type AdminOps = Pick<
+  Driver,
+  | "jobGet"
+  | "jobCancel"
+  | "jobRetry"
+  | "pausedList"
+  | "pausedInsert"
+  | "pausedDelete"
+  | "jobList"
+  | "jobStats"
+  | "jobRetryByName"
+  | "jobKeyedIdsByName"
+  | "jobProgressSet"
+  | "jobProgressGet"
+  | "jobPruneFinished"
+  | "prunerLock"
+  | "migrationList"
+  | "channelNotify"
+>

@@ -1,0 +1,44 @@
+/**
+ * The MySQL 8.0+ / MariaDB 10.6+ driver, built from one module per area, each given the same
+ * context (client, tables, run mode, options). MySQL cannot select inside an update of the same
+ * table, so the claim is one locking read (`FOR UPDATE SKIP LOCKED`) and one update, in a
+ * transaction. Its statements use only syntax that MySQL 8.0+ and MariaDB 10.6+ both accept.
+ *
+ * @internal
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Driver, Explain } from "../Driver.js"
+import * as Admin from "./admin.js"
+import { makeContext, type MysqlOptions } from "./context.js"
+import * as Insert from "./insert.js"
+import * as Jobs from "./jobs.js"
+import * as Schedules from "./schedules.js"
+import * as Workers from "./workers.js"
+
+export type { MysqlOptions } from "./context.js"
+
+/** `database`: the database's name (`DATABASE()`), which scopes worker lock names. */
+export const make = (sql: SqlClient.SqlClient, prefix: string, database: string, options: MysqlOptions = {}): Driver => {
+  const ctx = makeContext(sql, prefix, database, options)
+  const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
+  return {
+    dialect: "mysql",
+    capabilities: {
+      listenNotify: false,
+      claimsRideOnEnds: true,
+      maxStatementBytes: ctx.maxStatementBytes,
+      padSpaceKeys: true
+    },
+    ...Insert.make(ctx),
+    ...jobs,
+    ...Workers.make(ctx),
+    ...Schedules.make(ctx),
+    ...Admin.make(ctx)
+  }
+}
+
+/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+export const explain = (sql: SqlClient.SqlClient, prefix: string, options: MysqlOptions = {}): Explain => {
+  const { explainClaim, explainClaimKeyed, explainProbe } = Jobs.make(makeContext(sql, prefix, "", options))
+  return { explainClaim, explainClaimKeyed, explainProbe }
+}

@@ -1,0 +1,117 @@
+/**
+ * MySQL/MariaDB: inserting jobs (one, many in chunks that fit `max_allowed_packet`, with a unique
+ * key) and the newest job id.
+ *
+ * @internal
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as MysqlText from "../../mysqlText.js"
+import type { InsertOps, InsertRow, UniqueInsertResult } from "../Driver.js"
+import { isUniqueViolation } from "../errors.js"
+import { withoutUnreadSpans } from "../run.js"
+import { newestId } from "../shared.js"
+import type { MysqlContext } from "./context.js"
+
+export const make = (ctx: MysqlContext): InsertOps => {
+  const { autoIncrement, jobs, maxStatementBytes, run, sql, ts } = ctx
+  // One job: a prepared insert (`.raw` gives the insert id), compiled once (as on PostgreSQL): only
+  // its values change.
+  const [insertOneText] = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+      VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})`.compile()
+  const insertOne = (r: InsertRow, nowUs: number) =>
+    Effect.map(
+      run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]), "raw"),
+      (result: any) => [String(result.insertId)]
+    )
+  // Several jobs: one unprepared multi-row INSERT and `LAST_INSERT_ID()`, in one round trip, whatever
+  // the count (a prepared text per count would fill the server's statement cache). The text is
+  // written here, its strings as mysqlText literals.
+  const [jobsText] = sql`${jobs}`.compile()
+  const epochUs = (us: number) => `TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
+  const insertHead = `INSERT INTO ${jobsText} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES `
+  const orNull = (s: string | null) => (s === null ? "NULL" : MysqlText.literal(s))
+  const insertMany = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
+    const created = epochUs(nowUs)
+    let text = insertHead
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]
+      text += `${i === 0 ? "" : ", "}(${MysqlText.literal(r.name)}, ${MysqlText.literal(r.payload)}, ${Number(r.priority)}, ${
+        epochUs(Number(r.runAtUs))
+      }, ${created}, ${orNull(r.mutexKey)}, ${orNull(r.traceContext)})`
+    }
+    return Effect.map(
+      run(sql.unsafe<any>(`${text}; SELECT LAST_INSERT_ID() AS id`), "unprepared"),
+      (results: ReadonlyArray<any>) => {
+        // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
+        // ids (in steps of auto_increment_increment) in every autoinc lock mode; LAST_INSERT_ID()
+        // is the first.
+        const first = BigInt(results[1][0].id)
+        return rows.map((_, i) => String(first + BigInt(i * autoIncrement)))
+      }
+    )
+  }
+  /** The most bytes of row values in one multi-row INSERT: well inside `max_allowed_packet`. */
+  const insertBytes = Math.max(32_768, Math.min(maxStatementBytes ?? 16_777_216, 16_777_216) / 2)
+  /** A row's bytes in the INSERT's text (its strings as literals, the rest at most 200 bytes). */
+  const rowBytes = (r: InsertRow) =>
+    MysqlText.literalBytes(r.payload) + MysqlText.literalBytes(r.name) +
+    (r.mutexKey === null ? 0 : MysqlText.literalBytes(r.mutexKey)) +
+    (r.traceContext === null ? 0 : MysqlText.literalBytes(r.traceContext)) + 200
+  const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
+    rows.length === 1 ? insertOne(rows[0], nowUs) : insertMany(rows, nowUs)
+  /** Rows cut into runs that each fit one INSERT ({@link insertBytes}), in order. */
+  const chunksOf = (rows: ReadonlyArray<InsertRow>): Array<ReadonlyArray<InsertRow>> => {
+    const chunks: Array<Array<InsertRow>> = [[]]
+    let bytes = 0
+    for (const r of rows) {
+      const size = rowBytes(r)
+      if (bytes + size > insertBytes && chunks[chunks.length - 1].length > 0) {
+        chunks.push([])
+        bytes = 0
+      }
+      chunks[chunks.length - 1].push(r)
+      bytes += size
+    }
+    return chunks
+  }
+  return {
+    jobInsertMany: (rows, nowUs) => {
+      if (rows.length === 0) return Effect.succeed([])
+      const chunks = chunksOf(rows)
+      if (chunks.length === 1) return insertChunk(chunks[0], nowUs)
+      return Effect.forEach(chunks, (c) => insertChunk(c, nowUs)).pipe(
+        Effect.map((ids) => ids.flat()),
+        sql.withTransaction,
+        // Its `sql.transaction` span is unread with the built-in tracer.
+        withoutUnreadSpans
+      )
+    },
+    jobInsertUnique: (row, nowUs) => {
+      // A plain INSERT: a duplicate key fails only this statement (InnoDB keeps the caller's
+      // transaction), and then the holder is read with a locking read, which sees the latest
+      // committed row whatever the isolation level. An uncommitted insert of the key makes the
+      // INSERT wait for its transaction: if that rolls back, this insert goes through.
+      const insert = sql`INSERT INTO ${jobs}
+          (name, payload, priority, run_at, created_at, mutex_key, trace_context, unique_key, unique_states)
+        VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
+          ${row.traceContext},
+          ${row.uniqueKey}, ${row.uniqueStates})`
+      const holder = run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
+        LOCK IN SHARE MODE`)
+      const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+        run(insert, "raw").pipe(
+          Effect.map((result: any): UniqueInsertResult => ({ id: String(result.insertId), inserted: true })),
+          Effect.catchIf(isUniqueViolation, () =>
+            Effect.flatMap(holder, (held) =>
+              held.length > 0
+                ? Effect.succeed({ id: String(held[0].id), inserted: false })
+                : tries >= 10
+                ? Effect.fail(new SqlError({ message: `sqlane: unique key ${row.uniqueKey} kept changing hands` }))
+                : go(tries + 1)))
+        )
+      return go(1)
+    },
+    jobNewestId: () => newestId(run, sql, jobs)
+  }
+}

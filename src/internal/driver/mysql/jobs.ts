@@ -1,0 +1,345 @@
+/**
+ * MySQL/MariaDB: the probe, the claims (plain and keyed, each a locking read per group and an
+ * update in one transaction), the ends of attempts (alone, or with a claim riding on them), and the
+ * due count.
+ *
+ * @internal
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as SqlConnection from "@effect/sql/SqlConnection"
+import type * as Statement from "@effect/sql/Statement"
+import * as Effect from "effect/Effect"
+import * as MysqlText from "../../mysqlText.js"
+import type { ClaimedRow, Explain, Finish, Group, JobsOps, StaleEnds } from "../Driver.js"
+import {
+  byClaimOrder,
+  endKey,
+  keyedWindow,
+  noStaleEnds,
+  notHeld,
+  num,
+  retryKeyed,
+  splitEnds,
+  toClaimed
+} from "../shared.js"
+import type { MysqlContext } from "./context.js"
+
+/** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
+const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
+  let n = 0
+  for (const r of results) {
+    const affected = Array.isArray(r) ? undefined : (r as { affectedRows?: unknown } | null)?.affectedRows
+    if (typeof affected === "number") n += affected
+  }
+  return n
+}
+
+export const make = (ctx: MysqlContext): JobsOps & Explain => {
+  const { claimedColumns, deleteCompleted, jobs, pendingIndex, prefix, run, runPlain, sql, ts, usOf } = ctx
+  // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
+  // index for group-by"): one index dive per (name, priority) with pending jobs, of any name; the
+  // caller keeps its own names. A filter on the names in the statement (in WHERE, or in HAVING,
+  // which MariaDB pushes into WHERE) makes MariaDB read every pending job of those names instead.
+  // The index is forced: on fresh statistics MariaDB has been seen to pick another and sort.
+  const probeStatement = () =>
+    sql<{ name: string; priority: number; next_us: number }>`SELECT name, priority, ${
+      sql.literal(usOf("MIN(run_at)"))
+    } AS next_us FROM ${jobs} FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' GROUP BY state, name, priority ORDER BY NULL`
+  // One range of that index per group, read in claim order: no filesort, and only the rows
+  // returned are locked.
+  const claimSelect = (g: Group, limit: number, nowUs: number) =>
+    sql`SELECT ${claimedColumns} FROM ${jobs} FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+        AND mutex_key IS NULL
+      ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
+      FOR UPDATE SKIP LOCKED`
+  const claimKeyedSelect = (g: Group, limit: number, nowUs: number) =>
+    sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
+      ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
+      FOR UPDATE SKIP LOCKED`
+  /**
+   * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
+   * order) are paused, as one read of the paused table's primary key (the table holds a row per
+   * paused name: a few rows). Each row read says which names it equals, compared by SQL, so by the
+   * table's collation (utf8mb4_bin, PAD SPACE: a pause of "name " holds "name" too).
+   *
+   * Why it runs as it does (InnoDB): a claim's locking reads (`FOR UPDATE SKIP LOCKED`) see the
+   * newest committed jobs, while a plain read in the same statement reads a snapshot (its read
+   * view) that may predate the pause — so a paused check inside the locking read could see a job
+   * enqueued after the pause and miss the pause. This check is a statement of its own, run after
+   * the locking reads in the same transaction (`claimInTransaction`), and a locking read itself
+   * (`LOCK IN SHARE MODE`, which MySQL 8.0 and MariaDB both accept): it reads the newest committed
+   * paused rows, whatever the isolation level. A job it locked and the claim takes was committed
+   * before the locking read, so a pause that committed before that job's enqueue began is seen
+   * here and the job is left out (its row lock is released at COMMIT). What a claim in flight when
+   * the pause commits may still take is a job already locked before the commit: one enqueued before
+   * the pause committed.
+   *
+   * Its cost and its locks: the claim runs at READ COMMITTED, where a locking read of a key that is
+   * not there locks nothing (no gap locks), so when no name is paused it takes no lock; a paused
+   * name's row gets a shared lock until the claim's COMMIT. `pausedInsert` (`INSERT IGNORE`: a new
+   * row, or a shared lock on the existing one) and `pausedDelete` (one row) are one statement each
+   * and lock no jobs, so they and a claim never wait for each other in a cycle: at worst one waits
+   * for the other's short transaction. (A pause inside an app's longer transaction holds its row
+   * until that commits: claims of that name wait for it.) No LIMIT in the read: MariaDB refuses one
+   * inside `IN (subquery)`, and none is needed.
+   */
+  const pausedStatement = (names: ReadonlyArray<string>) =>
+    sql`SELECT ${sql.join(", ", false)(names.map((n, i) => sql`name = ${n} AS ${sql(`p${i}`)}`))}
+      FROM ${sql(`${prefix}paused`)} WHERE name IN ${sql.in(names)} LOCK IN SHARE MODE`
+  /** The distinct job names of `groups`, in order. */
+  const namesOf = (groups: ReadonlyArray<Group>) => Array.from(new Set(groups.map((g) => g.name)))
+  const explain = (statement: Statement.Statement<unknown>) => {
+    const [text, params] = statement.compile(true)
+    return Effect.map(
+      run(sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params), "unprepared"),
+      (rows) => rows.map((r) => JSON.stringify(r))
+    )
+  }
+  // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
+  /**
+   * The ends of attempts: one update; with `deleteCompleted`, a delete of the rows of completed jobs
+   * (those not `keep`, see `Finish`) and an update of the others, if any, in one text.
+   */
+  const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
+    const { removed, rest } = splitEnds(finishes, deleteCompleted)
+    if (removed.length === 0) return finishStatement(finishes).compile(true)
+    // Through the primary key, named: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))`
+    // through no key, and with few running rows prefers the `(state, finished_at)` index for
+    // `state = 'running'` even beside `id IN` — and at REPEATABLE READ locks that range and the gap
+    // after it, where every new pending job's entry goes. (Index hints need the multi-table form.)
+    const [remove, removeParams] = sql`DELETE j FROM ${jobs} j FORCE INDEX (PRIMARY)
+        WHERE j.id IN ${sql.in(removed.map((f) => f.id))}
+          AND (j.id, j.attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
+          AND j.state = 'running'`.compile(true)
+    if (rest.length === 0) return [remove, removeParams]
+    const [update, updateParams] = finishStatement(rest).compile(true)
+    return [`${remove}; ${update}`, [...removeParams, ...updateParams]]
+  }
+  const finishStatement = (finishes: ReadonlyArray<Finish>) => {
+    const rows = finishes.map((f, i) =>
+      i === 0
+        ? sql`SELECT CAST(${f.id} AS SIGNED) AS id, CAST(${f.attempt} AS SIGNED) AS attempt, ${f.state} AS state,
+              CAST(${f.runAtUs} AS SIGNED) AS run_at_us, CAST(${f.finishedAtUs} AS SIGNED) AS finished_at_us,
+              ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
+        : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
+    )
+    // Only the ends' rows, through the primary key (`j.id IN`, as the delete above): with a batch that
+    // is a large share of the running rows, MariaDB read the jobs first, every running row, and
+    // locked each, so an end waited for (or deadlocked with) a transaction holding an unrelated
+    // running job (an app's cancel, a handler's own update).
+    return sql`UPDATE ${jobs} j FORCE INDEX (PRIMARY) JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
+          ON j.id = v.id AND j.attempts = v.attempt
+        SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
+          j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
+          j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
+          j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
+          j.last_error = COALESCE(v.last_error, j.last_error),
+          j.errors = COALESCE(v.errors, j.errors),
+          j.result = v.result,
+          j.worker_id = NULL
+        WHERE j.id IN ${sql.in(finishes.map((f) => f.id))} AND j.state = 'running'`
+  }
+  /**
+   * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
+   * deadlock with) the app's transactions enqueueing jobs; in two round trips on one connection
+   * (multi-statement): the locking reads (`select`, one per group) and the paused check
+   * (`pausedStatement`, after them), then one update of the rows `pick` keeps from the result sets
+   * of the groups whose name is not paused (a paused name's set is passed empty). Rows read but not
+   * kept are unlocked at COMMIT. With `before` (a ride), the ends are written first; when fewer rows
+   * changed than there were ends, the transaction is rolled back and the ends are written alone,
+   * exactly (`finishExactly`), with nothing claimed.
+   */
+  const claimInTransaction = (
+    groups: ReadonlyArray<Group>,
+    select: (group: Group) => readonly [string, ReadonlyArray<unknown>],
+    pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
+    nowUs: number,
+    workerId: string,
+    /** The ends a claim rides on, written first in the same transaction. */
+    before?: ReadonlyArray<Finish>
+  ) =>
+    Effect.gen(function*() {
+      const names = namesOf(groups)
+      const selects = groups.length === 0 ? [] : [...groups.map(select), pausedStatement(names).compile(true)]
+      const conn = yield* sql.reserve
+      const statements = before === undefined ? selects : [finishStatements(before), ...selects]
+      return yield* Effect.gen(function*() {
+        const results = yield* conn.executeUnprepared(
+          `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${statements.map(([q]) => q).join("; ")}`,
+          MysqlText.values(statements.flatMap(([, params]) => params)),
+          undefined
+        )
+        if (before !== undefined && affectedRowsOf(results.slice(0, results.length - selects.length)) < before.length) {
+          yield* conn.executeUnprepared("ROLLBACK", [], undefined)
+          return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before, conn) }
+        }
+        const stale = noStaleEnds
+        const read = results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>
+        const pausedRows = read.length === 0 ? [] : read[read.length - 1]
+        const paused = new Set(names.filter((_, i) => pausedRows.some((r) => Number(r[`p${i}`]) === 1)))
+        const picked = pick(read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set)))
+        if (picked.length === 0) {
+          yield* conn.executeUnprepared("COMMIT", [], undefined)
+          return { claimed: [] as Array<ClaimedRow>, stale }
+        }
+        const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
+              claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
+            WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
+        yield* conn.executeUnprepared(`${update}; COMMIT`, MysqlText.values(updateParams), undefined)
+        return { claimed: picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 })), stale }
+      }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+    }).pipe(Effect.scoped)
+  /** What `notHeld` reads of the rows of `finishes`. */
+  const endsRead = (finishes: ReadonlyArray<Finish>) =>
+    sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${sql.literal(usOf("run_at"))} AS run_at_us,
+        ${sql.literal(usOf("finished_at"))} AS finished_at_us
+      FROM ${jobs} FORCE INDEX (PRIMARY) WHERE id IN ${sql.in(finishes.map((f) => f.id))}`.compile(true)
+  /**
+   * The ends written exactly, in a transaction of their own on `conn` (no transaction open): the
+   * rows of the attempts still running are locked first (`FOR UPDATE`), then only those ends are
+   * written; the others are the stale ends. For a write that changed fewer rows than it had ends
+   * (rows changed count only, not which; a row another attempt deleted is gone either way).
+   */
+  const finishExactly = (finishes: ReadonlyArray<Finish>, conn: SqlConnection.Connection): Effect.Effect<StaleEnds, SqlError> =>
+    Effect.gen(function*() {
+      const [lock, lockParams] = sql`SELECT id, attempts FROM ${jobs} FORCE INDEX (PRIMARY)
+          WHERE id IN ${sql.in(finishes.map((f) => f.id))} AND state = 'running' FOR UPDATE`.compile(true)
+      const results = yield* conn.executeUnprepared(`START TRANSACTION; ${lock}`, MysqlText.values(lockParams), undefined)
+      const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
+      const running = new Set(rows.map((r) => endKey(String(r.id), num(r.attempts))))
+      const live = finishes.filter((f) => running.has(endKey(f.id, f.attempt)))
+      if (live.length > 0) {
+        const [text, params] = finishStatements(live)
+        yield* conn.executeUnprepared(`${text}; COMMIT`, MysqlText.values(params), undefined)
+      } else {
+        yield* conn.executeUnprepared("COMMIT", [], undefined)
+      }
+      const stale = new Set<string>()
+      for (const f of finishes) if (!running.has(endKey(f.id, f.attempt))) stale.add(endKey(f.id, f.attempt))
+      return stale
+    })
+  return {
+    jobProbe: (names) =>
+      Effect.map(
+        run(probeStatement(), "unprepared"),
+        (rows) => {
+          const wanted = new Set(names)
+          return rows.filter((r) => wanted.has(r.name)).map((r) => ({
+            name: r.name,
+            priority: num(r.priority),
+            nextUs: num(r.next_us)
+          }))
+        }
+      ),
+    explainProbe: () => explain(probeStatement()),
+    explainClaim: (groups, limit, nowUs) =>
+      Effect.map(
+        Effect.forEach([...groups.map((g) => claimSelect(g, limit, nowUs)), pausedStatement(namesOf(groups))], explain),
+        (plans) => plans.flat()
+      ),
+    jobClaim: (groups, limit, nowUs, workerId) =>
+      // One locking read per group (an index range in claim order, no filesort), then the first
+      // `limit` rows in claim order.
+      Effect.map(
+        claimInTransaction(
+          groups,
+          (g) => claimSelect(g, limit, nowUs).compile(true),
+          (sets) => sets.flat().map(toClaimed).sort(byClaimOrder).slice(0, Math.floor(limit)),
+          nowUs,
+          workerId
+        ),
+        (r) => r.claimed
+      ),
+    explainClaimKeyed: (groups, limit, nowUs) =>
+      Effect.map(
+        Effect.forEach(
+          [...groups.map((g) => claimKeyedSelect(g, limit, nowUs)), pausedStatement(namesOf(groups))],
+          explain
+        ),
+        (plans) => plans.flat()
+      ),
+    jobClaimKeyed: (groups, limit, nowUs, workerId) =>
+      // As `jobClaim`; each group's locking read skips jobs whose key has a running job (the unique
+      // index on `mutex_running` answers that); of the merged windows one job per key is kept.
+      retryKeyed(Effect.map(claimInTransaction(
+        groups,
+        (g) => claimKeyedSelect(g, limit, nowUs).compile(true),
+        (sets) => {
+          const rows = sets.flat().map((row) => ({ row, claimed: toClaimed(row) }))
+          rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed))
+          const keys = new Set<string>()
+          const picked: Array<ClaimedRow> = []
+          for (const { claimed, row } of rows) {
+            if (picked.length >= limit) break
+            if (row.mutex_key !== null && row.mutex_key !== undefined) {
+              // Compared as the unique index compares them: utf8mb4_bin pads with spaces, so keys
+              // that differ only by trailing spaces are one key there (picking both would make the
+              // update fail every time, and the claim would never succeed).
+              const key = String(row.mutex_key).replace(/ +$/, "")
+              if (keys.has(key)) continue
+              keys.add(key)
+            }
+            picked.push(claimed)
+          }
+          return picked
+        },
+        nowUs,
+        workerId
+      ), (r) => r.claimed)),
+    jobCountDue: (names, nowUs, cap) =>
+      names.length === 0 ? Effect.succeed([]) : Effect.map(
+        run(sql<{ name: string; due: number }>`${
+          sql.join(" UNION ALL ", false)(names.map((name) =>
+            sql`SELECT ${name} AS name, (SELECT COUNT(*) FROM (
+                SELECT 1 FROM ${jobs} FORCE INDEX (${pendingIndex})
+                WHERE state = 'pending' AND name = ${name} AND run_at <= ${ts(nowUs)}
+                LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS due`
+          ))
+        }`, "unprepared"),
+        (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
+      ),
+    // In a transaction of its own: as a multi-statement, the driver returns the rows each statement
+    // changed; when fewer rows changed than there were ends, it is rolled back and the ends are
+    // written exactly (`finishExactly`).
+    jobFinishMany: (finishes) =>
+      Effect.gen(function*() {
+        const [text, params] = finishStatements(finishes)
+        const conn = yield* sql.reserve
+        return yield* Effect.gen(function*() {
+          const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
+          if (affectedRowsOf(results) >= finishes.length) {
+            yield* conn.executeUnprepared("COMMIT", [], undefined)
+            return noStaleEnds
+          }
+          yield* conn.executeUnprepared("ROLLBACK", [], undefined)
+          return yield* finishExactly(finishes, conn)
+        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+      }).pipe(Effect.scoped),
+    jobEndsNotHeld: (finishes) =>
+      Effect.map(
+        Effect.flatMap(Effect.sync(() => endsRead(finishes)), ([text, params]) =>
+          runPlain(sql.unsafe(text, MysqlText.values(params)), "unprepared")),
+        (rows) => notHeld(finishes, rows, deleteCompleted)
+      ),
+    // The ends touch running rows and the claim pending ones. The ends' row locks are held while
+    // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both. Unlike
+    // PostgreSQL's one statement (one snapshot), the locking reads see the ends just written: a job
+    // they put back to pending (released, or retried at once) is left for a later claim, as there.
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
+      const ended = new Set(finishes.map((f) => String(f.id)))
+      return claimInTransaction(
+        groups,
+        (g) => claimSelect(g, limit, nowUs).compile(true),
+        (sets) =>
+          sets.flat().map(toClaimed).filter((r) => !ended.has(r.id)).sort(byClaimOrder).slice(0, Math.floor(limit)),
+        nowUs,
+        workerId,
+        finishes
+      )
+    }
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * MySQL/MariaDB: workers' rows, heartbeats and session locks (`GET_LOCK`), and the jobs of lost
+ * workers (rescue).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type { WorkersOps } from "../Driver.js"
+import { jobNamesOf, num, staleAttempts, toClaimed } from "../shared.js"
+import type { MysqlContext } from "./context.js"
+
+export const make = (ctx: MysqlContext): WorkersOps => {
+  const { claimedColumnsJ, jobs, lockPrefix, run, sql, ts, usOf, workers } = ctx
+  return {
+    jobStaleAttempts: (attempts) =>
+      attempts.length === 0 ? Effect.succeed([]) : Effect.map(
+        run(sql`SELECT id, attempts, state FROM ${jobs} WHERE id IN ${sql.in(attempts.map((a) => a.id))}`, "unprepared"),
+        (rows) => staleAttempts(attempts, rows)
+      ),
+    jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
+      Effect.map(
+        run(sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
+              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
+              COALESCE(w.relocking, 0) AS relocking, COALESCE(w.relocks, 0) AS relocks
+            FROM ${jobs} j
+            LEFT JOIN ${workers} w ON w.id = j.worker_id
+            WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
+              AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
+                   OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
+            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
+        (rows) =>
+          rows.map((r: any) => ({
+            ...toClaimed(r),
+            workerId: r.worker_id ?? null,
+            claimedAtUs: num(r.claimed_at_us),
+            expired: r.expired === true || Number(r.expired) === 1,
+            relocking: r.relocking === true || Number(r.relocking) === 1,
+            relocks: num(r.relocks)
+          }))
+      ),
+    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE,
+            job_names = VALUES(job_names)`.pipe(Effect.asVoid),
+    workerJobNames: (sinceUs) =>
+      Effect.map(
+        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
+        jobNamesOf
+      ),
+    workerHeartbeat: (id, nowUs) =>
+      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRelocked: (id) =>
+      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerPrune: (cutoffUs) =>
+      // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
+      // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,
+      // ride and enqueue in flight, and blocked them while it scanned. A plain SELECT locks nothing.
+      // Without stale workers (the common case) the jobs table is not read at all.
+      Effect.gen(function*() {
+        const stale = yield* sql<{ id: string }>`SELECT id FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}`
+        if (stale.length === 0) return
+        const ids = stale.map((r) => String(r.id))
+        const busy = yield* sql<{ worker_id: string }>`SELECT DISTINCT worker_id FROM ${jobs}
+          WHERE state = 'running' AND worker_id IN ${sql.in(ids)}`
+        const running = new Set(busy.map((r) => String(r.worker_id)))
+        const idle = ids.filter((id) => !running.has(id))
+        if (idle.length === 0) return
+        yield* sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)} AND id IN ${sql.in(idle)}`
+      }),
+    workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
+    workerUnlockSql: "SELECT RELEASE_LOCK(?)",
+    workerLockName: (id) => lockPrefix + id,
+    connectionIdStatement: "SELECT CONNECTION_ID()",
+    workerLockHolder: (id) =>
+      Effect.map(
+        sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockPrefix + id}) AS conn`,
+        (rows) => (rows[0]?.conn === null || rows[0]?.conn === undefined ? null : num(rows[0].conn))
+      ),
+    endConnection: (connectionId) => Effect.asVoid(sql.unsafe(`KILL CONNECTION ${Math.trunc(connectionId)}`))
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * PostgreSQL: operations on jobs by id (get, cancel, retry, progress), the paused names, listing,
+ * statistics, retries by name, pruning, the pruner's lock, the migrations applied and `NOTIFY`.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import { uniqueGuard } from "../../migrations.js"
+import type { AdminOps } from "../Driver.js"
+import { isUniqueViolation } from "../errors.js"
+import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
+import { type PgContext, pgLockSpace } from "./context.js"
+
+export const make = (ctx: PgContext): AdminOps => {
+  const { claimedColumns, jobs, prefix, sql, ts, us } = ctx
+  return {
+    jobCancel: (id, nowUs) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
+            WHERE id = ${id}::bigint AND state IN ('pending', 'running') RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobRetry: (id, nowUs) =>
+      Effect.map(
+        // Not while another job holds its unique key (the unique index would refuse the update).
+        sql`UPDATE ${jobs} j SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE j.id = ${id}::bigint AND j.state IN ('dead', 'cancelled')
+              AND (j.unique_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM ${jobs} o WHERE o.unique_key = j.unique_key AND o.id <> j.id
+                  AND ${sql.literal(uniqueGuard("o."))}))
+            RETURNING j.id`,
+        (rows) => rows.length > 0
+      ).pipe(
+        // The guard cannot see a key taken by an uncommitted transaction: the update then waits for
+        // it and meets the index. Inside the caller's transaction that error would abort it, so the
+        // update runs in a transaction of its own — a savepoint there — rolled back on the error.
+        sql.withTransaction,
+        Effect.catchIf(isUniqueViolation, () => Effect.succeed(false))
+      ),
+    jobGet: (id) =>
+      Effect.map(
+        sql`SELECT ${claimedColumns}, state, ${us("claimed_at")} AS claimed_at_us,
+              ${us("finished_at")} AS finished_at_us, last_error, result
+            FROM ${jobs} WHERE id = ${id}::bigint`,
+        (rows) => (rows.length === 0 ? undefined : toJobRow(rows[0]))
+      ),
+
+    // --- Operations -------------------------------------------------------------------------
+    pausedList: () =>
+      Effect.map(
+        sql`SELECT name, ${us("paused_at")} AS paused_at_us FROM ${sql(`${prefix}paused`)} ORDER BY name`,
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: r.name, pausedAtUs: num(r.paused_at_us) }))
+      ),
+    pausedInsert: (name, nowUs) =>
+      Effect.map(
+        sql`INSERT INTO ${sql(`${prefix}paused`)} (name, paused_at) VALUES (${name}, ${ts(nowUs)})
+            ON CONFLICT (name) DO NOTHING RETURNING name`,
+        (rows) => rows.length > 0
+      ),
+    pausedDelete: (name) =>
+      Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
+    jobList: (filter) =>
+      Effect.map(
+        sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
+              ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
+              ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
+            FROM ${jobs}
+            WHERE ${sql.and([
+          ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
+          ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`])
+        ])}
+            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
+        (rows) => rows.map(toSummary)
+      ),
+    // A run_at of -infinity (a row edited by hand) reads as the year 1000, as in usText.
+    jobStats: (nowUs, sinceUs) =>
+      Effect.map(
+        sql`SELECT name, state, COUNT(*) AS n,
+              COUNT(*) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)}) AS due,
+              (EXTRACT(EPOCH FROM MIN(GREATEST(run_at, '1000-01-01Z')) FILTER (WHERE state = 'pending' AND run_at <= ${ts(nowUs)})) * 1000000)::bigint
+                AS oldest_due_us,
+              COUNT(*) FILTER (WHERE finished_at >= ${ts(sinceUs)}) AS recent
+            FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
+        (rows) => rows.map(toStats)
+      ),
+    jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
+      Effect.map(
+        // Jobs with a unique key are left to `jobRetry`, one by one (another job may hold the key).
+        sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
+            WHERE id IN (
+              SELECT id FROM ${jobs} WHERE state = ${state} AND name = ${name} AND unique_key IS NULL
+                AND finished_at <= ${ts(finishedByUs)}
+              ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))} FOR UPDATE SKIP LOCKED)
+              AND state = ${state} AND unique_key IS NULL AND finished_at <= ${ts(finishedByUs)}
+            RETURNING id`,
+        (rows) => rows.length
+      ),
+    jobKeyedIdsByName: (name, state, afterId, finishedByUs, limit) =>
+      Effect.map(
+        sql<{ id: string }>`SELECT id FROM ${jobs}
+            WHERE state = ${state} AND name = ${name} AND unique_key IS NOT NULL
+              AND finished_at <= ${ts(finishedByUs)} AND id > ${afterId}::bigint
+            ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))}`,
+        (rows) => rows.map((r) => String(r.id))
+      ),
+    jobProgressSet: (id, attempt, progress) =>
+      Effect.map(
+        sql`UPDATE ${jobs} SET progress = ${progress}
+            WHERE id = ${id}::bigint AND attempts = ${attempt} AND state = 'running' RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobProgressGet: (id) =>
+      Effect.map(
+        sql<{ progress: string | null }>`SELECT progress FROM ${jobs} WHERE id = ${id}::bigint`,
+        (rows) => rows[0]?.progress ?? null
+      ),
+    jobPruneFinished: (state, cutoffUs, limit) =>
+      // The outer conditions are checked again on rows changed meanwhile (a retried dead job stays).
+      Effect.map(
+        sql<{ n: string }>`WITH d AS (
+              DELETE FROM ${jobs} WHERE id IN (
+                SELECT id FROM ${jobs} WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
+                ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))})
+              AND state = ${state} AND finished_at < ${ts(cutoffUs)}
+              RETURNING 1)
+            SELECT COUNT(*) AS n FROM d`,
+        (rows) => num(rows[0]?.n ?? 0)
+      ),
+    prunerLock: ({
+      lock: ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]],
+      unlock: ["SELECT pg_advisory_unlock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]]
+    }),
+    migrationList: () =>
+      Effect.gen(function*() {
+        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
+          WHERE table_schema = current_schema() AND table_name = ${`${prefix}migrations`}`
+        if (num(exists?.n ?? 0) === 0) return undefined
+        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
+          ORDER BY migration_id`
+        return rows.map((r) => num(r.id))
+      }),
+    channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * The PostgreSQL driver (PostgreSQL 9.5+): one statement per operation, built from one module per
+ * area, each given the same context (client, tables, run mode, options).
+ *
+ * @internal
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Driver, Explain } from "../Driver.js"
+import * as Admin from "./admin.js"
+import { makeContext, type PgOptions } from "./context.js"
+import * as Insert from "./insert.js"
+import * as Jobs from "./jobs.js"
+import * as Schedules from "./schedules.js"
+import * as Workers from "./workers.js"
+
+export type { PgOptions } from "./context.js"
+
+/** `database`: the database's name (`current_database()`), which scopes worker lock names. */
+export const make = (sql: SqlClient.SqlClient, prefix: string, database: string, options: PgOptions = {}): Driver => {
+  const ctx = makeContext(sql, prefix, database, options)
+  const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
+  return {
+    dialect: "pg",
+    capabilities: { listenNotify: true, claimsRideOnEnds: true, maxStatementBytes: undefined, padSpaceKeys: false },
+    ...Insert.make(ctx),
+    ...jobs,
+    ...Workers.make(ctx),
+    ...Schedules.make(ctx),
+    ...Admin.make(ctx)
+  }
+}
+
+/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions = {}): Explain => {
+  const { explainClaim, explainClaimKeyed, explainProbe } = Jobs.make(makeContext(sql, prefix, "", options))
+  return { explainClaim, explainClaimKeyed, explainProbe }
+}

@@ -1,0 +1,34 @@
+/**
+ * PostgreSQL: the latest tick of each periodic job, and a tick's enqueue.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type { SchedulesOps } from "../Driver.js"
+import { num } from "../shared.js"
+import type { PgContext } from "./context.js"
+
+export const make = (ctx: PgContext): SchedulesOps => {
+  const { prefix, sql, ts, us } = ctx
+  return {
+    scheduleGet: (name) =>
+      Effect.map(
+        sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
+        (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
+      ),
+    scheduleFire: (name, tickUs, nowUs, enqueue) => {
+      const schedules = sql(`${prefix}schedules`)
+      return sql.withTransaction(Effect.gen(function*() {
+        // A first tick's row is written here and locked; a row that exists is locked as it is.
+        yield* sql`INSERT INTO ${schedules} (name, last_tick_at, updated_at)
+            VALUES (${name}, TIMESTAMPTZ '-infinity', ${ts(nowUs)}) ON CONFLICT (name) DO NOTHING`
+        const rows = yield* sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${schedules}
+            WHERE name = ${name} FOR UPDATE`
+        if (rows.length > 0 && num(rows[0].us) >= tickUs) return undefined
+        const enqueued = yield* enqueue
+        yield* sql`UPDATE ${schedules} SET last_tick_at = ${ts(tickUs)}, updated_at = ${ts(nowUs)} WHERE name = ${name}`
+        return enqueued
+      }))
+    }
+  }
+}

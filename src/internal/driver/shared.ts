@@ -1,0 +1,191 @@
+/**
+ * Helpers both drivers use: reading rows (`num`, `toClaimed`…), the stale ends of a write, lock
+ * names, and the keyed claim's window and retry.
+ *
+ * @internal
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import * as Effect from "effect/Effect"
+import type { ClaimedRow, Finish, JobRow, JobSummaryRow, StaleEnds, StatsRow } from "./Driver.js"
+import { isUniqueViolation } from "./errors.js"
+import type { Run } from "./run.js"
+
+/**
+ * What every worker lock name of one queue starts with: `sqw<scope>:`, where `<scope>` is 5 base-36
+ * characters of a hash (FNV-1a) of the database's name and the table prefix. A worker's session lock is
+ * `<this><worker id>` (MySQL, `GET_LOCK`) or an advisory lock on that name's hash (PostgreSQL).
+ *
+ * The scope keeps queues apart: MySQL's `GET_LOCK` names are server-wide, and on both databases two
+ * queues (two prefixes, or two databases of one server) may each have a worker of the same id. It
+ * is 9 characters, as the `sqlane:w:` of earlier versions was, so ids of up to 55 characters still
+ * fit MySQL's 64. On MySQL the name and prefix are lowercased first: with `lower_case_table_names`
+ * set, `Test` and `test` are one database, and all processes of a queue must name its locks alike.
+ * Workers of versions with the old lock names must not run beside these (they would see each other
+ * as lost): stop them all before starting the new version.
+ */
+export const workerLockPrefix = (dialect: "pg" | "mysql", database: string, prefix: string): string => {
+  const scope = `${database}/${prefix}`
+  const text = dialect === "mysql" ? scope.toLowerCase() : scope
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return `sqw${((hash >>> 0) % 36 ** 5).toString(36).padStart(5, "0")}:`
+}
+
+export const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
+export const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
+
+/**
+ * The ends whose rows are deleted (completed, not `keep`, when completed rows are deleted at once)
+ * and the rest, which are updated.
+ */
+export const splitEnds = (finishes: ReadonlyArray<Finish>, deleteCompleted: boolean) => {
+  if (!deleteCompleted) return { removed: [], rest: finishes }
+  const removed: Array<Finish> = []
+  const rest: Array<Finish> = []
+  for (const f of finishes) (f.state === "completed" && f.keep !== true ? removed : rest).push(f)
+  return { removed, rest }
+}
+
+/** The key of an attempt's end among the stale ends of a write (`StaleEnds`). */
+export const endKey = (id: string, attempt: number): string => `${id}:${attempt}`
+
+/** The union of the workers' `job_names` (JSON arrays; a row written before they were recorded has none). */
+export const jobNamesOf = (rows: ReadonlyArray<{ readonly job_names: string | null }>): ReadonlySet<string> => {
+  const names = new Set<string>()
+  for (const r of rows) {
+    try {
+      const parsed: unknown = r.job_names === null ? [] : JSON.parse(r.job_names)
+      if (Array.isArray(parsed)) for (const n of parsed) if (typeof n === "string") names.add(n)
+    } catch {
+      // not JSON: a row edited by hand
+    }
+  }
+  return names
+}
+
+export const noStaleEnds: StaleEnds = new Set()
+
+/**
+ * The ends of `finishes` that changed nothing, from the ends written (`id:attempt,…`), or none
+ * when `written` is null (every end was written).
+ */
+export const staleEnds = (finishes: ReadonlyArray<Finish>, written: string | null): StaleEnds => {
+  if (written === null) return noStaleEnds
+  const applied = new Set(written === "" ? [] : written.split(","))
+  const stale = new Set<string>()
+  for (const f of finishes) {
+    const key = endKey(f.id, f.attempt)
+    if (!applied.has(key)) stale.add(key)
+  }
+  return stale
+}
+
+/**
+ * Of `finishes`, the ends their rows (`rows`: id, attempts, state, free — worker_id IS NULL —,
+ * run_at_us, finished_at_us) do not hold: a row holds an end when it has what the end wrote; a
+ * deleted row's end (see `splitEnds`), when the row is gone.
+ */
+export const notHeld = (finishes: ReadonlyArray<Finish>, rows: ReadonlyArray<any>, deleteCompleted: boolean): StaleEnds => {
+  const now = new Map(rows.map((r) => [String(r.id), r]))
+  const deleted = new Set(splitEnds(finishes, deleteCompleted).removed)
+  const stale = new Set<string>()
+  for (const f of finishes) {
+    const r = now.get(f.id)
+    const held = deleted.has(f)
+      ? r === undefined
+      : r !== undefined && (r.free === true || Number(r.free) === 1) && (f.state === "released"
+        ? r.state === "pending" && num(r.attempts) === f.attempt - 1
+        : r.state === f.state && num(r.attempts) === f.attempt &&
+          (f.runAtUs === null || numOrNull(r.run_at_us) === f.runAtUs) &&
+          numOrNull(r.finished_at_us) === f.finishedAtUs)
+    if (!held) stale.add(endKey(f.id, f.attempt))
+  }
+  return stale
+}
+
+/** Of `attempts`, those whose row (id, attempts, state) is gone, not running, or at another attempt. */
+export const staleAttempts = (
+  attempts: ReadonlyArray<{ readonly id: string; readonly attempt: number }>,
+  rows: ReadonlyArray<any>
+) => {
+  const now = new Map(rows.map((r) => [String(r.id), r]))
+  return attempts.filter((a) => {
+    const r = now.get(a.id)
+    return r === undefined || r.state !== "running" || num(r.attempts) !== a.attempt
+  })
+}
+
+export const toClaimed = (r: any): ClaimedRow => ({
+  id: String(r.id),
+  name: r.name,
+  payload: r.payload,
+  attempts: num(r.attempts),
+  attemptBase: num(r.attempt_base ?? 0),
+  priority: num(r.priority),
+  runAtUs: num(r.run_at_us),
+  createdAtUs: num(r.created_at_us),
+  errors: r.errors ?? null,
+  traceContext: r.trace_context ?? null,
+  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & 4) !== 0
+})
+
+export const toJobRow = (r: any): JobRow => ({
+  ...toClaimed(r),
+  state: r.state,
+  claimedAtUs: numOrNull(r.claimed_at_us),
+  finishedAtUs: numOrNull(r.finished_at_us),
+  lastError: r.last_error ?? null,
+  result: r.result ?? null
+})
+
+/** Rows a keyed claim locks to find `limit` jobs: some jobs of the window may share a key. */
+export const keyedWindow = (limit: number) => String(Math.floor(limit) * 2 + 16)
+
+/** Tries a keyed claim again when it lost a race for a key (a unique violation), up to 5 times. */
+export const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+  const go = (tries: number): Effect.Effect<ReadonlyArray<A>, SqlError> =>
+    Effect.catchIf(claim, isUniqueViolation, () => (tries >= 5 ? Effect.succeed([]) : go(tries + 1)))
+  return go(1)
+}
+
+export const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
+  a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
+
+/** `jobNewestId`, the same SQL on both dialects. */
+export const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>
+  Effect.map(
+    run(sql<{ id: string | null }>`SELECT MAX(id) AS id FROM ${jobs}`),
+    (rows) => (rows[0]?.id === null || rows[0]?.id === undefined ? null : String(rows[0].id))
+  )
+
+export const toSummary = (r: any): JobSummaryRow => ({
+  id: String(r.id),
+  name: r.name,
+  state: r.state,
+  attempts: num(r.attempts),
+  priority: num(r.priority),
+  runAtUs: num(r.run_at_us),
+  createdAtUs: num(r.created_at_us),
+  claimedAtUs: numOrNull(r.claimed_at_us),
+  finishedAtUs: numOrNull(r.finished_at_us),
+  workerId: r.worker_id ?? null,
+  lastError: r.last_error ?? null,
+  progress: r.progress ?? null
+})
+
+export const toStats = (r: any): StatsRow => ({
+  name: r.name,
+  state: r.state,
+  count: num(r.n),
+  due: num(r.due ?? 0),
+  oldestDueUs: numOrNull(r.oldest_due_us),
+  recent: num(r.recent ?? 0)
+})
+
+/** The pruner's lock name for a table prefix (at most 53 characters: MySQL allows 64). */
+export const prunerLockName = (prefix: string) => `sqlane:prune:${prefix}`
