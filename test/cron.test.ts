@@ -138,7 +138,46 @@ describe("nextTick: the clock goes back (a repeated hour)", () => {
   })
 })
 
-describe("nextTick: the clock jumps ahead (a skipped hour), as Cron.next", () => {
+describe("nextTick: the clock jumps ahead (a skipped hour): each skipped wall time once, read in the offset before", () => {
+  it("several times in the skipped hour each fire: Los Angeles, Berlin, Troll (2 h), Lord Howe (30 min)", () => {
+    // Cron.next gives only the first of them: 10:00Z, then the next day.
+    assert.deepStrictEqual(ticks("*/20 2 * * *", LA, "2026-03-08T09:00:00Z", "2026-03-09T09:30:00Z"), [
+      z("03-08T10:00"),
+      z("03-08T10:20"),
+      z("03-08T10:40"),
+      z("03-09T09:00"),
+      z("03-09T09:20")
+    ])
+    assert.deepStrictEqual(ticks("15,45 2 * * *", BERLIN, "2026-03-29T00:00:00Z", "2026-03-30T01:00:00Z"), [
+      z("03-29T01:15"),
+      z("03-29T01:45"),
+      z("03-30T00:15"),
+      z("03-30T00:45")
+    ])
+    // Antarctica/Troll: +00 → +02 at 01:00Z, wall 01:00–02:59 skipped; 03:00 (+02) is 01:00Z again.
+    assert.deepStrictEqual(ticks("0 1-3 * * *", "Antarctica/Troll", "2026-03-28T23:00:00Z", "2026-03-30T00:00:00Z"), [
+      z("03-29T01:00"),
+      z("03-29T02:00"),
+      z("03-29T23:00"),
+      z("03-30T00:00")
+    ])
+    // Australia/Lord_Howe: +10:30 → +11 at 15:30Z, wall 02:00–02:29 skipped.
+    assert.deepStrictEqual(ticks("*/20 2 * * *", "Australia/Lord_Howe", "2026-10-03T15:00:00Z", "2026-10-03T16:30:00Z"), [
+      z("10-03T15:30"),
+      z("10-03T15:40"),
+      z("10-03T15:50")
+    ])
+  })
+
+  it("latestTick finds each skipped wall time (Cron.prev finds one at most)", () => {
+    const cron = Cron.unsafeParse("*/20 2 * * *", LA)
+    // The latest tick enqueued: the day before's last.
+    const lastUs = Date.parse("2026-03-07T10:40:00Z") * 1000
+    assert.strictEqual(latestTick(cron, Date.parse("2026-03-08T10:30:00Z"), lastUs)?.toISOString(), z("03-08T10:20"))
+    assert.strictEqual(latestTick(cron, Date.parse("2026-03-08T10:50:00Z"), lastUs)?.toISOString(), z("03-08T10:40"))
+    assert.strictEqual(latestTick(cron, Date.parse("2026-03-08T12:00:00Z"), lastUs)?.toISOString(), z("03-08T10:40"))
+  })
+
   it("America/Los_Angeles: no real minute is lost; 02:30 fires once, at 03:30 PDT", () => {
     const [from, to] = ["2026-03-08T08:00:00Z", "2026-03-08T12:00:00Z"]
     assert.deepStrictEqual(ticks("* * * * *", LA, from, to), every(1, from, to))

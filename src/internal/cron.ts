@@ -11,10 +11,11 @@
  *   through both copies of the repeated hour, e.g. `* * * * *` every real minute of them;
  * - a cron at fixed hours (`30 1 * * *`) fires at the first copy only: once that day.
  *
- * At a spring-forward (the offset increases, wall time skips ahead) `Cron.next` is kept as it is:
- * a wall time that does not exist is read in the offset before the gap (JavaScript's / Temporal's
- * "compatible" disambiguation), so `30 2 * * *` in America/Los_Angeles fires once, at 03:30 PDT
- * (10:30 UTC) on the day of the change; cronie runs it at 03:00 PDT, right after the jump.
+ * At a spring-forward (the offset increases, wall time skips ahead) a wall time that does not exist
+ * is read in the offset before the gap (JavaScript's / Temporal's "compatible" disambiguation), each
+ * one once: `30 2 * * *` in America/Los_Angeles fires at 03:30 PDT (10:30 UTC) on the day of the
+ * change, `*∕20 2 * * *` at 10:00, 10:20 and 10:40 UTC (`Cron.next` gives the first of those only);
+ * cronie runs such jobs at 03:00 PDT, right after the jump.
  *
  * @internal
  */
@@ -55,15 +56,48 @@ export interface Repeat {
  * // [{ start: Date.parse("2026-11-01T09:00Z"), end: Date.parse("2026-11-01T10:00Z"), offsetAfter: -8 * 3600_000 }]
  * ```
  */
-export const fallBacks = (zone: DateTime.TimeZone, fromMs: number, toMs: number): ReadonlyArray<Repeat> => {
+export const fallBacks = (zone: DateTime.TimeZone, fromMs: number, toMs: number): ReadonlyArray<Repeat> =>
+  changes(zone, fromMs, toMs).filter((c) => c.after < c.before).map((c) => ({
+    start: c.at,
+    end: c.at + (c.before - c.after),
+    offsetAfter: c.after
+  }))
+
+/**
+ * A skipped stretch of wall time (the offset rose from `offsetBefore`): the instants `[start, end)`
+ * at which its wall times, read in `offsetBefore`, fall. `start` is the instant of the change.
+ */
+export interface Gap {
+  readonly start: number
+  readonly end: number
+  readonly offsetBefore: number
+}
+
+/** The spring-forwards of `zone` whose instant lies in `(fromMs, toMs]`, in order (as {@link fallBacks}). */
+export const springForwards = (zone: DateTime.TimeZone, fromMs: number, toMs: number): ReadonlyArray<Gap> =>
+  changes(zone, fromMs, toMs).filter((c) => c.after > c.before).map((c) => ({
+    start: c.at,
+    end: c.at + (c.after - c.before),
+    offsetBefore: c.before
+  }))
+
+/**
+ * The offset changes of `zone` in `(fromMs, toMs]`: the offset is sampled once a day (and at both
+ * ends) and a change is searched down to the millisecond (`at`: the first instant of the new offset).
+ */
+const changes = (
+  zone: DateTime.TimeZone,
+  fromMs: number,
+  toMs: number
+): ReadonlyArray<{ readonly at: number; readonly before: number; readonly after: number }> => {
   if (DateTime.isTimeZoneOffset(zone) || zone.id === "UTC" || toMs <= fromMs) return []
-  const out: Array<Repeat> = []
+  const out: Array<{ at: number; before: number; after: number }> = []
   let a = fromMs
   let offsetA = offsetAt(zone, a)
   while (a < toMs) {
     const b = Math.min(a + sampleStep, toMs)
     const offsetB = offsetAt(zone, b)
-    if (offsetB < offsetA) {
+    if (offsetB !== offsetA) {
       // The first instant in (a, b] with the later offset.
       let lo = a
       let hi = b
@@ -72,7 +106,7 @@ export const fallBacks = (zone: DateTime.TimeZone, fromMs: number, toMs: number)
         if (offsetAt(zone, mid) === offsetB) hi = mid
         else lo = mid
       }
-      out.push({ start: hi, end: hi + (offsetA - offsetB), offsetAfter: offsetB })
+      out.push({ at: hi, before: offsetA, after: offsetB })
     }
     a = b
     offsetA = offsetB
@@ -144,6 +178,12 @@ export const nextTick = (cron: Cron.Cron, after: Date): Date => {
     }
     const next = Cron.next(cron, new Date(cursor))
     if (next.getTime() <= after.getTime()) throw new Error(`sqlane: Cron.next went back from ${after.toISOString()}`)
+    // Wall times in a skipped stretch, read in the offset before it: `Cron.next` gives the first only.
+    for (const gap of springForwards(zone, cursor - lookBack, next.getTime())) {
+      if (gap.end <= cursor) continue
+      const candidate = Cron.next(atOffset(cron, gap.offsetBefore), new Date(Math.max(cursor, gap.start - 1)))
+      if (candidate.getTime() < Math.min(gap.end, next.getTime())) return candidate
+    }
     let skipTo: number | undefined
     for (const repeat of fallBacks(zone, cursor, next.getTime())) {
       if (wild) {
@@ -169,16 +209,23 @@ export const nextTick = (cron: Cron.Cron, after: Date): Date => {
  * find next cron date" for about a day after a DST gap when the expression's time falls in the
  * skipped hour (e.g. `30 2 * * *` in Europe/Berlin); then the ticks are walked forward from the
  * last one enqueued. Near a fall-back `Cron.prev` does not follow {@link nextTick} (it reads a
- * repeated wall time as its second copy, or jumps an hour back), so there the ticks are walked
- * forward with `nextTick` from before the repeated hour.
+ * repeated wall time as its second copy, or jumps an hour back), nor near a spring-forward (it finds
+ * at most one of the skipped wall times), so there the ticks are walked forward with `nextTick` from
+ * before the change.
  */
 export const latestTick = (cron: Cron.Cron, nowMs: number, lastUs: number): Date | undefined => {
   const estimate = prevTick(cron, nowMs, lastUs)
   const from = Math.min(estimate?.getTime() ?? nowMs, nowMs) - 2 * lookBack
-  const repeats = fallBacks(zoneOf(cron), from, nowMs + lookBack)
-  if (repeats.length === 0) return estimate
-  // Before the first copy of the earliest repeated hour, `Cron.prev` and `nextTick` agree.
-  const before = repeats[0].start - (repeats[0].end - repeats[0].start) - 1
+  const zone = zoneOf(cron)
+  // Where the clock changes, `Cron.prev` and `nextTick` may disagree: the first copy of a repeated
+  // hour, and a skipped stretch's wall times (which `Cron.prev` finds one of at most).
+  const starts = [
+    ...fallBacks(zone, from, nowMs + lookBack).map((r) => r.start - (r.end - r.start)),
+    ...springForwards(zone, from, nowMs + lookBack).map((g) => g.start)
+  ]
+  if (starts.length === 0) return estimate
+  // Before the earliest of them they agree.
+  const before = Math.min(...starts) - 1
   if (before >= nowMs) return estimate
   let latest = prevTick(cron, before, lastUs)
   let cursor = latest ?? new Date(before)
