@@ -209,7 +209,8 @@ const createMysqlDatabase = (url: URL) =>
 
 type DatabaseLayer = Layer.Layer<SqlClient.SqlClient, unknown>
 const Database: DatabaseLayer = Layer.unwrapEffect(Effect.gen(function*(): Effect.fn.Return<DatabaseLayer, unknown> {
-  const url = yield* Config.option(Config.string("DATABASE_URL"))
+  // Unset or empty (`DATABASE_URL= npm start`): the embedded PostgreSQL.
+  const url = Option.filter(yield* Config.option(Config.string("DATABASE_URL")), (u) => u.trim() !== "")
   if (Option.isNone(url)) return EmbeddedPg
   if (/^postgres(ql)?:/.test(url.value)) return PgClient.layer({ url: Redacted.make(url.value) })
   if (/^(mysql|mariadb):/.test(url.value)) {
