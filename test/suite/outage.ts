@@ -19,6 +19,9 @@ import { withQueue } from "./conformance.js"
 
 const workerScript = path.join(import.meta.dirname, "..", "support", "worker-process.ts")
 
+/** The worker's `shutdownTimeout` (ms). */
+const shutdownMs = 1000
+
 /** The target's URL with its host and port replaced by `address`. */
 const via = (url: string, address: string) => {
   const u = new URL(url)
@@ -45,6 +48,23 @@ const outageWorker = (dialect: "pg" | "mysql", url: string, prefix: string, shut
 export const outage = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
   const { hostname, port } = new URL(target.url)
+  /**
+   * 30 jobs, and a worker process (concurrency 20, shutdownTimeout `shutdownMs`) behind a proxy the
+   * test can cut, once its handlers started 20 of them — started, not only claimed in the table: the
+   * cut must not lose a claim's answer (its jobs would then be a lost claim's, which the worker never ran).
+   */
+  const twentyRunning = (prefix: string) =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.Queue
+      yield* queue.enqueueMany(Slow, Array.from({ length: 30 }, () => ({})))
+      const proxy = yield* proxyTo(hostname, Number(port))
+      const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
+      const started = () => worker.output().match(/^started \d+$/gm)?.length ?? 0
+      yield* waitUntil(Effect.sync(() => started() === 20), 30_000, "20 running jobs").pipe(
+        Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
+      )
+      return { proxy, worker }
+    })
   describe("shutdown with the database gone", () => {
     for (const mode of ["refuse", "blackhole"] as const) {
       it.live(
@@ -52,17 +72,7 @@ export const outage = (target: Target) => {
         () =>
           withQueue(target, (prefix) =>
             Effect.gen(function*() {
-              const queue = yield* Queue.Queue
-              yield* queue.enqueueMany(Slow, Array.from({ length: 30 }, () => ({})))
-              const proxy = yield* proxyTo(hostname, Number(port))
-              const shutdownMs = 1000
-              const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
-              // Started by the worker's handlers, not only claimed in the table: the cut must not lose a
-              // claim's answer (its jobs would then be a lost claim's, which the worker never ran).
-              const started = () => worker.output().match(/^started \d+$/gm)?.length ?? 0
-              yield* waitUntil(Effect.sync(() => started() === 20), 30_000, "20 running jobs").pipe(
-                Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
-              )
+              const { proxy, worker } = yield* twentyRunning(prefix)
               yield* proxy.cut(mode)
               // Long enough for the worker to find its lock connection gone and try to take it again.
               yield* Effect.sleep("1500 millis")
@@ -108,15 +118,7 @@ export const outage = (target: Target) => {
       () =>
         withQueue(target, (prefix) =>
           Effect.gen(function*() {
-            const queue = yield* Queue.Queue
-            yield* queue.enqueueMany(Slow, Array.from({ length: 30 }, () => ({})))
-            const proxy = yield* proxyTo(hostname, Number(port))
-            const shutdownMs = 1000
-            const worker = yield* outageWorker(target.dialect, via(target.url, proxy.address), prefix, shutdownMs)
-            const started = () => worker.output().match(/^started \d+$/gm)?.length ?? 0
-            yield* waitUntil(Effect.sync(() => started() === 20), 30_000, "20 running jobs").pipe(
-              Effect.tapError(() => Effect.sync(() => console.error(worker.output())))
-            )
+            const { proxy, worker } = yield* twentyRunning(prefix)
             yield* proxy.cut("refuse")
             // The worker finds the database gone before it is told to stop.
             yield* Effect.sleep("1500 millis")

@@ -32,6 +32,18 @@ export interface ClaimedRow {
   readonly keepsKey: boolean
 }
 
+/** A running job the rescuer looks at (`Driver.jobListOrphaned`), with what it knows of its worker. */
+export interface OrphanedRow extends ClaimedRow {
+  readonly workerId: string | null
+  readonly claimedAtUs: number
+  /** Its worker has no row, or a heartbeat older than the lease's cutoff (not just a free lock). */
+  readonly expired: boolean
+  /** Its worker's row says it is taking its lock again (see {@link Driver.workerRelocking}). */
+  readonly relocking: boolean
+  /** How many times its worker took its lock again (see {@link Driver.workerRelocked}). */
+  readonly relocks: number
+}
+
 /** A job row as read by `jobGet`. */
 export interface JobRow extends ClaimedRow {
   readonly state: string
@@ -243,21 +255,7 @@ export interface Driver {
      * for lost claims of its own too), so a worker's own jobs never crowd out the lost ones.
      */
     limit: number
-  ) => Effect.Effect<
-    ReadonlyArray<
-      ClaimedRow & {
-        readonly workerId: string | null
-        readonly claimedAtUs: number
-        /** Its worker has no row, or a heartbeat older than `leaseCutoffUs` (not just a free lock). */
-        readonly expired: boolean
-        /** Its worker's row says it is taking its lock again (see {@link Driver.workerRelocking}). */
-        readonly relocking: boolean
-        /** How many times its worker took its lock again (see {@link Driver.workerRelocked}). */
-        readonly relocks: number
-      }
-    >,
-    SqlError
-  >
+  ) => Effect.Effect<ReadonlyArray<OrphanedRow>, SqlError>
   /** Registers (or re-registers) a worker with the job names it has handlers for. */
   readonly workerRegister: (
     id: string,

@@ -8,7 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import type { ClaimedRow, Finish, JobRow, JobSummaryRow, StaleEnds, StatsRow } from "./Driver.js"
+import type { ClaimedRow, Finish, JobRow, JobSummaryRow, OrphanedRow, StaleEnds, StatsRow } from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
 import type { Run } from "./run.js"
 
@@ -132,6 +132,16 @@ export const toClaimed = (r: any): ClaimedRow => ({
   errors: r.errors ?? null,
   traceContext: r.trace_context ?? null,
   keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & 4) !== 0
+})
+
+/** A row of `jobListOrphaned` (both dialects select the same columns; booleans may come as 0/1). */
+export const toOrphaned = (r: any): OrphanedRow => ({
+  ...toClaimed(r),
+  workerId: r.worker_id ?? null,
+  claimedAtUs: num(r.claimed_at_us),
+  expired: r.expired === true || Number(r.expired) === 1,
+  relocking: r.relocking === true || Number(r.relocking) === 1,
+  relocks: num(r.relocks)
 })
 
 export const toJobRow = (r: any): JobRow => ({

@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { jobNamesOf, num, staleAttempts, toClaimed } from "../shared.js"
+import { jobNamesOf, num, staleAttempts, toOrphaned } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): WorkersOps => {
@@ -28,15 +28,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
               AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
-        (rows) =>
-          rows.map((r: any) => ({
-            ...toClaimed(r),
-            workerId: r.worker_id ?? null,
-            claimedAtUs: num(r.claimed_at_us),
-            expired: r.expired === true || Number(r.expired) === 1,
-            relocking: r.relocking === true || Number(r.relocking) === 1,
-            relocks: num(r.relocks)
-          }))
+        (rows) => rows.map(toOrphaned)
       ),
     workerRegister: (id, nowUs, host, pid, jobNames = []) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)

@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { jobNamesOf, num, staleAttempts, toClaimed } from "../shared.js"
+import { jobNamesOf, num, staleAttempts, toOrphaned } from "../shared.js"
 import { numbers, type PgContext, pgLockSpace, usText } from "./context.js"
 
 export const make = (ctx: PgContext): WorkersOps => {
@@ -32,15 +32,7 @@ export const make = (ctx: PgContext): WorkersOps => {
                   AND l.classid::bigint = ${pgLockSpace}
                   AND l.objid::bigint = (hashtext(${lockPrefix}::text || j.worker_id)::bigint & 4294967295)))
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`,
-        (rows) =>
-          rows.map((r: any) => ({
-            ...toClaimed(r),
-            workerId: r.worker_id ?? null,
-            claimedAtUs: num(r.claimed_at_us),
-            expired: r.expired === true || Number(r.expired) === 1,
-            relocking: r.relocking === true || Number(r.relocking) === 1,
-            relocks: num(r.relocks)
-          }))
+        (rows) => rows.map(toOrphaned)
       ),
     workerRegister: (id, nowUs, host, pid, jobNames = []) =>
       sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
