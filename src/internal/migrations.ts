@@ -10,14 +10,21 @@ import * as Effect from "effect/Effect"
 type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
 /**
+ * The bit of each job state in a row's `unique_states` mask: the states in which the row holds its
+ * unique key (pending and running always).
+ */
+export const stateBits = { pending: 1, running: 2, completed: 4, dead: 8, cancelled: 16 } as const
+
+/**
  * Whether a row holds its unique key in its current state: its `unique_states` mask has the bit
- * of its state (pending 1, running 2, completed 4, dead 8, cancelled 16). The same text (both
- * dialects) is used by the index and by the statements that read the holder of a key.
+ * of its state ({@link stateBits}). The same text (both dialects) is used by the index and by the
+ * statements that read the holder of a key; shipped indexes hold it, so it never changes.
  * `alias` qualifies the columns, e.g. `"o."`.
  */
 export const uniqueGuard = (alias = "") =>
-  `(${alias}unique_states & CASE ${alias}state WHEN 'pending' THEN 1 WHEN 'running' THEN 2 ` +
-  `WHEN 'completed' THEN 4 WHEN 'dead' THEN 8 WHEN 'cancelled' THEN 16 ELSE 0 END) <> 0`
+  `(${alias}unique_states & CASE ${alias}state ${
+    Object.entries(stateBits).map(([state, bit]) => `WHEN '${state}' THEN ${bit}`).join(" ")
+  } ELSE 0 END) <> 0`
 
 /** The states a job row may hold (migration 8): the database refuses any other. */
 const stateCheck = "state IN ('pending', 'running', 'completed', 'dead', 'cancelled')"

@@ -291,12 +291,9 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       retry: (ids) =>
         Effect.gen(function*() {
           const before = yield* getAll(ids)
-          const results = yield* Effect.forEach(before, (job) =>
+          // `Queue.retry` wakes the workers of the job's name: this process's at once, others' by NOTIFY.
+          return yield* Effect.forEach(before, (job) =>
             Effect.map(queue.retry(job.id), (changed) => ({ id: job.id, changed, state: job.state })))
-          // Wake workers of other processes too (`Queue.retry` hints only this process's).
-          const names = new Set(before.filter((_, i) => results[i].changed).map((job) => job.name))
-          if (names.size > 0) yield* notifier.announce(Array.from(names))
-          return results
         }),
       retryAll: (name, state) =>
         Effect.gen(function*() {

@@ -32,6 +32,7 @@ import type * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Database } from "../internal/Database.js"
+import { endKey } from "../internal/driver/shared.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, type Outcome, type Rider, type RiderClaim } from "./Completer.js"
@@ -149,7 +150,7 @@ export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Complete
        * can be claimed before the end of the attempt before it has been reported.
        */
       const names = new Map<string, string>()
-      const keyOf = (id: string, attempt: number) => `${id}:${attempt}`
+      const keyOf = endKey
       const nameOf = (id: string, attempt: number) => {
         const known = names.get(keyOf(id, attempt))
         if (known !== undefined) return Effect.succeed(known)

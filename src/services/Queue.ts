@@ -23,6 +23,7 @@ import { Database } from "../internal/Database.js"
 import { checkEnqueueOptions } from "../internal/options.js"
 import * as Sanitize from "../internal/sanitize.js"
 import type { InsertRow } from "../internal/driver/Driver.js"
+import { stateBits } from "../internal/migrations.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
@@ -101,7 +102,6 @@ export interface InsertResult {
  */
 export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
 
-const stateBits: Record<JobState, number> = { pending: 1, running: 2, completed: 4, dead: 8, cancelled: 16 }
 
 /**
  * @since 0.1.0

@@ -45,6 +45,7 @@ import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
 import * as os from "node:os"
 import { Database, poolSizeOf } from "../internal/Database.js"
+import { endKey } from "../internal/driver/shared.js"
 import { guardedScheduler } from "../internal/guardedScheduler.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { wallSleep } from "../internal/wallClock.js"
@@ -1326,7 +1327,7 @@ export const make = <R>(
           if (row.claimedAtUs >= startedAtUs) {
             // The listing may predate the end of a job that has since ended here: rescue only a job
             // that two passes in a row found so.
-            const key = `${row.id}:${row.attempts}`
+            const key = endKey(row.id, row.attempts)
             seen.add(key)
             const earlier = lockFree.get(key)
             if (earlier === undefined) {
@@ -1340,7 +1341,7 @@ export const make = <R>(
           // Only its lock is free: the worker may be alive and taking its lock again on a new
           // connection (its connection was cut, the server restarted). Rescue by the quick rule or
           // the pass rule (see `lockGraceMillis`).
-          const key = `${row.id}:${row.attempts}`
+          const key = endKey(row.id, row.attempts)
           seen.add(key)
           const earlier = lockFree.get(key)
           if (earlier === undefined || earlier.relocks !== row.relocks) {

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import type { ClaimedRow, Finish, JobRow, JobSummaryRow, OrphanedRow, StaleEnds, StatsRow } from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
 import type { Run } from "./run.js"
+import { stateBits } from "../migrations.js"
 
 /**
  * What every worker lock name of one queue starts with: `sqw<scope>:`, where `<scope>` is 5 base-36
@@ -131,7 +132,7 @@ export const toClaimed = (r: any): ClaimedRow => ({
   createdAtUs: num(r.created_at_us),
   errors: r.errors ?? null,
   traceContext: r.trace_context ?? null,
-  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & 4) !== 0
+  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & stateBits.completed) !== 0
 })
 
 /** A row of `jobListOrphaned` (both dialects select the same columns; booleans may come as 0/1). */
