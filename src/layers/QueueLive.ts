@@ -29,6 +29,7 @@ import * as Completer from "../services/Completer.js"
 import * as Events from "../services/Events.js"
 import * as Migrations from "../services/Migrations.js"
 import * as Notifier from "../services/Notifier.js"
+import * as Pruner from "../services/Pruner.js"
 import * as Queue from "../services/Queue.js"
 import * as QueueConfig from "../services/QueueConfig.js"
 
@@ -52,7 +53,8 @@ const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueCo
   Layer.mergeAll(Queue.layer, Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))).pipe(
     Layer.provideMerge(Events.layer),
     Layer.provideMerge(notifier),
-    (base) => Layer.provideMerge(Admin.layer, base)
+    (base) => Layer.provideMerge(Admin.layer, base),
+    (base) => Layer.merge(base, Pruner.layer)
   )
 
 /**

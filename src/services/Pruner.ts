@@ -9,7 +9,8 @@
  * connection, and a pass that finds it taken does nothing. A pass runs its statements on that one
  * connection (each in its own autocommit transaction).
  *
- * Workers run {@link background} (unless `prune: false`); `sqlane prune` runs {@link run} once.
+ * Every `QueueLive` runs {@link background} (unless `prune: false`): one pruning loop per process and
+ * prefix, however many workers it runs; `sqlane prune` runs {@link run} once.
  *
  * @since 0.1.0
  */
@@ -17,9 +18,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
+import { forkScopedBounded } from "../internal/outage.js"
 import { stepper } from "../internal/schedule.js"
 import { nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
@@ -111,7 +114,7 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
 
 /**
  * Runs {@link run} every `pruneInterval` (jittered ±20 %) of wall-clock time, forever; failures are
- * logged and the next pass runs on schedule. Started by every worker unless `prune: false`.
+ * logged and the next pass runs on schedule. Started by `QueueLive` ({@link layer}) unless `prune: false`.
  *
  * @since 0.1.0
  * @category pruning
@@ -138,3 +141,13 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
     }
   }
 ).pipe(Effect.annotateLogs({ package: "sqlane", module: "Pruner" }))
+
+/**
+ * {@link background} for the life of the layer, when `prune` is on; stops within 100 ms at close.
+ *
+ * @since 0.1.0
+ * @category pruning
+ */
+export const layer: Layer.Layer<never, never, SqlClient.SqlClient | Database | QueueConfig> = Layer.scopedDiscard(
+  Effect.flatMap(QueueConfig, (config) => config.prune ? forkScopedBounded(background, 100) : Effect.void)
+)

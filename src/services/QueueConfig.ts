@@ -36,9 +36,9 @@ export interface QueueConfigShape {
   readonly rescueInterval: Duration.Duration
   /** How long finished jobs are kept, per state, before the pruner deletes them (by `finished_at`). */
   readonly retention: Retention
-  /** Whether workers prune finished jobs in the background. */
+  /** Whether `QueueLive` prunes finished jobs in the background. */
   readonly prune: boolean
-  /** How often a worker's pruner runs (jittered ±20 %). */
+  /** How often the pruner runs (jittered ±20 %). */
   readonly pruneInterval: Duration.Duration
   /** The most jobs one pruning statement deletes. */
   readonly pruneBatchSize: number
@@ -111,7 +111,7 @@ export interface QueueOptions {
     readonly dead?: Duration.DurationInput | undefined
     readonly cancelled?: Duration.DurationInput | undefined
   } | undefined
-  /** Whether workers prune finished jobs in the background. Default `true`. */
+  /** Whether `QueueLive` prunes finished jobs in the background (one pruner per process). Default `true`. */
   readonly prune?: boolean | undefined
   /** Default 1 minute (jittered ±20 %). */
   readonly pruneInterval?: Duration.DurationInput | undefined

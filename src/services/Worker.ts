@@ -74,7 +74,6 @@ import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
 import { type ClaimedJob, Claimer, claimGroups, type Group } from "./Claimer.js"
 import { Completer, type Outcome, type Rider } from "./Completer.js"
 import { keyReleased, Notifier } from "./Notifier.js"
-import * as Pruner from "./Pruner.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -589,8 +588,6 @@ export const make = <R>(
 
     // Paused job names are left out of every probe and claim; a resume wakes the loop.
     const paused = yield* Pauses.watch(names, Effect.suspend(() => wakeSelf))
-    // Retention: prunes finished jobs in the background (one pruner at a time across processes).
-    if (config.prune) yield* forkScopedBounded(Pruner.background, 100)
 
     const failure = (
       row: ClaimedJob,
