@@ -1,0 +1,209 @@
+/**
+ * A worker's rescuer: the running jobs of its job names whose worker was lost (its session lock is
+ * free, or its heartbeat is older than `leaseTimeout`) go back to pending, or dead once out of
+ * attempts ("worker lost"). A pass every `rescueInterval`, and a quick pass between two when a lock
+ * found free has been free for `lockGraceMillis` (worker/liveness.ts has the rules). It also catches
+ * cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB), and any other attempt
+ * running here that its job no longer runs.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { Database } from "../../internal/Database.js"
+import type { OrphanedRow } from "../../internal/driver/Driver.js"
+import { endKey } from "../../internal/driver/shared.js"
+import { forkScopedBounded } from "../../internal/outage.js"
+import { nowMicros } from "../../internal/time.js"
+import { wallSleep } from "../../internal/wallClock.js"
+import { Completer, type Outcome } from "../Completer.js"
+import { QueueConfig } from "../QueueConfig.js"
+import { lockGraceMillis, lockGracePasses } from "./liveness.js"
+
+/** What the rescuer needs of its worker. */
+export interface RescuerHost {
+  readonly workerId: string
+  readonly names: ReadonlyArray<string>
+  readonly concurrency: number
+  /** When the worker started (µs): its own jobs claimed before then are an earlier life's. */
+  readonly startedAtUs: number
+  /** Another live worker took this worker's id: only cancellations are looked for. */
+  readonly idTaken: () => boolean
+  /** The attempts running here, by job id. */
+  readonly running: () => ReadonlyMap<string, { readonly attempt: number }>
+  /** Whether this instance holds the job: running here, or claimed and its end not yet written. */
+  readonly holds: (id: string) => boolean
+  /** How many claim statements this instance has started. */
+  readonly claimsStarted: () => number
+  /** Waits until `n` claim statements of this instance have ended. */
+  readonly claimsEnded: (n: number) => Effect.Effect<void>
+  /** Since when (wall clock, ms) the worker's own lock has been held without a break, if it is. */
+  readonly steadySinceMs: () => number | undefined
+  /** The end of a lost worker's job: its attempt failed as "worker lost". */
+  readonly lostEnd: (row: OrphanedRow) => Effect.Effect<Outcome>
+  /** The end of a lost claim of this instance (its handler never ran): released, the attempt not counted. */
+  readonly releasedEnd: (row: OrphanedRow) => Outcome
+  /** Counts a written end in the job name's metrics. */
+  readonly counted: (name: string, outcome: Outcome) => void
+  /** Interrupts the attempts of these jobs running here. */
+  readonly cancel: (ids: ReadonlyArray<string>) => void
+  /** Wakes the worker's claim loop. */
+  readonly wake: Effect.Effect<void>
+}
+
+/**
+ * Starts the rescuer of a worker for the life of the scope (it stops within 100 ms at close).
+ */
+export const start = (
+  host: RescuerHost
+): Effect.Effect<void, never, Database | QueueConfig | Completer | Scope.Scope> =>
+  Effect.gen(function*() {
+    const config = yield* QueueConfig
+    const completer = yield* Completer
+    const { reachability, statements } = yield* Database
+    const { names, workerId } = host
+    /**
+     * Jobs (`id:attempt`) whose worker's lock the last passes found free: in how many passes in a row
+     * (quick passes not counted, except for this worker's own jobs), when the first of them was
+     * answered (wall clock, ms), the worker's `relocks` then, and whether the quick rule may rescue it
+     * once its grace is over (another worker's job, whose row did not say `relocking` at the last pass).
+     */
+    const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean }>()
+    /**
+     * Interrupts the attempts running here that the table says their job no longer runs: cancelled
+     * (no NOTIFY on MySQL/MariaDB), cancelled and already retried (the retry may run elsewhere),
+     * rescued, or deleted. Their ends would change nothing; stopping them keeps a job from running
+     * twice at once.
+     */
+    const cancelFromTable = Effect.suspend(() => {
+      const inflight = host.running()
+      return inflight.size === 0
+        ? Effect.void
+        : Effect.map(
+          statements.jobStaleAttempts(Array.from(inflight, ([id, entry]) => ({ id, attempt: entry.attempt }))),
+          (stale) => host.cancel(stale.filter((s) => host.running().get(s.id)?.attempt === s.attempt).map((s) => s.id))
+        )
+    })
+    /**
+     * A rescue pass; `quick`: one run between two passes `rescueInterval` apart, for the quick rule
+     * (see `lockGraceMillis`). Returns when (wall clock, ms) a job whose worker's lock it found free
+     * will have been free for `lockGraceMillis`, the earliest such time after this pass, if any.
+     */
+    const rescue = (quick: boolean) => Effect.gen(function*() {
+      if (names.length === 0) return undefined
+      // With its id taken, only the cancellations of jobs still running here are looked for.
+      if (host.idTaken()) {
+        yield* cancelFromTable
+        return undefined
+      }
+      const nowUs = yield* nowMicros
+      // Claims of this instance started before the listing may have committed jobs it lists that are
+      // not held yet: wait for them to end. (A claim started after the listing began commits after
+      // it, so none of its jobs are listed.)
+      const claimsBefore = host.claimsStarted()
+      /** Before the listing is sent and after it is answered: it read the locks between the two. */
+      const sentMs = Date.now()
+      const orphans = yield* statements.jobListOrphaned(
+        names,
+        nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
+        workerId,
+        1000 + 2 * host.concurrency
+      )
+      const answeredMs = Date.now()
+      yield* host.claimsEnded(claimsBefore)
+      /** This worker's own lock held without a break since then (ms), if it is held (see `lockGraceMillis`). */
+      const steadySinceMs = host.steadySinceMs()
+      let rescued = 0
+      const seen = new Set<string>()
+      for (const row of orphans) {
+        /** Claimed by this instance, answer lost: its handler never ran, so the attempt is not counted. */
+        let lostClaim = false
+        if (row.workerId === workerId) {
+          // Running here, or its end not yet written. Otherwise it was left by an earlier life of this
+          // worker id, or claimed by a claim of this instance whose COMMIT was applied but whose answer
+          // was lost (a connection cut during the COMMIT): nobody runs it.
+          if (host.holds(row.id)) continue
+          if (row.claimedAtUs >= host.startedAtUs) {
+            // The listing may predate the end of a job that has since ended here: rescue only a job
+            // that two passes in a row found so.
+            const key = endKey(row.id, row.attempts)
+            seen.add(key)
+            const earlier = lockFree.get(key)
+            if (earlier === undefined) {
+              lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: 0, quick: false })
+              continue
+            }
+            if (++earlier.passes < 2) continue
+            lostClaim = true
+          }
+        } else if (!row.expired) {
+          // Only its lock is free: the worker may be alive and taking its lock again on a new
+          // connection (its connection was cut, the server restarted). Rescue by the quick rule or
+          // the pass rule (see `lockGraceMillis`).
+          const key = endKey(row.id, row.attempts)
+          seen.add(key)
+          const earlier = lockFree.get(key)
+          if (earlier === undefined || earlier.relocks !== row.relocks) {
+            // First seen free, or free again after its worker took its lock again meanwhile.
+            lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: row.relocks, quick: !row.relocking })
+            continue
+          }
+          if (!quick) earlier.passes++
+          earlier.quick = !row.relocking
+          const quickRule = !row.relocking && sentMs - earlier.firstMs >= lockGraceMillis &&
+            steadySinceMs !== undefined && steadySinceMs <= earlier.firstMs - lockGraceMillis
+          if (!quickRule && earlier.passes < lockGracePasses) continue
+        }
+        const outcome = lostClaim ? host.releasedEnd(row) : yield* host.lostEnd(row)
+        // Another worker may have rescued it first, or it was cancelled: then nothing changed.
+        if ((yield* completer.finish(outcome)) === false) continue
+        host.counted(row.name, outcome)
+        rescued++
+      }
+      let graceEndsMs: number | undefined
+      for (const [key, entry] of lockFree) {
+        if (!seen.has(key)) {
+          lockFree.delete(key)
+          continue
+        }
+        // Past its grace (the quick rule did not hold, or it was rescued): the passes decide.
+        const endsMs = entry.firstMs + lockGraceMillis
+        if (entry.quick && endsMs > answeredMs && (graceEndsMs === undefined || endsMs < graceEndsMs)) {
+          graceEndsMs = endsMs
+        }
+      }
+      if (rescued > 0) {
+        yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
+        yield* host.wake
+      }
+      yield* cancelFromTable
+      yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
+      return graceEndsMs
+    })
+    const pass = (quick: boolean) =>
+      rescue(quick).pipe(
+        Effect.catchAllCause((cause) => Effect.as(reachability.failed("rescuer", "sqlane: rescue pass failed", cause), undefined))
+      )
+    const rescueIntervalMs = Duration.toMillis(config.rescueInterval)
+    // A pass every `rescueInterval` (Effect's Clock); between two, a quick pass when a job's worker's
+    // lock found free has been free for `lockGraceMillis`, on the wall clock as the other worker's lock
+    // check is (see `lockGraceMillis`).
+    yield* Effect.gen(function*() {
+      const startMs = Date.now()
+      let graceEndsMs = yield* pass(false)
+      if (graceEndsMs === undefined || graceEndsMs >= startMs + rescueIntervalMs) {
+        return yield* Effect.sleep(config.rescueInterval)
+      }
+      while (graceEndsMs !== undefined && graceEndsMs < startMs + rescueIntervalMs) {
+        // A millisecond more: a timer may fire up to one early.
+        yield* wallSleep(Math.max(0, graceEndsMs - Date.now()) + 1)
+        graceEndsMs = yield* pass(true)
+      }
+      yield* wallSleep(Math.max(0, startMs + rescueIntervalMs - Date.now()))
+    }).pipe(
+      Effect.forever,
+      Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
+      (effect) => forkScopedBounded(effect, 100)
+    )
+  })
