@@ -20,7 +20,9 @@ import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
 import { makeReachability } from "../internal/outage.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
+import * as MysqlSession from "../internal/driver/mysql/session.js"
 import * as PgDriver from "../internal/driver/pg/index.js"
+import * as PgSession from "../internal/driver/pg/session.js"
 import { withTransientRetry } from "../internal/driver/run.js"
 import { SchemaNotMigrated, SetupError, type UnsupportedDatabase } from "../schema/Errors.js"
 import * as Admin from "../services/Admin.js"
@@ -82,15 +84,14 @@ export const QueueLive = (
       }
       const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
       if (server.dialect === "pg") {
-        const [{ db, id }] = yield* sql<{ db: string; id: string }>`SELECT current_database() AS db, current_database() || '@' ||
-          COALESCE(host(inet_server_addr()), 'socket') || ':' || COALESCE(inet_server_port()::text, '') AS id`
+        const session = yield* PgSession.serverSession(sql)
         // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
         // run on them directly (`runner`, internal/driver/run.ts).
         const pg = yield* Effect.serviceOption(PgClient.PgClient)
         const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
         const database = Layer.succeed(Database, {
           statements: withTransientRetry(
-            PgDriver.make(sql, config.prefix, db, {
+            PgDriver.make(sql, config.prefix, session.database, {
               durableClaims: config.durableClaims,
               direct,
               deleteCompleted: Duration.isZero(config.retention.completed)
@@ -99,34 +100,32 @@ export const QueueLive = (
           ),
           dialect: "pg",
           version: server.version,
-          identity: `pg:${id}`,
-          reachability: makeReachability(sql`SELECT 1`)
+          identity: session.identity,
+          reachability: makeReachability(PgSession.ping(sql))
         })
         const notifier = Option.isSome(pg)
           ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
           : Notifier.layerLocal
         return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
       }
-      const [row] = yield* sql<{ inc: number; db: string | null; id: string; packet: number }>`SELECT
-        @@auto_increment_increment AS inc, DATABASE() AS db,
-        CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), '')) AS id, @@max_allowed_packet AS packet`
+      const session = yield* MysqlSession.serverSession(sql)
       // As on PostgreSQL, for @effect/sql-mysql2's client.
       const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
       const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
       const database = Layer.succeed(Database, {
         statements: withTransientRetry(
-          MysqlDriver.make(sql, config.prefix, row.db ?? "", {
-            autoIncrement: Number(row?.inc ?? 1),
+          MysqlDriver.make(sql, config.prefix, session.database, {
+            autoIncrement: session.autoIncrement,
             direct,
-            maxStatementBytes: Number(row.packet),
+            maxStatementBytes: session.maxStatementBytes,
             deleteCompleted: Duration.isZero(config.retention.completed)
           }),
           direct
         ),
         dialect: "mysql",
         version: server.version,
-        identity: `mysql:${row.id}`,
-        reachability: makeReachability(sql`SELECT 1`)
+        identity: session.identity,
+        reachability: makeReachability(MysqlSession.ping(sql))
       })
       return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
     })

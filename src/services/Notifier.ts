@@ -33,6 +33,7 @@ import { bounded, forkInBounded, forkScopedBounded } from "../internal/outage.js
 import { wallSleep } from "../internal/wallClock.js"
 import type { Group } from "../internal/driver/Driver.js"
 import * as PgListener from "../internal/pgListener.js"
+import * as PgSession from "../internal/driver/pg/session.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -559,8 +560,7 @@ export const layerPg: Layer.Layer<Notifier, never, QueueConfig | Database | PgCl
     const sql = pg.withoutTransforms()
     return yield* make(
       (channel, onReady, onPayload) => PgListener.listen(pg.config, channel, onReady, onPayload),
-      // `PgClient.notify` is broken in @effect/sql-pg 0.53; `pg_notify` works.
-      (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`
+      PgSession.notify(sql)
     )
   })
 )
