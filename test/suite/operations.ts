@@ -450,8 +450,9 @@ export const operations = (target: Target) => {
           yield* queue.enqueue(Noop, { i: 101 }, { unique: "freed" })
           const dead = yield* queue.enqueue(Flaky, { fail: true })
           yield* waitUntil(Effect.sync(() => ran.noop === 63 && ran.flaky === 2), 20_000, "every job")
+          // The handlers have run; their ends are written a moment later (the last attempt's too).
           yield* waitUntil(
-            Effect.map(countJobs(prefix), (n) => n === 2),
+            Effect.map(Effect.zip(countJobs(prefix), queue.get(dead)), ([n, job]) => n === 2 && job.state !== "running"),
             10_000,
             "only the dead job and the one holding its key when completed"
           )
