@@ -51,13 +51,58 @@ export type Services =
   | QueueConfig.QueueConfig
   | Database
 
-const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
-  Layer.mergeAll(Queue.layer, Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))).pipe(
-    Layer.provideMerge(Events.layer),
-    Layer.provideMerge(notifier),
-    (base) => Layer.provideMerge(Admin.layer, base),
-    (base) => Layer.merge(base, Pruner.layer)
-  )
+const services = Layer.mergeAll(
+  Queue.layer,
+  Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))
+).pipe(
+  Layer.provideMerge(Events.layer),
+  Layer.provideMerge(Notifier.layer),
+  (base) => Layer.provideMerge(Admin.layer, base),
+  (base) => Layer.merge(base, Pruner.layer)
+)
+
+/** The PostgreSQL driver on `sql`, and the facts of its database. */
+const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
+  Effect.gen(function*() {
+    const session = yield* PgSession.serverSession(sql)
+    // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
+    // run on them directly (`runner`, internal/driver/run.ts). Its settings open the LISTEN connection.
+    const pg = yield* Effect.serviceOption(PgClient.PgClient)
+    const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
+    const driver = PgDriver.make(sql, config.prefix, session.database, {
+      durableClaims: config.durableClaims,
+      direct,
+      deleteCompleted: Duration.isZero(config.retention.completed),
+      listen: Option.isSome(pg) ? pg.value.config : undefined
+    })
+    return {
+      statements: withTransientRetry(driver, direct),
+      version,
+      identity: session.identity,
+      reachability: makeReachability(PgSession.ping(sql))
+    }
+  })
+
+/** The MySQL/MariaDB driver on `sql`, and the facts of its database. */
+const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
+  Effect.gen(function*() {
+    const session = yield* MysqlSession.serverSession(sql)
+    // As on PostgreSQL, for @effect/sql-mysql2's client.
+    const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
+    const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
+    const driver = MysqlDriver.make(sql, config.prefix, session.database, {
+      autoIncrement: session.autoIncrement,
+      direct,
+      maxStatementBytes: session.maxStatementBytes,
+      deleteCompleted: Duration.isZero(config.retention.completed)
+    })
+    return {
+      statements: withTransientRetry(driver, direct),
+      version,
+      identity: session.identity,
+      reachability: makeReachability(MysqlSession.ping(sql))
+    }
+  })
 
 /**
  * @since 0.1.0
@@ -82,51 +127,12 @@ export const QueueLive = (
           return yield* new SchemaNotMigrated({ prefix: config.prefix, applied, known: applied + status.pending.length })
         }
       }
-      const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
-      if (server.dialect === "pg") {
-        const session = yield* PgSession.serverSession(sql)
-        // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
-        // run on them directly (`runner`, internal/driver/run.ts).
-        const pg = yield* Effect.serviceOption(PgClient.PgClient)
-        const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
-        const database = Layer.succeed(Database, {
-          statements: withTransientRetry(
-            PgDriver.make(sql, config.prefix, session.database, {
-              durableClaims: config.durableClaims,
-              direct,
-              deleteCompleted: Duration.isZero(config.retention.completed)
-            }),
-            direct
-          ),
-          dialect: "pg",
-          version: server.version,
-          identity: session.identity,
-          reachability: makeReachability(PgSession.ping(sql))
-        })
-        const notifier = Option.isSome(pg)
-          ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
-          : Notifier.layerLocal
-        return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
-      }
-      const session = yield* MysqlSession.serverSession(sql)
-      // As on PostgreSQL, for @effect/sql-mysql2's client.
-      const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
-      const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
-      const database = Layer.succeed(Database, {
-        statements: withTransientRetry(
-          MysqlDriver.make(sql, config.prefix, session.database, {
-            autoIncrement: session.autoIncrement,
-            direct,
-            maxStatementBytes: session.maxStatementBytes,
-            deleteCompleted: Duration.isZero(config.retention.completed)
-          }),
-          direct
-        ),
-        dialect: "mysql",
-        version: server.version,
-        identity: session.identity,
-        reachability: makeReachability(MysqlSession.ping(sql))
-      })
-      return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
+      const database = server.dialect === "pg"
+        ? yield* pgDatabase(sql, config, server.version)
+        : yield* mysqlDatabase(sql, config, server.version)
+      return services.pipe(
+        Layer.provideMerge(Layer.succeed(Database, database)),
+        Layer.provideMerge(Layer.succeed(QueueConfig.QueueConfig, config))
+      )
     })
   )

@@ -13,6 +13,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Effect from "effect/Effect"
+import type { ListenError } from "./errors.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
 export interface ClaimedRow {
@@ -127,7 +128,12 @@ export interface ProbeRow extends Group {
 
 /** What a database can do, for the services that decide by it. */
 export interface Capabilities {
-  /** Whether the database delivers notifications between sessions (`LISTEN/NOTIFY`, PostgreSQL). */
+  /**
+   * Whether this driver delivers notifications between sessions (`channelListen`, `channelNotify`):
+   * PostgreSQL's `LISTEN/NOTIFY`, when the client is @effect/sql-pg's `PgClient` (the LISTEN
+   * connection is opened with its settings). The Notifier wakes other processes by `NOTIFY` when
+   * true, and reads the newest job id (the insert check) when false.
+   */
   readonly listenNotify: boolean
   /** Whether a claim can ride on the write of ends (`jobFinishManyAndClaim`). */
   readonly claimsRideOnEnds: boolean
@@ -145,7 +151,6 @@ export interface Capabilities {
 }
 
 export interface Driver {
-  readonly dialect: "pg" | "mysql"
   readonly capabilities: Capabilities
   /** Inserts jobs in one statement per chunk; returns their ids in input order. */
   readonly jobInsertMany: (
@@ -371,7 +376,23 @@ export interface Driver {
   }
   /** The ids of the migrations applied to this prefix, or `undefined` when its migrations table is missing. */
   readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
-  /** Sends a `NOTIFY` on `channel` (PostgreSQL); does nothing on MySQL/MariaDB. */
+
+  // --- Notifications between sessions (`capabilities.listenNotify`) ---------------------------
+  /**
+   * Opens a connection of its own that listens on `channel`: calls `onReady` each time listening is
+   * active, then `onPayload` for each notification, until the connection fails (the effect fails
+   * with a `ListenError`) or the scope of the caller's fiber ends (it is interrupted; the connection
+   * is closed). Fails at once without `capabilities.listenNotify`.
+   */
+  readonly channelListen: (
+    channel: string,
+    onReady: () => void,
+    onPayload: (payload: string) => void
+  ) => Effect.Effect<never, ListenError>
+  /**
+   * Sends `payload` on `channel` to every session listening on it, when the caller's transaction
+   * commits (at once outside one). Does nothing without `capabilities.listenNotify`.
+   */
   readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
 }
 
@@ -480,5 +501,5 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
   | "migrationList"
-  | "channelNotify"
 >
+export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

@@ -128,7 +128,6 @@ export const make = (ctx: MysqlContext): AdminOps => {
         const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
           ORDER BY migration_id`
         return rows.map((r) => num(r.id))
-      }),
-    channelNotify: () => Effect.void
+      })
   }
 }

@@ -139,7 +139,6 @@ export const make = (ctx: PgContext): AdminOps => {
         const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
           ORDER BY migration_id`
         return rows.map((r) => num(r.id))
-      }),
-    channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
+      })
   }
 }

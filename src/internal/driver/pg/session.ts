@@ -18,10 +18,3 @@ export const serverSession = (sql: SqlClient.SqlClient): Effect.Effect<{ readonl
 
 /** A statement that only needs the server to answer. */
 export const ping = (sql: SqlClient.SqlClient): Effect.Effect<unknown, SqlError> => sql`SELECT 1`
-
-/**
- * Sends a notification on `channel`. `PgClient.notify` is broken in @effect/sql-pg 0.53; `pg_notify`
- * works.
- */
-export const notify = (sql: SqlClient.SqlClient) => (channel: string, payload: string): Effect.Effect<unknown, SqlError> =>
-  sql`SELECT pg_notify(${channel}, ${payload})`
