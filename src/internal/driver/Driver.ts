@@ -11,8 +11,10 @@
  *
  * @internal
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Effect from "effect/Effect"
+import type { SetupError } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
@@ -308,6 +310,11 @@ export interface Driver {
   readonly workerLockName: (id: string) => string
   /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
   readonly connectionIdStatement: string
+  /**
+   * The statement a worker runs on its lock's connection to learn that the connection still answers
+   * (`SELECT 1`): it reads nothing and takes no lock.
+   */
+  readonly connectionCheckStatement: string
   /** The connection id of the session holding a worker's lock, or null when it is free. */
   readonly workerLockHolder: (id: string) => Effect.Effect<number | null, SqlError>
   /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
@@ -374,8 +381,26 @@ export interface Driver {
     readonly lock: readonly [sql: string, params: ReadonlyArray<unknown>]
     readonly unlock: readonly [sql: string, params: ReadonlyArray<unknown>]
   }
-  /** The ids of the migrations applied to this prefix, or `undefined` when its migrations table is missing. */
+
+  // --- Migrations ------------------------------------------------------------------------------
+  /**
+   * sqlane's migrations of this database for this prefix, keyed `<id>_<name>` as `Migrator.fromRecord`
+   * reads them: versioned and append-only (a shipped one never changes; the next gets the next id).
+   * Each runs its statements on the `SqlClient` of its context.
+   */
+  readonly migrations: Readonly<Record<string, Migration>>
+  /** The ids of the migrations applied to this prefix, in order, or `undefined` when its migrations table is missing. */
   readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
+  /**
+   * Runs `migrate` holding this prefix's migration lock, so that one process migrates while the others
+   * wait (then find nothing left to do); the migrations table exists when `migrate` starts on
+   * PostgreSQL. PostgreSQL: a transaction holding a transaction-level advisory lock. MySQL/MariaDB: a
+   * session lock (`GET_LOCK`, waited for up to 10 minutes, then `SetupError`) on a reserved connection
+   * while `migrate` runs on another, so the pool needs 2 connections (`SetupError` when it has fewer).
+   */
+  readonly migrationLocked: <A, E, R>(
+    migrate: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | SqlError | SetupError, R>
 
   // --- Notifications between sessions (`capabilities.listenNotify`) ---------------------------
   /**
@@ -395,6 +420,9 @@ export interface Driver {
    */
   readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
 }
+
+/** One migration: statements run on the `SqlClient` of its context. */
+export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
 /** A paused job name. */
 export interface PausedRow {
@@ -480,6 +508,7 @@ export type WorkersOps = Pick<
   | "workerUnlockSql"
   | "workerLockName"
   | "connectionIdStatement"
+  | "connectionCheckStatement"
   | "workerLockHolder"
   | "endConnection"
 >
@@ -500,6 +529,6 @@ export type AdminOps = Pick<
   | "jobProgressGet"
   | "jobPruneFinished"
   | "prunerLock"
-  | "migrationList"
 >
+export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

@@ -1,6 +1,7 @@
 /**
- * Helpers both drivers use: reading rows (`num`, `toClaimed`…), the stale ends of a write, lock
- * names, and the keyed claim's window and retry.
+ * What both drivers share: the job states' bits and the checks the schema holds (`stateBits`,
+ * `uniqueGuard`), reading rows (`num`, `toClaimed`…), the stale ends of a write, lock names, and the
+ * keyed claim's window and retry.
  *
  * @internal
  */
@@ -11,7 +12,6 @@ import * as Effect from "effect/Effect"
 import type { ClaimedRow, Finish, JobRow, JobSummaryRow, OrphanedRow, StaleEnds, StatsRow } from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
 import type { Run } from "./run.js"
-import { stateBits } from "../migrations.js"
 
 /**
  * What every worker lock name of one queue starts with: `sqw<scope>:`, where `<scope>` is 5 base-36
@@ -36,6 +36,28 @@ export const workerLockPrefix = (dialect: "pg" | "mysql", database: string, pref
   }
   return `sqw${((hash >>> 0) % 36 ** 5).toString(36).padStart(5, "0")}:`
 }
+
+/**
+ * The bit of each job state in a row's `unique_states` mask: the states in which the row holds its
+ * unique key (pending and running always).
+ */
+export const stateBits = { pending: 1, running: 2, completed: 4, dead: 8, cancelled: 16 } as const
+
+/**
+ * Whether a row holds its unique key in its current state: its `unique_states` mask has the bit
+ * of its state ({@link stateBits}). The same text (both dialects) is used by the index and by the
+ * statements that read the holder of a key; shipped indexes hold it, so it never changes.
+ * `alias` qualifies the columns, e.g. `"o."`.
+ */
+export const uniqueGuard = (alias = "") =>
+  `(${alias}unique_states & CASE ${alias}state ${
+    Object.entries(stateBits).map(([state, bit]) => `WHEN '${state}' THEN ${bit}`).join(" ")
+  } ELSE 0 END) <> 0`
+
+/** The states a job row may hold (migration 8): the database refuses any other. */
+export const stateCheck = "state IN ('pending', 'running', 'completed', 'dead', 'cancelled')"
+/** Attempt counts are never negative (migration 8). */
+export const attemptsCheck = "attempts >= 0 AND attempt_base >= 0"
 
 export const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 export const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))

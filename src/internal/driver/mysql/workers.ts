@@ -66,6 +66,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
     workerUnlockSql: "SELECT RELEASE_LOCK(?)",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT CONNECTION_ID()",
+    connectionCheckStatement: "SELECT 1",
     workerLockHolder: (id) =>
       Effect.map(
         sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockPrefix + id}) AS conn`,

@@ -11,6 +11,7 @@ import { makeContext, type PgOptions } from "./context.js"
 import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
 import * as Listen from "./listen.js"
+import * as Migrations from "./migrations.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
 
@@ -32,6 +33,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
     ...Admin.make(ctx),
+    ...Migrations.make(ctx),
     ...Listen.make(ctx)
   }
 }

@@ -5,9 +5,8 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
-import { uniqueGuard } from "../../migrations.js"
 import type { InsertOps, UniqueInsertResult } from "../Driver.js"
-import { newestId } from "../shared.js"
+import { newestId, uniqueGuard } from "../shared.js"
 import type { PgContext } from "./context.js"
 
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */

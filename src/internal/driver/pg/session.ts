@@ -8,6 +8,10 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 
+/** The server's version as it reports it, e.g. `15.19`. */
+export const serverVersion = (sql: SqlClient.SqlClient): Effect.Effect<string, SqlError> =>
+  Effect.map(sql<{ version: string }>`SELECT current_setting('server_version') AS version`, ([row]) => row.version)
+
 /** The database's name (it scopes worker lock names) and an identity of the server and database. */
 export const serverSession = (sql: SqlClient.SqlClient): Effect.Effect<{ readonly database: string; readonly identity: string }, SqlError> =>
   Effect.map(

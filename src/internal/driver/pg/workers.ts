@@ -57,6 +57,7 @@ export const make = (ctx: PgContext): WorkersOps => {
     workerUnlockSql: "SELECT pg_advisory_unlock($1, hashtext($2))",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT pg_backend_pid()",
+    connectionCheckStatement: "SELECT 1",
     workerLockHolder: (id) =>
       Effect.map(
         sql<{ pid: number }>`SELECT pid FROM pg_locks
