@@ -6,10 +6,20 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import type { ClaimedRow, Finish, JobRow, JobSummaryRow, OrphanedRow, StaleEnds, StatsRow } from "./Driver.js"
+import { SqlError } from "@effect/sql/SqlError"
+import type {
+  ClaimedRow,
+  Finish,
+  JobRow,
+  JobSummaryRow,
+  OrphanedRow,
+  StaleEnds,
+  StatsRow,
+  UniqueInsertResult,
+  WorkersOps
+} from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
 import type { Run } from "./run.js"
 
@@ -188,6 +198,73 @@ export const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>):
 
 export const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
+
+/**
+ * `jobInsertUnique`'s loop, alike on both databases: `insert` writes the job and gives its id, or
+ * `undefined` when another job holds the key; then `holder` reads that job's id (in a statement of its
+ * own, which sees a holder that committed while the insert waited for it). When the holder left its
+ * guarded states in between (`undefined`), the insert is tried again, up to 10 times.
+ */
+export const insertUnique = (
+  uniqueKey: string,
+  insert: Effect.Effect<string | undefined, SqlError>,
+  holder: Effect.Effect<string | undefined, SqlError>
+): Effect.Effect<UniqueInsertResult, SqlError> => {
+  const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+    Effect.flatMap(insert, (inserted) =>
+      inserted !== undefined
+        ? Effect.succeed({ id: inserted, inserted: true })
+        : Effect.flatMap(holder, (held) =>
+          held !== undefined
+            ? Effect.succeed({ id: held, inserted: false })
+            : tries >= 10
+            ? Effect.fail(new SqlError({ message: `sqlane: unique key ${uniqueKey} kept changing hands` }))
+            : go(tries + 1)))
+  return go(1)
+}
+
+/** The first row's `id` as a string, or `undefined` when there is no row. */
+export const firstId = (rows: ReadonlyArray<{ readonly id: unknown }>): string | undefined =>
+  rows.length > 0 ? String(rows[0].id) : undefined
+
+/** What the statements on worker rows need of a driver's context. */
+interface WorkerRowsContext {
+  readonly sql: SqlClient.SqlClient
+  readonly workers: Statement.Identifier
+  readonly ts: (us: number) => Statement.Fragment
+  readonly run: Run
+}
+
+/**
+ * The statements on worker rows, alike on both databases but for how a worker id registered again
+ * updates its row (`upsert`: PostgreSQL's `ON CONFLICT`, MySQL/MariaDB's `ON DUPLICATE KEY UPDATE`).
+ */
+export const workerRows = (
+  ctx: WorkerRowsContext,
+  upsert: string
+): Pick<
+  WorkersOps,
+  "workerRegister" | "workerJobNames" | "workerHeartbeat" | "workerRelocking" | "workerRelocked" | "workerRemove"
+> => {
+  const { run, sql, ts, workers } = ctx
+  return {
+    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+          ${sql.literal(upsert)}`.pipe(Effect.asVoid),
+    workerJobNames: (sinceUs) =>
+      Effect.map(
+        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
+        jobNamesOf
+      ),
+    workerHeartbeat: (id, nowUs) =>
+      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRelocked: (id) =>
+      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid)
+  }
+}
 
 /** `jobNewestId`, the same SQL on both dialects. */
 export const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>
