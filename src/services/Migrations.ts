@@ -12,19 +12,17 @@
  *
  * @since 0.1.0
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Stream from "effect/Stream"
 import type { Driver } from "../internal/driver/Driver.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
 import * as MysqlSession from "../internal/driver/mysql/session.js"
 import * as PgDriver from "../internal/driver/pg/index.js"
 import * as PgSession from "../internal/driver/pg/session.js"
+import { recordingClient } from "../internal/driver/recorder.js"
 import { versionAtLeast } from "../internal/version.js"
 import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
 import { isValidPrefix } from "./QueueConfig.js"
@@ -194,30 +192,15 @@ export const dryRun = (
   Effect.gen(function*() {
     const current = yield* status(prefix)
     const pendingIds = new Set(current.pending.map(([id]) => id))
-    const compiler = current.dialect === "pg"
-      ? (yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))).makeCompiler()
-      : (yield* Effect.promise(() => import("@effect/sql-mysql2/MysqlClient"))).makeCompiler()
     const out: Array<{ id: number; name: string; sql: ReadonlyArray<string> }> = []
     const driver = driverOf(current.dialect, (yield* SqlClient.SqlClient).withoutTransforms(), prefix)
     for (const m of known(driver)) {
       if (!pendingIds.has(m.id)) continue
       const recorded: Array<string> = []
-      const record = (text: string, params: ReadonlyArray<unknown>) =>
-        Effect.sync(() => {
-          const sqlText = text.trim().replace(/\n\s+/g, "\n  ")
-          recorded.push(params.length === 0 ? `${sqlText};` : `${sqlText}; -- params: ${JSON.stringify(params)}`)
-          return [] as Array<any>
-        })
-      const connection: SqlConnection.Connection = {
-        execute: record,
-        executeRaw: record,
-        executeValues: record,
-        executeUnprepared: record,
-        executeStream: (text, params) => Stream.fromEffect(record(text, params)).pipe(Stream.drain)
-      }
-      const recorder = yield* SqlClient.make({ acquirer: Effect.succeed(connection), compiler, spanAttributes: [] }).pipe(
-        Effect.provide(Reactivity.layer)
-      )
+      const recorder = yield* recordingClient(current.dialect, (text, params) => {
+        const sqlText = text.trim().replace(/\n\s+/g, "\n  ")
+        recorded.push(params.length === 0 ? `${sqlText};` : `${sqlText}; -- params: ${JSON.stringify(params)}`)
+      })
       yield* m.migration.pipe(
         Effect.provideService(SqlClient.SqlClient, recorder),
         Effect.mapError((e) => new SetupError({ message: `dry run of migration ${m.id}_${m.name} failed: ${String(e)}` }))
