@@ -266,6 +266,20 @@ export const workerRows = (
   }
 }
 
+/**
+ * `migrationList`, alike on both databases but for the expression of the current schema
+ * (`current_schema()`, `DATABASE()`).
+ */
+export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentSchema: string) => () =>
+  Effect.gen(function*() {
+    const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
+      WHERE table_schema = ${sql.literal(currentSchema)} AND table_name = ${`${prefix}migrations`}`
+    if (num(exists?.n ?? 0) === 0) return undefined
+    const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
+      ORDER BY migration_id`
+    return rows.map((r) => num(r.id))
+  })
+
 /** `jobNewestId`, the same SQL on both dialects. */
 export const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>
   Effect.map(

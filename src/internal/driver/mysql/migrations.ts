@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { SetupError } from "../../../schema/Errors.js"
 import { poolSizeOf } from "../../Database.js"
 import type { Migration, MigrationsOps } from "../Driver.js"
-import { attemptsCheck, num, stateCheck, uniqueGuard } from "../shared.js"
+import { attemptsCheck, migrationList, stateCheck, uniqueGuard } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const migrations = (prefix: string): Record<string, Migration> => ({
@@ -124,15 +124,7 @@ export const make = (ctx: MysqlContext): MigrationsOps => {
   const { prefix, sql } = ctx
   return {
     migrations: migrations(prefix),
-    migrationList: () =>
-      Effect.gen(function*() {
-        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
-          WHERE table_schema = DATABASE() AND table_name = ${`${prefix}migrations`}`
-        if (num(exists?.n ?? 0) === 0) return undefined
-        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
-          ORDER BY migration_id`
-        return rows.map((r) => num(r.id))
-      }),
+    migrationList: migrationList(sql, prefix, "DATABASE()"),
     // DDL commits implicitly, so a transaction cannot hold the lock: a session lock (`GET_LOCK`) is
     // held on a reserved connection while the Migrator uses another one. Migrating therefore needs a
     // pool of at least 2 connections.

@@ -7,7 +7,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import type { Migration, MigrationsOps } from "../Driver.js"
-import { attemptsCheck, num, stateCheck, uniqueGuard } from "../shared.js"
+import { attemptsCheck, migrationList, stateCheck, uniqueGuard } from "../shared.js"
 import type { PgContext } from "./context.js"
 
 export const migrations = (prefix: string): Record<string, Migration> => ({
@@ -129,15 +129,7 @@ export const make = (ctx: PgContext): MigrationsOps => {
   const { prefix, sql } = ctx
   return {
     migrations: migrations(prefix),
-    migrationList: () =>
-      Effect.gen(function*() {
-        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name = ${`${prefix}migrations`}`
-        if (num(exists?.n ?? 0) === 0) return undefined
-        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
-          ORDER BY migration_id`
-        return rows.map((r) => num(r.id))
-      }),
+    migrationList: migrationList(sql, prefix, "current_schema()"),
     // A transaction holding `pg_advisory_xact_lock`, on one connection (the Migrator's own
     // transaction nests inside it as a savepoint). The migrations table is created first, inside
     // the lock, so the Migrator's probe for it cannot abort the transaction.
