@@ -1,5 +1,5 @@
 /**
- * The MySQL/MariaDB insert check's own timing logic (`Notifier.layerMysql`): when it reads, when it
+ * The MySQL/MariaDB insert check's own timing logic (`Notifier.layer` on a driver without `listenNotify`): when it reads, when it
  * wakes, and that no failure ends it. The newest job id comes from a stand-in for the one statement the
  * check runs; what that statement returns on a real MariaDB, and the wake-up across processes, are
  * tested in the conformance suite ("the insert check …").
@@ -16,13 +16,12 @@ import * as QueueConfig from "../src/services/QueueConfig.js"
 import { realSleep } from "./support/helpers.js"
 
 let prefixes = 0
-/** A `layerMysql` whose check reads `newest()` (every 20 ms). */
+/** A Notifier of a driver without `listenNotify`, whose check reads `newest()` (every 20 ms). */
 const notifierWith = (newest: () => Effect.Effect<string | null>) =>
-  Notifier.layerMysql.pipe(
+  Notifier.layer.pipe(
     Layer.provide(QueueConfig.layer({ prefix: `ic${prefixes++}_`, insertCheckInterval: "20 millis" })),
     Layer.provide(Layer.succeed(Database, {
-      statements: { jobNewestId: newest } as unknown as Driver,
-      dialect: "mysql",
+      statements: { capabilities: { listenNotify: false }, jobNewestId: newest } as unknown as Driver,
       version: "test",
       identity: `insert-check-test-${process.pid}`,
       reachability: makeReachability(Effect.void)

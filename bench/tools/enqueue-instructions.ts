@@ -2,7 +2,7 @@
  * Diagnostic: the client-side instructions of one enqueue, layer by layer, counted by callgrind
  * (repeatable whatever else the machine does). Runs N one-job inserts one after another, in one of
  * these ways:
- * - `raw`: the driver alone (`pg` / `mysql2` pool, sqlane's INSERT text);
+ * - `raw`: the driver alone (`pg` / `mysql2` pool, the INSERT text of sqlane's driver);
  * - `void`: the driver inside `ManagedRuntime.runPromise(Effect.promise(...))` (the bench's harness);
  * - `unsafe` / `unsafe-off`: @effect/sql's `sql.unsafe(text)` (its span and scope), tracer on / off;
  * - `fast` / `fast-scoped`: the statement's connection used directly, without / with `Effect.scoped`;
@@ -17,6 +17,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import { Database } from "../../src/internal/Database.js"
 import { Queue } from "../../src/index.js"
+import { benchRow, statementOf } from "../lib/driverSql.js"
 import { BenchJob, runtime, sqlane } from "../systems/sqlane.js"
 import { effectSqlPersistedQueue } from "../systems/effect-sql-persisted-queue.js"
 import { payload, type Env } from "../systems/types.js"
@@ -31,11 +32,11 @@ const env: Env = {
     : { db: "mariadb-10.11", dialect, url: "mysql://root@127.0.0.1:3306/test" } as any,
   ns: `cg${process.pid}`
 }
-const table = `${env.ns}_jobs`
-const text = dialect === "pg"
-  ? `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES ($1, $2, $3, TIMESTAMPTZ 'epoch' + $4 * INTERVAL '1 microsecond', TIMESTAMPTZ 'epoch' + $5 * INTERVAL '1 microsecond', $6, $7) RETURNING id`
-  : `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES (?, ?, ?, TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 00:00:00'), TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 00:00:00'), ?, ?)`
-const params = (i: number) => ["bench", JSON.stringify(payload(i)), 0, Date.now() * 1000, Date.now() * 1000, null, null]
+// The one-job insert of sqlane's driver (`jobInsertMany` of one row).
+const insert = await statementOf<"payload" | "now">(dialect, `${env.ns}_`, (driver, slot) =>
+  driver.jobInsertMany([benchRow(slot("payload"), slot("now"))], slot("now"), undefined))
+const text = insert.text
+const params = (i: number) => insert.params({ payload: JSON.stringify(payload(i)), now: Date.now() * 1000 })
 let one: (i: number) => Promise<unknown>
 let close: () => Promise<unknown>
 if (variant === "espq") {

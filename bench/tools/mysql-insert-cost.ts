@@ -2,7 +2,7 @@
  * Diagnostic: what the server's side of "enqueue, a transaction each" costs on MariaDB/MySQL, without
  * any queue's client. 8 connections of a plain mysql2 pool insert one row per statement (autocommit)
  * for 5 s, in alternating rounds (4 each), into:
- * - `sqlane`: sqlane's jobs table as its migrations make it (4 secondary indexes);
+ * - `sqlane`: sqlane's jobs table as its migrations make it (4 secondary indexes), with its driver's insert;
  * - `sqlane-no-keys`: the same table without the unique-key and mutex-key indexes (2 secondary);
  * - `espq`: Effect's SqlPersistedQueue table with its 3 secondary indexes and its `INSERT IGNORE`;
  * - `floor`: the hand-written SKIP LOCKED queue's table (bench/systems/skip-locked.ts, 1 secondary index).
@@ -11,6 +11,7 @@
  */
 import * as Mysql from "mysql2/promise"
 import { randomUUID } from "node:crypto"
+import { benchRow, statementOf } from "../lib/driverSql.js"
 import { open } from "../lib/targets.js"
 import { sqlane } from "../systems/sqlane.js"
 import { payload } from "../systems/types.js"
@@ -41,6 +42,9 @@ try {
   await pool.query(`CREATE INDEX ${espq}_take ON ${espq} (queue_name, completed, attempts, acquired_at)`)
   await pool.query(`CREATE INDEX ${espq}_update ON ${espq} (sequence, acquired_by)`)
 
+  // The one-job insert of sqlane's driver (`jobInsertMany` of one row), on either table.
+  const sqlaneInsert = await statementOf<"payload" | "now">("mysql", `${env.ns}_`, (driver, slot) =>
+    driver.jobInsertMany([benchRow(slot("payload"), slot("now"))], slot("now"), undefined))
   const insert = (table: string, i: number) =>
     table === floor
       ? pool.execute(`INSERT INTO ${floor} (queue, payload) VALUES (?, ?)`, ["bench", JSON.stringify(payload(i))])
@@ -51,9 +55,8 @@ try {
         [randomUUID(), JSON.stringify(payload(i))]
       )
       : pool.execute(
-        `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-         VALUES ('bench', ?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), NULL, NULL)`,
-        [JSON.stringify(payload(i))]
+        table === jobs ? sqlaneInsert.text : sqlaneInsert.text.replace(`\`${jobs}\``, `\`${table}\``),
+        sqlaneInsert.params({ payload: JSON.stringify(payload(i)), now: Date.now() * 1000 })
       )
   const round = async (table: string, ms: number) => {
     const end = Date.now() + ms

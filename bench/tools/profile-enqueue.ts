@@ -9,6 +9,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import { benchRow, statementOf } from "../lib/driverSql.js"
 import { runtime, sqlane as sqlaneSystem } from "../systems/sqlane.js"
 import { skipLocked1 } from "../systems/skip-locked.js"
 import { effectSqlPersistedQueue } from "../systems/effect-sql-persisted-queue.js"
@@ -21,14 +22,14 @@ const effectSql: Pick<System, "prepare" | "drop" | "open"> = {
   open: async (env, o = {}) => {
     const rt = runtime(env, o)
     const sql = await rt.runPromise(SqlClient.SqlClient)
-    const table = `${env.ns}_jobs`
-    const text = env.target.dialect === "mysql"
-      ? `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-         VALUES (?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ?, ?)`
-      : `INSERT INTO ${table} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-         VALUES ($1, $2, $3, now(), now(), $4, $5) RETURNING id`
+    // The one-job insert of sqlane's driver (`jobInsertMany` of one row).
+    const insert = await statementOf<"payload" | "now">(env.target.dialect, `${env.ns}_`, (driver, slot) =>
+      driver.jobInsertMany([benchRow(slot("payload"), slot("now"))], slot("now"), undefined))
     return {
-      enqueue: (p) => rt.runPromise(Effect.asVoid(sql.unsafe(text, ["bench", JSON.stringify(p), 0, null, null]).raw)),
+      enqueue: (p) =>
+        rt.runPromise(Effect.asVoid(
+          sql.unsafe(insert.text, insert.params({ payload: JSON.stringify(p), now: Date.now() * 1000 })).raw
+        )),
       enqueueMany: () => Promise.reject(new Error("SYSTEM=effect-sql measures `one` only")),
       work: () => Promise.reject(new Error("SYSTEM=effect-sql has no worker")),
       close: () => rt.dispose()

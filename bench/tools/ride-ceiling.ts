@@ -3,9 +3,8 @@
  * runs sqlane's ride statement (end the attempts it claimed, claim as many: `WITH ended AS
  * (UPDATE … RETURNING), claimed AS (UPDATE … RETURNING) SELECT claimed rows LEFT JOIN the ends'
  * summary`) back to back, with no handler and no Effect runtime, over a backlog of N due jobs;
- * prints jobs/s per (lanes × batch). The statements are copied from src/internal/driver/pg/jobs.ts;
- * the raw `pg` driver runs them. FORM=plain runs the statement without the report of stale ends
- * (`WITH ended AS (UPDATE …) UPDATE … RETURNING`), to measure what that report costs.
+ * prints jobs/s per (lanes × batch). The statements are those of sqlane's driver (`jobClaim`,
+ * `jobFinishManyAndClaim`), written by it for each call; the raw `pg` driver runs them.
  *
  * It bounds what a worker can reach: a worker at concurrency 50 writes its ends and claims in one
  * such statement at a time (1 × 50); writing two halves in turn would be 1 × 25, and two
@@ -13,6 +12,8 @@
  *   node --import tsx bench/tools/ride-ceiling.ts [n=20000] [lanes×batch …, default 1x50 1x25 2x25 2x50]
  */
 import Pg from "pg"
+import type { Finish } from "../../src/internal/driver/Driver.js"
+import { recorder } from "../lib/driverSql.js"
 import { admin, open } from "../lib/targets.js"
 import { sqlane } from "../systems/sqlane.js"
 import { payload } from "../systems/types.js"
@@ -25,30 +26,29 @@ const env = { target, ns: `ceiling_${process.pid}` }
 await sqlane.prepare(env)
 const jobs = `${env.ns}_jobs`
 const a = admin(target)
-const claim = (k: number, worker: string) =>
-  `UPDATE ${jobs} AS u SET state = 'running', attempts = LEAST(u.attempts, 2147483646) + 1, claimed_at = now(),
-     worker_id = '${worker}'
-   FROM (SELECT j.id FROM ${jobs} j
-     WHERE j.state = 'pending' AND j.name = 'bench' AND j.priority = 0 AND j.run_at <= now() AND j.mutex_key IS NULL
-     ORDER BY j.run_at, j.id LIMIT ${k} FOR UPDATE SKIP LOCKED) AS pick
-   WHERE u.id = pick.id
-   RETURNING u.id, u.name, u.payload, u.attempts, u.attempt_base, u.priority, u.errors, u.trace_context`
-const finish = `UPDATE ${jobs} AS j SET
-     state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
-     run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
-     finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
-     last_error = COALESCE(v.last_error, j.last_error), errors = COALESCE(v.errors, j.errors), result = v.result,
-     worker_id = NULL
-   FROM unnest($1::bigint[], $2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[])
-     AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
-   WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'`
-const ride = (k: number, worker: string) =>
-  process.env.FORM === "plain"
-    ? `WITH ended AS (${finish}) ${claim(k, worker)}`
-    : `WITH ended AS (${finish} RETURNING v.id, v.attempt), claimed AS (${claim(k, worker)})
-       SELECT c.*, a.applied FROM (SELECT CASE WHEN count(*) < ${k}
-         THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ended AS w) END
-         AS applied FROM ended AS e) AS a LEFT JOIN claimed c ON true`
+const group = [{ name: "bench", priority: 0 }]
+/** The driver's statements for one lane (each lane records its own). */
+const lane = async (worker: string) => {
+  const driver = await recorder("pg", `${env.ns}_`)
+  return {
+    claim: async (k: number) =>
+      (await driver.statements((d) => d.jobClaim(group, k, Date.now() * 1000, worker)))[0],
+    ride: async (rows: ReadonlyArray<any>, k: number) => {
+      const nowUs = Date.now() * 1000
+      const finishes: Array<Finish> = rows.map((r) => ({
+        id: String(r.id),
+        attempt: Number(r.attempts),
+        state: "completed",
+        runAtUs: null,
+        finishedAtUs: nowUs,
+        lastError: null,
+        errors: null,
+        result: null
+      }))
+      return (await driver.statements((d) => d.jobFinishManyAndClaim!(finishes, group, k, nowUs, worker)))[0]
+    }
+  }
+}
 try {
   for (const [lanes, k] of shapes) {
     await a.query(`TRUNCATE ${jobs}`)
@@ -65,15 +65,13 @@ try {
     }))
     let done = 0
     const t0 = performance.now()
-    await Promise.all(clients.map(async (c, lane) => {
-      let rows = (await c.query(claim(k, `w${lane}`))).rows
+    await Promise.all(clients.map(async (c, i) => {
+      const statements = await lane(`w${i}`)
+      const first = await statements.claim(k)
+      let rows = (await c.query(first.text, first.params)).rows
       while (rows.length > 0) {
-        const nowUs = Date.now() * 1000
-        const none = rows.map(() => null)
-        const { rows: result } = await c.query(ride(k, `w${lane}`), [
-          rows.map((r) => r.id), rows.map((r) => r.attempts), rows.map(() => "completed"), none,
-          rows.map(() => nowUs), none, none, none
-        ])
+        const ride = await statements.ride(rows, k)
+        const { rows: result } = await c.query(ride.text, ride.params)
         done += rows.length
         rows = result.filter((r) => r.id !== null)
       }

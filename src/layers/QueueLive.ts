@@ -1,11 +1,13 @@
 /**
  * `QueueLive`: the layer a user provides. Given a `SqlClient` from `@effect/sql-pg` or
  * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (with `migrate: false`, it
- * fails with `SchemaNotMigrated` when any is pending) and builds the services for that dialect:
+ * fails with `SchemaNotMigrated` when any is pending), builds the driver of that database and on it
+ * `Queue`, `Claimer`, `Completer`, `Admin`, `Events` and a `Notifier`, whose wake-ups between
+ * processes follow the driver's capabilities:
  *
- * - PostgreSQL: `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, and a `Notifier` with `LISTEN/NOTIFY`;
- * - MySQL 8.0+ / MariaDB 10.6+: the same, with a `Notifier` of in-process hints and an insert check
- *   (`insertCheckInterval`).
+ * - PostgreSQL through @effect/sql-pg's `PgClient`: `LISTEN/NOTIFY`;
+ * - MySQL 8.0+ / MariaDB 10.6+ (and a PostgreSQL client without `PgClient`'s settings): the insert
+ *   check (`insertCheckInterval`).
  *
  * @since 0.1.0
  */
@@ -51,13 +53,58 @@ export type Services =
   | QueueConfig.QueueConfig
   | Database
 
-const services = <R>(notifier: Layer.Layer<Notifier.Notifier, never, R | QueueConfig.QueueConfig>) =>
-  Layer.mergeAll(Queue.layer, Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))).pipe(
-    Layer.provideMerge(Events.layer),
-    Layer.provideMerge(notifier),
-    (base) => Layer.provideMerge(Admin.layer, base),
-    (base) => Layer.merge(base, Pruner.layer)
-  )
+const services = Layer.mergeAll(
+  Queue.layer,
+  Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))
+).pipe(
+  Layer.provideMerge(Events.layer),
+  Layer.provideMerge(Notifier.layer),
+  (base) => Layer.provideMerge(Admin.layer, base),
+  (base) => Layer.merge(base, Pruner.layer)
+)
+
+/** The PostgreSQL driver on `sql`, and the facts of its database. */
+const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
+  Effect.gen(function*() {
+    const session = yield* PgSession.serverSession(sql)
+    // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
+    // run on them directly (`runner`, internal/driver/run.ts). Its settings open the LISTEN connection.
+    const pg = yield* Effect.serviceOption(PgClient.PgClient)
+    const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
+    const driver = PgDriver.make(sql, config.prefix, session.database, {
+      durableClaims: config.durableClaims,
+      direct,
+      deleteCompleted: Duration.isZero(config.retention.completed),
+      listen: Option.isSome(pg) ? pg.value.config : undefined
+    })
+    return {
+      statements: withTransientRetry(driver, direct),
+      version,
+      identity: session.identity,
+      reachability: makeReachability(PgSession.ping(sql))
+    }
+  })
+
+/** The MySQL/MariaDB driver on `sql`, and the facts of its database. */
+const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
+  Effect.gen(function*() {
+    const session = yield* MysqlSession.serverSession(sql)
+    // As on PostgreSQL, for @effect/sql-mysql2's client.
+    const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
+    const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
+    const driver = MysqlDriver.make(sql, config.prefix, session.database, {
+      autoIncrement: session.autoIncrement,
+      direct,
+      maxStatementBytes: session.maxStatementBytes,
+      deleteCompleted: Duration.isZero(config.retention.completed)
+    })
+    return {
+      statements: withTransientRetry(driver, direct),
+      version,
+      identity: session.identity,
+      reachability: makeReachability(MysqlSession.ping(sql))
+    }
+  })
 
 /**
  * @since 0.1.0
@@ -82,51 +129,12 @@ export const QueueLive = (
           return yield* new SchemaNotMigrated({ prefix: config.prefix, applied, known: applied + status.pending.length })
         }
       }
-      const configLayer = Layer.succeed(QueueConfig.QueueConfig, config)
-      if (server.dialect === "pg") {
-        const session = yield* PgSession.serverSession(sql)
-        // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
-        // run on them directly (`runner`, internal/driver/run.ts).
-        const pg = yield* Effect.serviceOption(PgClient.PgClient)
-        const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
-        const database = Layer.succeed(Database, {
-          statements: withTransientRetry(
-            PgDriver.make(sql, config.prefix, session.database, {
-              durableClaims: config.durableClaims,
-              direct,
-              deleteCompleted: Duration.isZero(config.retention.completed)
-            }),
-            direct
-          ),
-          dialect: "pg",
-          version: server.version,
-          identity: session.identity,
-          reachability: makeReachability(PgSession.ping(sql))
-        })
-        const notifier = Option.isSome(pg)
-          ? Notifier.layerPg.pipe(Layer.provide(Layer.succeed(PgClient.PgClient, pg.value)))
-          : Notifier.layerLocal
-        return services(notifier).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
-      }
-      const session = yield* MysqlSession.serverSession(sql)
-      // As on PostgreSQL, for @effect/sql-mysql2's client.
-      const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
-      const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
-      const database = Layer.succeed(Database, {
-        statements: withTransientRetry(
-          MysqlDriver.make(sql, config.prefix, session.database, {
-            autoIncrement: session.autoIncrement,
-            direct,
-            maxStatementBytes: session.maxStatementBytes,
-            deleteCompleted: Duration.isZero(config.retention.completed)
-          }),
-          direct
-        ),
-        dialect: "mysql",
-        version: server.version,
-        identity: session.identity,
-        reachability: makeReachability(MysqlSession.ping(sql))
-      })
-      return services(Notifier.layerMysql).pipe(Layer.provideMerge(database), Layer.provideMerge(configLayer))
+      const database = server.dialect === "pg"
+        ? yield* pgDatabase(sql, config, server.version)
+        : yield* mysqlDatabase(sql, config, server.version)
+      return services.pipe(
+        Layer.provideMerge(Layer.succeed(Database, database)),
+        Layer.provideMerge(Layer.succeed(QueueConfig.QueueConfig, config))
+      )
     })
   )

@@ -1,28 +1,28 @@
 /**
- * sqlane's schema: versioned, embedded, append-only migrations per dialect, run with
- * `@effect/sql`'s `Migrator` into sqlane's own migrations table (`<prefix>migrations`).
+ * sqlane's schema: versioned, embedded, append-only migrations per dialect (each driver holds its
+ * own, `internal/driver/<dialect>/migrations.ts`), run with `@effect/sql`'s `Migrator` into
+ * sqlane's own migrations table (`<prefix>migrations`).
  *
- * Safe to run from several processes at once: the run holds a session lock
- * (`pg_advisory_lock` / `GET_LOCK`) on a dedicated connection, so one process migrates while
- * the others wait and then find nothing left to do.
+ * Safe to run from several processes at once: the run holds the driver's migration lock (a
+ * transaction-level advisory lock on PostgreSQL, `GET_LOCK` on a reserved connection on
+ * MySQL/MariaDB), so one process migrates while the others wait and then find nothing left to do.
  *
  * Also checks, before anything else, that the server has `FOR UPDATE SKIP LOCKED`:
  * PostgreSQL 9.5+, MySQL 8.0.1+, MariaDB 10.6+.
  *
  * @since 0.1.0
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Stream from "effect/Stream"
-import { poolSizeOf } from "../internal/Database.js"
-import * as MigrationsInternal from "../internal/migrations.js"
+import type { Driver } from "../internal/driver/Driver.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
+import * as MysqlSession from "../internal/driver/mysql/session.js"
 import * as PgDriver from "../internal/driver/pg/index.js"
+import * as PgSession from "../internal/driver/pg/session.js"
+import { recordingClient } from "../internal/driver/recorder.js"
 import { versionAtLeast } from "../internal/version.js"
 import { SetupError, UnsupportedDatabase } from "../schema/Errors.js"
 import { isValidPrefix } from "./QueueConfig.js"
@@ -75,14 +75,8 @@ export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlErr
   function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     return yield* sql.onDialectOrElse({
-      pg: () =>
-        sql<{ version: string }>`SELECT current_setting('server_version') AS version`.pipe(
-          Effect.flatMap(([row]) => checkVersion("pg", row.version))
-        ),
-      mysql: () =>
-        sql<{ version: string }>`SELECT VERSION() AS version`.pipe(
-          Effect.flatMap(([row]) => checkVersion("mysql", row.version))
-        ),
+      pg: () => Effect.flatMap(PgSession.serverVersion(sql), (version) => checkVersion("pg", version)),
+      mysql: () => Effect.flatMap(MysqlSession.serverVersion(sql), (version) => checkVersion("mysql", version)),
       orElse: () =>
         Effect.fail(
           new UnsupportedDatabase({
@@ -95,57 +89,15 @@ export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlErr
 )
 
 /**
- * Serializes migration runs across processes.
- *
- * PostgreSQL: a transaction holding `pg_advisory_xact_lock`, on one connection (the Migrator's
- * own transaction nests inside it as a savepoint). The migrations table is created first, inside
- * the lock, so the Migrator's probe for it cannot abort the transaction.
- *
- * MySQL/MariaDB: DDL commits implicitly, so a transaction cannot hold the lock; a session lock
- * (`GET_LOCK`) is held on a reserved connection while the Migrator uses another one. Migrating
- * therefore needs a pool of at least 2 connections there.
+ * The driver of the server's dialect, for its migrations (the migration lock, the migrations table):
+ * built without the database's name, which only worker lock names need.
  */
-const withMigrationLock = <A, E, R>(prefix: string, migrate: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const name = `sqlane:migrate:${prefix}`
-    return yield* sql.onDialectOrElse({
-      pg: () =>
-        sql`SELECT pg_advisory_xact_lock(hashtext(${name}))`.pipe(
-          Effect.zipRight(sql`CREATE TABLE IF NOT EXISTS ${sql(`${prefix}migrations`)} (
-            migration_id integer primary key,
-            created_at timestamp with time zone not null default now(),
-            name text not null
-          )`),
-          Effect.zipRight(migrate),
-          sql.withTransaction
-        ),
-      orElse: () =>
-        Effect.gen(function*() {
-          // With one connection the Migrator would wait forever for the one the lock holds.
-          const poolSize = poolSizeOf(yield* SqlClient.SqlClient)
-          if (poolSize !== undefined && poolSize < 2) {
-            return yield* new SetupError({
-              message: `migrating on MySQL/MariaDB needs a pool of at least 2 connections (the migration lock holds ` +
-                `one while the migrations run on another); maxConnections is ${poolSize}. Raise it, or run ` +
-                "`sqlane migrate` at deploy time and pass `migrate: false`"
-            })
-          }
-          const conn = yield* sql.reserve
-          yield* Effect.acquireRelease(
-            // Waits up to 10 minutes for another process's migration.
-            conn.executeValues("SELECT GET_LOCK(?, 600)", [name]).pipe(
-              Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) =>
-                Number(rows[0]?.[0]) === 1
-                  ? Effect.void
-                  : Effect.fail(new SetupError({ message: `timed out waiting for the migration lock ${name}` }))
-              )
-            ),
-            () => Effect.ignore(conn.executeRaw("SELECT RELEASE_LOCK(?)", [name]))
-          )
-          return yield* migrate
-        }).pipe(Effect.scoped)
-    })
+const driverOf = (dialect: ServerInfo["dialect"], sql: SqlClient.SqlClient, prefix: string): Driver =>
+  dialect === "pg" ? PgDriver.make(sql, prefix, "") : MysqlDriver.make(sql, prefix, "")
+
+const invalidPrefix = (prefix: string) =>
+  new SetupError({
+    message: `invalid table prefix ${JSON.stringify(prefix)}: use lowercase letters, digits and _ (at most 40)`
   })
 
 /**
@@ -163,20 +115,17 @@ export const run = (
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    if (!isValidPrefix(prefix)) {
-      return yield* new SetupError({
-        message: `invalid table prefix ${JSON.stringify(prefix)}: use lowercase letters, digits and _ (at most 40)`
-      })
-    }
+    if (!isValidPrefix(prefix)) return yield* invalidPrefix(prefix)
     const info = yield* checkServer
+    const driver = driverOf(info.dialect, (yield* SqlClient.SqlClient).withoutTransforms(), prefix)
     const migrator = Migrator.make({})
     return yield* migrator({
-      loader: Migrator.fromRecord(MigrationsInternal.forDialect(info.dialect, prefix)),
+      loader: Migrator.fromRecord(driver.migrations),
       table: `${prefix}migrations`
     }).pipe(
       Effect.catchTag("MigrationError", (e) => new SetupError({ message: `migration failed: ${e.message}`, cause: e })),
       Effect.catchAllDefect((defect) => new SetupError({ message: `migration failed: ${String(defect)}`, cause: defect })),
-      (migrate) => withMigrationLock(prefix, migrate)
+      driver.migrationLocked
     )
   })
 
@@ -194,8 +143,8 @@ export interface MigrationStatus {
   readonly pending: ReadonlyArray<readonly [id: number, name: string]>
 }
 
-const known = (dialect: "pg" | "mysql", prefix: string) =>
-  Object.entries(MigrationsInternal.forDialect(dialect, prefix))
+const known = (driver: Driver) =>
+  Object.entries(driver.migrations)
     .map(([key, migration]) => {
       const [, id, name] = key.match(/^(\d+)_(.*)$/)!
       return { id: Number(id), name, migration }
@@ -212,21 +161,15 @@ export const status = (
   prefix: string
 ): Effect.Effect<MigrationStatus, SetupError | UnsupportedDatabase | SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    if (!isValidPrefix(prefix)) {
-      return yield* new SetupError({
-        message: `invalid table prefix ${JSON.stringify(prefix)}: use lowercase letters, digits and _ (at most 40)`
-      })
-    }
+    if (!isValidPrefix(prefix)) return yield* invalidPrefix(prefix)
     const info = yield* checkServer
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    // Only the migration statements are used here: no worker lock names, so no database name.
-    const statements = info.dialect === "pg" ? PgDriver.make(sql, prefix, "") : MysqlDriver.make(sql, prefix, "")
-    const applied = yield* statements.migrationList()
+    const driver = driverOf(info.dialect, (yield* SqlClient.SqlClient).withoutTransforms(), prefix)
+    const applied = yield* driver.migrationList()
     const done = new Set(applied ?? [])
     return {
       dialect: info.dialect,
       applied,
-      pending: known(info.dialect, prefix).filter((m) => !done.has(m.id)).map((m) => [m.id, m.name] as const)
+      pending: known(driver).filter((m) => !done.has(m.id)).map((m) => [m.id, m.name] as const)
     }
   })
 
@@ -249,29 +192,15 @@ export const dryRun = (
   Effect.gen(function*() {
     const current = yield* status(prefix)
     const pendingIds = new Set(current.pending.map(([id]) => id))
-    const compiler = current.dialect === "pg"
-      ? (yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))).makeCompiler()
-      : (yield* Effect.promise(() => import("@effect/sql-mysql2/MysqlClient"))).makeCompiler()
     const out: Array<{ id: number; name: string; sql: ReadonlyArray<string> }> = []
-    for (const m of known(current.dialect, prefix)) {
+    const driver = driverOf(current.dialect, (yield* SqlClient.SqlClient).withoutTransforms(), prefix)
+    for (const m of known(driver)) {
       if (!pendingIds.has(m.id)) continue
       const recorded: Array<string> = []
-      const record = (text: string, params: ReadonlyArray<unknown>) =>
-        Effect.sync(() => {
-          const sqlText = text.trim().replace(/\n\s+/g, "\n  ")
-          recorded.push(params.length === 0 ? `${sqlText};` : `${sqlText}; -- params: ${JSON.stringify(params)}`)
-          return [] as Array<any>
-        })
-      const connection: SqlConnection.Connection = {
-        execute: record,
-        executeRaw: record,
-        executeValues: record,
-        executeUnprepared: record,
-        executeStream: (text, params) => Stream.fromEffect(record(text, params)).pipe(Stream.drain)
-      }
-      const recorder = yield* SqlClient.make({ acquirer: Effect.succeed(connection), compiler, spanAttributes: [] }).pipe(
-        Effect.provide(Reactivity.layer)
-      )
+      const recorder = yield* recordingClient(current.dialect, (text, params) => {
+        const sqlText = text.trim().replace(/\n\s+/g, "\n  ")
+        recorded.push(params.length === 0 ? `${sqlText};` : `${sqlText}; -- params: ${JSON.stringify(params)}`)
+      })
       yield* m.migration.pipe(
         Effect.provideService(SqlClient.SqlClient, recorder),
         Effect.mapError((e) => new SetupError({ message: `dry run of migration ${m.id}_${m.name} failed: ${String(e)}` }))

@@ -1,39 +1,39 @@
 /**
- * Wakes idle workers when jobs are enqueued, so they need not wait for their poll.
+ * Wakes idle workers when jobs are enqueued, so they need not wait for their poll; and carries the
+ * control plane: cancellations and changes of the paused job names.
  *
- * Three ways, cheapest first:
- * 1. an in-process hint: a queue instance that enqueued a job tells every worker of this process
- *    on the same tables at once — or, when the enqueue ran inside a caller's transaction whose
- *    commit sqlane cannot observe, after `hintDelay` (20 ms);
- * 2. PostgreSQL `LISTEN/NOTIFY` ({@link layerPg}): the enqueue statement itself sends a `NOTIFY`
- *    carrying only job names, delivered to every listening process when the transaction commits;
- * 3. on MySQL/MariaDB, which have no `LISTEN/NOTIFY` ({@link layerMysql}): one fiber per layer reads
- *    the newest job id every `insertCheckInterval` (100 ms) while workers are subscribed, and when it
- *    changed (or on its first reading) wakes them all to probe, so jobs enqueued by other processes
- *    start without waiting for the poll;
+ * Wake-ups come four ways, cheapest first:
+ * 1. an in-process hint (`internal/notifier/hub.ts`): a queue instance that enqueued a job tells every
+ *    worker of this process on the same tables at once — or, when the enqueue ran inside a caller's
+ *    transaction whose commit sqlane cannot observe, after `hintDelay` (20 ms);
+ * 2. PostgreSQL `LISTEN/NOTIFY` (`internal/notifier/pgListen.ts`): the enqueue statement itself sends
+ *    a `NOTIFY` carrying only job names, delivered to every listening process when the transaction
+ *    commits, within the limits of the NOTIFY limiter;
+ * 3. on MySQL/MariaDB, which have no `LISTEN/NOTIFY` (`internal/notifier/insertCheck.ts`): one fiber
+ *    per layer reads the newest job id every `insertCheckInterval` (100 ms) while workers are
+ *    subscribed, and when it changed (or on its first reading) wakes them all to probe, so jobs
+ *    enqueued by other processes start without waiting for the poll;
  * 4. the worker's jittered poll (`pollInterval`, 5 s), the backstop for everything else.
+ *
+ * Which of 2 and 3 a Notifier uses is decided once, when it is built, by the driver's
+ * `capabilities.listenNotify`. Cancellations and pauses (`internal/notifier/control.ts`) reach this
+ * process's workers at once, other processes' by `NOTIFY` where there is one.
  *
  * Source: River's notifier + producer (notify wakes, debounced fetch, jittered poll as backstop).
  *
  * @since 0.1.0
  */
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
-import * as Runtime from "effect/Runtime"
-import * as Schedule from "effect/Schedule"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import { Database } from "../internal/Database.js"
-import { bounded, forkInBounded, forkScopedBounded } from "../internal/outage.js"
-import { wallSleep } from "../internal/wallClock.js"
 import type { Group } from "../internal/driver/Driver.js"
-import * as PgListener from "../internal/pgListener.js"
-import * as PgSession from "../internal/driver/pg/session.js"
+import * as Control from "../internal/notifier/control.js"
+import * as Hub from "../internal/notifier/hub.js"
+import * as InsertCheck from "../internal/notifier/insertCheck.js"
+import * as PgListen from "../internal/notifier/pgListen.js"
 import { QueueConfig } from "./QueueConfig.js"
 
 /**
@@ -101,10 +101,8 @@ export interface NotifierShape {
    * none: where the database has no `LISTEN/NOTIFY`, or when this process sent {@link notifyBurst}
    * within the last {@link notifyWindowMillis} — then `enqueued(…, notified: false)` after the write
    * has the names sent in one trailing `NOTIFY` when the window ends. Job names and priorities only,
-   * never the job payload.
+   * never the job payload. A plain call (the enqueue's hot path).
    */
-  readonly notifyPayload: (entries: ReadonlyArray<Enqueued>) => Effect.Effect<string | undefined>
-  /** `notifyPayload` as a plain call (the enqueue's hot path). */
   readonly unsafeNotifyPayload: (entries: ReadonlyArray<Enqueued>) => string | undefined
   /**
    * A job that may hold a mutex key ended, so jobs waiting for its key may now run: wakes the workers
@@ -149,31 +147,6 @@ export interface NotifierShape {
  */
 export class Notifier extends Context.Tag("sqlane/Notifier")<Notifier, NotifierShape>() {}
 
-interface Subscriber {
-  readonly deliver: (signal: Signal) => void
-}
-
-/** A wake-up as delivered: the entries of one or more enqueues, or `*` (everyone probes). */
-type Signal = ReadonlyArray<Enqueued> | "*"
-
-/** Workers of this process, by database and table prefix: the in-process hint reaches every queue instance. */
-const localSubscribers = globalValue(
-  Symbol.for("sqlane/Notifier/localSubscribers"),
-  () => new Map<string, Set<Subscriber>>()
-)
-/** Cancellation listeners of this process, by database and table prefix. */
-const localCancelListeners = globalValue(
-  Symbol.for("sqlane/Notifier/localCancelListeners"),
-  () => new Map<string, Set<(ids: ReadonlyArray<string>) => void>>()
-)
-const CANCEL = "cancel:"
-/** Listeners for changes of the paused job names in this process, by database and table prefix. */
-const localPauseListeners = globalValue(
-  Symbol.for("sqlane/Notifier/localPauseListeners"),
-  () => new Map<string, Set<(paused: string | undefined) => void>>()
-)
-const PAUSES = "pauses"
-
 /**
  * At most {@link notifyBurst} `NOTIFY`s per window per process and table prefix ride inside
  * enqueues; the names of the enqueues past that are sent in one trailing `NOTIFY` when the window
@@ -187,7 +160,7 @@ const PAUSES = "pauses"
  * @since 0.1.0
  * @category constants
  */
-export const notifyWindowMillis = 10
+export const notifyWindowMillis: number = PgListen.notifyWindowMillis
 
 /**
  * `NOTIFY`s that ride inside enqueues within one {@link notifyWindowMillis}: sparse enqueues (a
@@ -197,7 +170,7 @@ export const notifyWindowMillis = 10
  * @since 0.1.0
  * @category constants
  */
-export const notifyBurst = 3
+export const notifyBurst: number = PgListen.notifyBurst
 
 /**
  * The pseudo job name a keyed job's end is announced with, besides its worker's keyed names: a
@@ -209,358 +182,60 @@ export const notifyBurst = 3
  */
 export const keyReleased = "\u0001sqlane:key-released"
 
-const deliver = (subscribers: Iterable<Subscriber>, signal: Signal) => {
-  for (const s of subscribers) s.deliver(signal)
-}
+/**
+ * Builds the Notifier of one `QueueLive`: the in-process hub and control plane, and — by the
+ * driver's `capabilities.listenNotify` — PostgreSQL `LISTEN/NOTIFY` with its limiter, or the
+ * MySQL/MariaDB insert check.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | Scope.Scope> = Effect.gen(function*() {
+  const config = yield* QueueConfig
+  const { identity, statements } = yield* Database
+  const scope = yield* Effect.scope
+  const key = `${identity}/${config.prefix}`
+  const hub = Hub.make(key)
+  const control = Control.make(key)
+  const peers = statements.capabilities.listenNotify
+    ? yield* PgListen.make(hub, control)
+    : yield* InsertCheck.make(hub)
+  const hintDelayMillis = Duration.toMillis(config.hintDelay)
 
-const encodeSignal = (entries: ReadonlyArray<Enqueued>): string => {
-  if (entries.length === 1) {
-    const json = JSON.stringify(entries)
-    return json.length <= 7000 ? json : "*"
+  const unsafeEnqueuedCommitted = (entries: ReadonlyArray<Enqueued>, notified: boolean) => {
+    hub.hint(entries)
+    if (!notified) peers.later(entries, 0)
   }
-  const unique = new Map(entries.map((e) => [typeof e === "string" ? e : `${e[1]}:${e[0]}`, e]))
-  const json = JSON.stringify(Array.from(unique.values()))
-  return json.length <= 7000 ? json : "*"
-}
-
-const decodeSignal = (payload: string): Signal | undefined => {
-  if (payload === "*") return "*"
-  try {
-    const parsed = JSON.parse(payload)
-    if (!Array.isArray(parsed)) return undefined
-    return parsed.filter((e): e is Enqueued =>
-      typeof e === "string" ||
-      (Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && Number.isSafeInteger(e[1]))
-    )
-  } catch {
-    return undefined
+  return {
+    enqueued: (entries, committed, notified = true) =>
+      committed
+        ? Effect.sync(() => unsafeEnqueuedCommitted(entries, notified))
+        : Effect.zipRight(
+          Effect.asVoid(Effect.forkIn(Effect.delay(Effect.sync(() => hub.hint(entries)), config.hintDelay), scope)),
+          notified ? Effect.void : Effect.sync(() => peers.later(entries, hintDelayMillis))
+        ),
+    unsafeEnqueuedCommitted,
+    unsafeNotifyPayload: peers.notifyPayload,
+    released: (releasedNames) =>
+      Effect.sync(() => {
+        const names = [...releasedNames, keyReleased]
+        hub.hint(names)
+        peers.later(names, 0)
+      }),
+    cancelled: (ids) => Effect.zipRight(Effect.sync(() => control.cancelled(ids)), peers.cancelled(ids)),
+    announce: (names) => Effect.zipRight(Effect.sync(() => hub.hint(names)), peers.wake(names)),
+    pausesChanged: Effect.zipRight(Effect.sync(() => control.pausesChanged()), peers.pausesChanged),
+    namePaused: (name) => Effect.zipRight(Effect.sync(() => control.pausesChanged(name)), peers.pausesChanged),
+    onPausesChanged: control.onPausesChanged,
+    onCancel: control.onCancel,
+    subscribe: (names) => hub.subscribe(names, peers.start, peers.ready)
   }
-}
-
-const decodeIds = (payload: string): ReadonlyArray<string> | undefined => {
-  try {
-    const parsed = JSON.parse(payload)
-    return Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string") : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const make = (
-  listenOn: ((channel: string, onReady: () => void, onPayload: (p: string) => void) => Effect.Effect<never, unknown>) | undefined,
-  notify: (channel: string, payload: string) => Effect.Effect<unknown, unknown>,
-  /** Check the newest job id every `insertCheckInterval` while workers are subscribed (MySQL/MariaDB). */
-  checkInserts = false
-) =>
-  Effect.gen(function*() {
-    const config = yield* QueueConfig
-    const { identity, reachability, statements } = yield* Database
-    const scope = yield* Effect.scope
-    // Log lines from the LISTEN client's callbacks go through the app's logger, not the default one.
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const channel = `${config.prefix}jobs`
-    const key = `${identity}/${config.prefix}`
-    const local = localSubscribers.get(key) ?? new Set<Subscriber>()
-    localSubscribers.set(key, local)
-    const cancelListeners = localCancelListeners.get(key) ?? new Set<(ids: ReadonlyArray<string>) => void>()
-    localCancelListeners.set(key, cancelListeners)
-    const deliverCancel = (ids: ReadonlyArray<string>) => {
-      for (const listener of cancelListeners) listener(ids)
-    }
-    const pauseListeners = localPauseListeners.get(key) ?? new Set<(paused: string | undefined) => void>()
-    localPauseListeners.set(key, pauseListeners)
-    const deliverPauses = (paused?: string) => {
-      for (const listener of pauseListeners) listener(paused)
-    }
-    /** This instance's own subscribers: a NOTIFY reaches them once per listening instance. */
-    const own = new Set<Subscriber>()
-    const listening = yield* Deferred.make<void>()
-    let listenStarted = false
-
-    const hint = (entries: ReadonlyArray<Enqueued>) => Effect.sync(() => deliver(local, entries))
-
-    // The NOTIFY limiter: a leading NOTIFY inside the enqueue, then one trailing NOTIFY (outside any
-    // transaction, from this layer's own fiber) for the names enqueued during the window.
-    let lastNotifyAt = -Infinity
-    /** When the last `notifyBurst` NOTIFYs inside enqueues were sent (a ring, oldest at `ringAt`). */
-    const ring: Array<number> = Array.from({ length: notifyBurst }, () => -Infinity)
-    let ringAt = 0
-    const trailing = new Map<string, Enqueued>()
-    /** The trailing NOTIFY goes no earlier than this (wall-clock ms): after a caller's commit. */
-    let trailNotBefore = 0
-    const trailingSignal = yield* Queue.sliding<void>(1)
-    const trail = (entries: ReadonlyArray<Enqueued>, afterMillis: number) => {
-      for (const e of entries) trailing.set(typeof e === "string" ? e : `${e[1]}:${e[0]}`, e)
-      trailNotBefore = Math.max(trailNotBefore, Date.now() + afterMillis)
-      Queue.unsafeOffer(trailingSignal, undefined)
-    }
-    const hintDelayMillis = Duration.toMillis(config.hintDelay)
-    if (listenOn !== undefined) {
-      yield* Queue.take(trailingSignal).pipe(
-        Effect.zipRight(Effect.suspend(() =>
-          wallSleep(Math.max(0, Math.max(lastNotifyAt + notifyWindowMillis, trailNotBefore) - Date.now()))
-        )),
-        Effect.zipRight(Effect.suspend(() => {
-          const entries = Array.from(trailing.values())
-          trailing.clear()
-          lastNotifyAt = Date.now()
-          return entries.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(entries)))
-        })),
-        Effect.forever,
-        (effect) => forkScopedBounded(effect, 100)
-      )
-      // A process that enqueues and closes within a window (a script, a function) still tells the
-      // others: what the window held is sent at once when the layer closes (at most 500 ms; not at
-      // all while the database is unreachable).
-      yield* Effect.addFinalizer(() =>
-        Effect.suspend(() => {
-          if (trailing.size === 0 || reachability.unreachable()) return Effect.void
-          const entries = Array.from(trailing.values())
-          trailing.clear()
-          return Effect.ignore(bounded(notify(channel, encodeSignal(entries)), 500))
-        })
-      )
-    }
-
-    // The LISTEN connection is opened by the first subscriber and kept for the layer's life;
-    // when it dies it is opened again with backoff, and polling covers the gap. Each time LISTEN
-    // becomes active every subscriber re-probes, so a job enqueued meanwhile is not missed.
-    const startListening = Effect.suspend(() => {
-      if (listenOn === undefined || listenStarted) return Effect.void
-      listenStarted = true
-      let attempt = 0
-      const onReady = () => {
-        if (attempt++ > 0) runFork(Effect.logInfo("sqlane: LISTEN re-established"))
-        Deferred.unsafeDone(listening, Effect.void)
-        deliver(own, "*")
-      }
-      const onPayload = (payload: string) => {
-        if (payload === PAUSES) {
-          deliverPauses()
-          return
-        }
-        if (payload.startsWith(CANCEL)) {
-          const ids = decodeIds(payload.slice(CANCEL.length))
-          if (Array.isArray(ids)) deliverCancel(ids)
-          return
-        }
-        const signal = decodeSignal(payload)
-        if (signal !== undefined) deliver(own, signal)
-      }
-      return listenOn(channel, onReady, onPayload).pipe(
-        Effect.tapErrorCause((cause) =>
-          reachability.failed("LISTEN", "sqlane: LISTEN connection lost; reconnecting", cause)
-        ),
-        Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))),
-        Effect.annotateLogs({ package: "sqlane", module: "Notifier", channel }),
-        (effect) => forkInBounded(effect, scope, 100),
-        Effect.asVoid
-      )
-    })
-
-    const unsafeEnqueuedCommitted = (entries: ReadonlyArray<Enqueued>, notified: boolean) => {
-      deliver(local, entries)
-      if (!notified && listenOn !== undefined) trail(entries, 0)
-    }
-    const unsafeNotifyPayload = (entries: ReadonlyArray<Enqueued>): string | undefined => {
-      if (listenOn === undefined) return undefined
-      const now = Date.now()
-      // Fewer than `notifyBurst` NOTIFYs in the window: this one rides inside the enqueue.
-      if (now - ring[ringAt] >= notifyWindowMillis) {
-        ring[ringAt] = now
-        ringAt = (ringAt + 1) % notifyBurst
-        lastNotifyAt = now
-        return encodeSignal(entries)
-      }
-      return undefined
-    }
-
-    // The insert check: started by the first subscriber, kept for the layer's life, reading only while
-    // this layer has subscribers. Wall-clock sleeps: it decides when to look, never when a job is due,
-    // so it behaves the same under `TestClock`. Its statements make no spans (10 a second would drown
-    // a trace exporter).
-    let checkStarted = false
-    const checkIntervalMillis = Duration.toMillis(config.insertCheckInterval)
-    const startInsertCheck = Effect.suspend(() => {
-      if (!checkInserts || checkStarted || !Number.isFinite(checkIntervalMillis)) return Effect.void
-      checkStarted = true
-      /** The newest id seen; `undefined`: none yet, so the next reading wakes everyone (a job may have
-       * committed between a new subscriber's first probe and this reading). */
-      let seen: string | null | undefined
-      let failures = 0
-      const check = Effect.suspend(() => {
-        if (own.size === 0) {
-          seen = undefined
-          return Effect.void
-        }
-        return statements.jobNewestId().pipe(
-          Effect.map((newest) => {
-            if (newest !== seen) deliver(own, "*")
-            seen = newest
-            failures = 0
-          }),
-          // Any failure, a defect too, must not end the check: the database may be unreachable (the
-          // workers' own statements say so); the first failure of a run is logged, then it backs off.
-          Effect.catchAllCause((cause) =>
-            failures++ === 0
-              ? reachability.failed("insert check", "sqlane: insert check failed; retrying with backoff", cause)
-              : Effect.void
-          )
-        )
-      })
-      return check.pipe(
-        Effect.zipRight(Effect.suspend(() =>
-          wallSleep(failures === 0 ? checkIntervalMillis : Math.min(5000, checkIntervalMillis * 2 ** Math.min(failures, 10)))
-        )),
-        Effect.forever,
-        Effect.withTracerEnabled(false),
-        Effect.annotateLogs({ package: "sqlane", module: "Notifier" }),
-        (effect) => forkInBounded(effect, scope, 100),
-        Effect.asVoid
-      )
-    })
-
-    const service: NotifierShape = {
-      enqueued: (entries, committed, notified = true) =>
-        committed
-          ? Effect.sync(() => unsafeEnqueuedCommitted(entries, notified))
-          : Effect.zipRight(
-            Effect.asVoid(Effect.forkIn(Effect.delay(hint(entries), config.hintDelay), scope)),
-            notified || listenOn === undefined ? Effect.void : Effect.sync(() => trail(entries, hintDelayMillis))
-          ),
-      unsafeEnqueuedCommitted,
-      notifyPayload: (entries) => Effect.sync(() => unsafeNotifyPayload(entries)),
-      unsafeNotifyPayload,
-      released: (releasedNames) =>
-        Effect.sync(() => {
-          const names = [...releasedNames, keyReleased]
-          deliver(local, names)
-          if (listenOn === undefined) return
-          trail(names, 0)
-        }),
-      cancelled: (ids) =>
-        Effect.sync(() => deliverCancel(ids)).pipe(
-          Effect.zipRight(
-            listenOn === undefined || ids.length === 0
-              ? Effect.void
-              : Effect.ignore(notify(channel, CANCEL + JSON.stringify(ids)))
-          )
-        ),
-      announce: (names) =>
-        hint(names).pipe(
-          Effect.zipRight(
-            listenOn === undefined || names.length === 0 ? Effect.void : Effect.ignore(notify(channel, encodeSignal(names)))
-          )
-        ),
-      pausesChanged: Effect.sync(() => deliverPauses()).pipe(
-        Effect.zipRight(listenOn === undefined ? Effect.void : Effect.ignore(notify(channel, PAUSES)))
-      ),
-      namePaused: (name) =>
-        Effect.sync(() => deliverPauses(name)).pipe(
-          Effect.zipRight(listenOn === undefined ? Effect.void : Effect.ignore(notify(channel, PAUSES)))
-        ),
-      onPausesChanged: (onChange) =>
-        Effect.acquireRelease(
-          Effect.sync(() => void pauseListeners.add(onChange)),
-          () => Effect.sync(() => void pauseListeners.delete(onChange))
-        ),
-      onCancel: (onCancel) =>
-        Effect.acquireRelease(
-          Effect.sync(() => void cancelListeners.add(onCancel)),
-          () => Effect.sync(() => void cancelListeners.delete(onCancel))
-        ),
-      subscribe: (names) =>
-        Effect.gen(function*() {
-          const handled = new Set(names)
-          const signal = yield* Queue.sliding<void>(1)
-          let groups = new Map<string, Group>()
-          let probe = false
-          const subscriber: Subscriber = {
-            deliver: (received) => {
-              let woken = false
-              if (received === "*") {
-                probe = woken = true
-              } else {
-                for (const e of received) {
-                  if (typeof e === "string") {
-                    if (handled.has(e)) probe = woken = true
-                  } else if (handled.has(e[0])) {
-                    groups.set(`${e[1]}:${e[0]}`, { name: e[0], priority: e[1] })
-                    woken = true
-                  }
-                }
-              }
-              if (woken) Queue.unsafeOffer(signal, undefined)
-            }
-          }
-          yield* Effect.acquireRelease(
-            Effect.sync(() => {
-              local.add(subscriber)
-              own.add(subscriber)
-            }),
-            () =>
-              Effect.sync(() => {
-                local.delete(subscriber)
-                own.delete(subscriber)
-              })
-          )
-          yield* startListening
-          yield* startInsertCheck
-          const drain = (): Wake => {
-            const wake: Wake = { groups: Array.from(groups.values()), probe }
-            groups = new Map()
-            probe = false
-            return wake
-          }
-          return {
-            take: Effect.map(Queue.take(signal), drain),
-            poll: Effect.map(Queue.poll(signal), (o) => (o._tag === "Some" ? drain() : undefined)),
-            wake: Effect.sync(() => subscriber.deliver("*")),
-            ready: listenOn === undefined ? Effect.void : Deferred.await(listening)
-          }
-        })
-    }
-    return service
-  })
+})
 
 /**
- * In-process hints only: other processes' enqueues are found by the workers' polls.
+ * The Notifier of a `QueueLive` (see {@link make}).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerLocal: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
-  Notifier,
-  make(undefined, () => Effect.void)
-)
-
-/**
- * For MySQL/MariaDB: in-process hints, plus the insert check (`insertCheckInterval`, 100 ms) that
- * wakes this process's workers when another process enqueued jobs.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerMysql: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(
-  Notifier,
-  make(undefined, () => Effect.void, true)
-)
-
-/**
- * In-process hints plus PostgreSQL `LISTEN/NOTIFY` on one dedicated connection per layer,
- * opened when the first worker subscribes. The channel is `<prefix>jobs`.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerPg: Layer.Layer<Notifier, never, QueueConfig | Database | PgClient.PgClient> = Layer.scoped(
-  Notifier,
-  Effect.gen(function*() {
-    const pg = yield* PgClient.PgClient
-    const sql = pg.withoutTransforms()
-    return yield* make(
-      (channel, onReady, onPayload) => PgListener.listen(pg.config, channel, onReady, onPayload),
-      PgSession.notify(sql)
-    )
-  })
-)
+export const layer: Layer.Layer<Notifier, never, QueueConfig | Database> = Layer.scoped(Notifier, make)

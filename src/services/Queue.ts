@@ -23,7 +23,7 @@ import { Database } from "../internal/Database.js"
 import { checkEnqueueOptions } from "../internal/options.js"
 import * as Sanitize from "../internal/sanitize.js"
 import type { InsertRow } from "../internal/driver/Driver.js"
-import { stateBits } from "../internal/migrations.js"
+import { stateBits } from "../internal/driver/shared.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
@@ -408,33 +408,9 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
 export const make = Effect.gen(function*() {
   const { statements } = yield* Database
   const { maxStatementBytes } = statements.capabilities
-  const sql = yield* SqlClient.SqlClient
   const notifier = yield* Notifier
   /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */
   const maxPayloadBytes = maxStatementBytes === undefined ? undefined : maxStatementBytes - statementOverheadBytes
-
-  /**
-   * Rows cut into runs whose payloads fit one statement (MySQL/MariaDB: `max_allowed_packet`), in
-   * order; one run (all the rows) when they fit or the database has no such limit.
-   */
-  const fitStatements = (rows: ReadonlyArray<InsertRow>): ReadonlyArray<ReadonlyArray<InsertRow>> => {
-    if (maxPayloadBytes === undefined || rows.length <= 1) return [rows]
-    let units = 0
-    for (const r of rows) units += r.payload.length
-    if (units * 3 <= maxPayloadBytes) return [rows]
-    const runs: Array<Array<InsertRow>> = [[]]
-    let bytes = 0
-    for (const r of rows) {
-      const size = Buffer.byteLength(r.payload, "utf8")
-      if (bytes + size > maxPayloadBytes && runs[runs.length - 1].length > 0) {
-        runs.push([])
-        bytes = 0
-      }
-      runs[runs.length - 1].push(r)
-      bytes += size
-    }
-    return runs
-  }
 
   /**
    * Writes `rows` and tells the Notifier; returns their ids in order. `inTransaction`: whether the
@@ -449,16 +425,11 @@ export const make = Effect.gen(function*() {
     // delayed jobs by name (a worker probes to learn when they are due).
     const signal = signalOf(rows, nowUs)
     const notify = notifier.unsafeNotifyPayload(signal)
-    const runs = fitStatements(rows)
-    const statement = runs.length === 1
-      ? statements.jobInsertMany(rows, nowUs, notify)
-      : Effect.map(
-        sql.withTransaction(
-          Effect.forEach(runs, (run, i) => statements.jobInsertMany(run, nowUs, i === 0 ? notify : undefined))
-        ),
-        (ids) => ids.flat()
-      )
-    return Effect.flatMap(statement, (ids) => announce(rows, signal, notify, inTransaction, ids))
+    // The driver cuts rows that do not fit one statement (`maxStatementBytes`) into several, in one transaction.
+    return Effect.flatMap(
+      statements.jobInsertMany(rows, nowUs, notify),
+      (ids) => announce(rows, signal, notify, inTransaction, ids)
+    )
   }
 
   /**

@@ -15,7 +15,8 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Admin, Events, Job, Migrations, Pruner, Queue, QueueLive, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
-import * as MigrationsInternal from "../../src/internal/migrations.js"
+import * as MysqlMigrations from "../../src/internal/driver/mysql/migrations.js"
+import * as PgMigrations from "../../src/internal/driver/pg/migrations.js"
 import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
 import { binScript, runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
@@ -108,7 +109,7 @@ export const operations = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
   const badPort = target.dialect === "pg" ? "postgres://postgres@127.0.0.1:1/sqlane_test" : "mysql://root@127.0.0.1:1/sqlane_test"
   const knownMigrations = (prefix: string) =>
-    Object.keys(MigrationsInternal.forDialect(target.dialect, prefix)).map((k) => Number(k.split("_")[0])).sort((a, b) =>
+    Object.keys((target.dialect === "pg" ? PgMigrations : MysqlMigrations).migrations(prefix)).map((k) => Number(k.split("_")[0])).sort((a, b) =>
       a - b
     )
 

@@ -11,8 +11,11 @@
  *
  * @internal
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Effect from "effect/Effect"
+import type { SetupError } from "../../schema/Errors.js"
+import type { ListenError } from "./errors.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
 export interface ClaimedRow {
@@ -127,7 +130,12 @@ export interface ProbeRow extends Group {
 
 /** What a database can do, for the services that decide by it. */
 export interface Capabilities {
-  /** Whether the database delivers notifications between sessions (`LISTEN/NOTIFY`, PostgreSQL). */
+  /**
+   * Whether this driver delivers notifications between sessions (`channelListen`, `channelNotify`):
+   * PostgreSQL's `LISTEN/NOTIFY`, when the client is @effect/sql-pg's `PgClient` (the LISTEN
+   * connection is opened with its settings). The Notifier wakes other processes by `NOTIFY` when
+   * true, and reads the newest job id (the insert check) when false.
+   */
   readonly listenNotify: boolean
   /** Whether a claim can ride on the write of ends (`jobFinishManyAndClaim`). */
   readonly claimsRideOnEnds: boolean
@@ -145,7 +153,6 @@ export interface Capabilities {
 }
 
 export interface Driver {
-  readonly dialect: "pg" | "mysql"
   readonly capabilities: Capabilities
   /** Inserts jobs in one statement per chunk; returns their ids in input order. */
   readonly jobInsertMany: (
@@ -303,6 +310,11 @@ export interface Driver {
   readonly workerLockName: (id: string) => string
   /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
   readonly connectionIdStatement: string
+  /**
+   * The statement a worker runs on its lock's connection to learn that the connection still answers
+   * (`SELECT 1`): it reads nothing and takes no lock.
+   */
+  readonly connectionCheckStatement: string
   /** The connection id of the session holding a worker's lock, or null when it is free. */
   readonly workerLockHolder: (id: string) => Effect.Effect<number | null, SqlError>
   /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
@@ -369,11 +381,48 @@ export interface Driver {
     readonly lock: readonly [sql: string, params: ReadonlyArray<unknown>]
     readonly unlock: readonly [sql: string, params: ReadonlyArray<unknown>]
   }
-  /** The ids of the migrations applied to this prefix, or `undefined` when its migrations table is missing. */
+
+  // --- Migrations ------------------------------------------------------------------------------
+  /**
+   * sqlane's migrations of this database for this prefix, keyed `<id>_<name>` as `Migrator.fromRecord`
+   * reads them: versioned and append-only (a shipped one never changes; the next gets the next id).
+   * Each runs its statements on the `SqlClient` of its context.
+   */
+  readonly migrations: Readonly<Record<string, Migration>>
+  /** The ids of the migrations applied to this prefix, in order, or `undefined` when its migrations table is missing. */
   readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
-  /** Sends a `NOTIFY` on `channel` (PostgreSQL); does nothing on MySQL/MariaDB. */
+  /**
+   * Runs `migrate` holding this prefix's migration lock, so that one process migrates while the others
+   * wait (then find nothing left to do); the migrations table exists when `migrate` starts on
+   * PostgreSQL. PostgreSQL: a transaction holding a transaction-level advisory lock. MySQL/MariaDB: a
+   * session lock (`GET_LOCK`, waited for up to 10 minutes, then `SetupError`) on a reserved connection
+   * while `migrate` runs on another, so the pool needs 2 connections (`SetupError` when it has fewer).
+   */
+  readonly migrationLocked: <A, E, R>(
+    migrate: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | SqlError | SetupError, R>
+
+  // --- Notifications between sessions (`capabilities.listenNotify`) ---------------------------
+  /**
+   * Opens a connection of its own that listens on `channel`: calls `onReady` each time listening is
+   * active, then `onPayload` for each notification, until the connection fails (the effect fails
+   * with a `ListenError`) or the scope of the caller's fiber ends (it is interrupted; the connection
+   * is closed). Fails at once without `capabilities.listenNotify`.
+   */
+  readonly channelListen: (
+    channel: string,
+    onReady: () => void,
+    onPayload: (payload: string) => void
+  ) => Effect.Effect<never, ListenError>
+  /**
+   * Sends `payload` on `channel` to every session listening on it, when the caller's transaction
+   * commits (at once outside one). Does nothing without `capabilities.listenNotify`.
+   */
   readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
 }
+
+/** One migration: statements run on the `SqlClient` of its context. */
+export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
 /** A paused job name. */
 export interface PausedRow {
@@ -459,6 +508,7 @@ export type WorkersOps = Pick<
   | "workerUnlockSql"
   | "workerLockName"
   | "connectionIdStatement"
+  | "connectionCheckStatement"
   | "workerLockHolder"
   | "endConnection"
 >
@@ -479,6 +529,6 @@ export type AdminOps = Pick<
   | "jobProgressGet"
   | "jobPruneFinished"
   | "prunerLock"
-  | "migrationList"
-  | "channelNotify"
 >
+export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationLocked">
+export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

@@ -11,6 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { wallSleep } from "../wallClock.js"
 
+/** A `LISTEN` connection could not be opened, or was lost (`Driver.channelListen`). */
+export class ListenError extends Error {
+  readonly _tag = "ListenError"
+}
+
 /** A unique index refused a row: PostgreSQL 23505, MySQL/MariaDB 1062. */
 export const isUniqueViolation = (error: SqlError): boolean => {
   const cause = error.cause as { code?: unknown; errno?: unknown } | undefined

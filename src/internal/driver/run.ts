@@ -103,7 +103,6 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     : cold
   const d = driver
   return {
-    dialect: d.dialect,
     capabilities: d.capabilities,
     // Hot
     jobInsertMany: hot(d.jobInsertMany),
@@ -147,11 +146,17 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     jobPruneFinished: cold(d.jobPruneFinished),
     migrationList: cold(d.migrationList),
     channelNotify: cold(d.channelNotify),
-    // Not operations
+    // Not operations: data, the migration lock (migrations are not retried), and the LISTEN
+    // connection (opened again by its caller, on a schedule)
+    migrations: d.migrations,
+    migrationLocked: d.migrationLocked,
+    // Not operations (the LISTEN connection is opened again by its caller, on a schedule)
+    channelListen: d.channelListen,
     workerLockStatement: d.workerLockStatement,
     workerUnlockSql: d.workerUnlockSql,
     workerLockName: d.workerLockName,
     connectionIdStatement: d.connectionIdStatement,
+    connectionCheckStatement: d.connectionCheckStatement,
     prunerLock: d.prunerLock
   }
 }

@@ -1,17 +1,27 @@
 /**
- * Helpers both drivers use: reading rows (`num`, `toClaimed`…), the stale ends of a write, lock
- * names, and the keyed claim's window and retry.
+ * What both drivers share: the job states' bits and the checks the schema holds (`stateBits`,
+ * `uniqueGuard`), reading rows (`num`, `toClaimed`…), the stale ends of a write, lock names, and the
+ * keyed claim's window and retry.
  *
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import type { ClaimedRow, Finish, JobRow, JobSummaryRow, OrphanedRow, StaleEnds, StatsRow } from "./Driver.js"
+import { SqlError } from "@effect/sql/SqlError"
+import type {
+  ClaimedRow,
+  Finish,
+  JobRow,
+  JobSummaryRow,
+  OrphanedRow,
+  StaleEnds,
+  StatsRow,
+  UniqueInsertResult,
+  WorkersOps
+} from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
 import type { Run } from "./run.js"
-import { stateBits } from "../migrations.js"
 
 /**
  * What every worker lock name of one queue starts with: `sqw<scope>:`, where `<scope>` is 5 base-36
@@ -36,6 +46,28 @@ export const workerLockPrefix = (dialect: "pg" | "mysql", database: string, pref
   }
   return `sqw${((hash >>> 0) % 36 ** 5).toString(36).padStart(5, "0")}:`
 }
+
+/**
+ * The bit of each job state in a row's `unique_states` mask: the states in which the row holds its
+ * unique key (pending and running always).
+ */
+export const stateBits = { pending: 1, running: 2, completed: 4, dead: 8, cancelled: 16 } as const
+
+/**
+ * Whether a row holds its unique key in its current state: its `unique_states` mask has the bit
+ * of its state ({@link stateBits}). The same text (both dialects) is used by the index and by the
+ * statements that read the holder of a key; shipped indexes hold it, so it never changes.
+ * `alias` qualifies the columns, e.g. `"o."`.
+ */
+export const uniqueGuard = (alias = "") =>
+  `(${alias}unique_states & CASE ${alias}state ${
+    Object.entries(stateBits).map(([state, bit]) => `WHEN '${state}' THEN ${bit}`).join(" ")
+  } ELSE 0 END) <> 0`
+
+/** The states a job row may hold (migration 8): the database refuses any other. */
+export const stateCheck = "state IN ('pending', 'running', 'completed', 'dead', 'cancelled')"
+/** Attempt counts are never negative (migration 8). */
+export const attemptsCheck = "attempts >= 0 AND attempt_base >= 0"
 
 export const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 export const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
@@ -166,6 +198,87 @@ export const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>):
 
 export const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
+
+/**
+ * `jobInsertUnique`'s loop, alike on both databases: `insert` writes the job and gives its id, or
+ * `undefined` when another job holds the key; then `holder` reads that job's id (in a statement of its
+ * own, which sees a holder that committed while the insert waited for it). When the holder left its
+ * guarded states in between (`undefined`), the insert is tried again, up to 10 times.
+ */
+export const insertUnique = (
+  uniqueKey: string,
+  insert: Effect.Effect<string | undefined, SqlError>,
+  holder: Effect.Effect<string | undefined, SqlError>
+): Effect.Effect<UniqueInsertResult, SqlError> => {
+  const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+    Effect.flatMap(insert, (inserted) =>
+      inserted !== undefined
+        ? Effect.succeed({ id: inserted, inserted: true })
+        : Effect.flatMap(holder, (held) =>
+          held !== undefined
+            ? Effect.succeed({ id: held, inserted: false })
+            : tries >= 10
+            ? Effect.fail(new SqlError({ message: `sqlane: unique key ${uniqueKey} kept changing hands` }))
+            : go(tries + 1)))
+  return go(1)
+}
+
+/** The first row's `id` as a string, or `undefined` when there is no row. */
+export const firstId = (rows: ReadonlyArray<{ readonly id: unknown }>): string | undefined =>
+  rows.length > 0 ? String(rows[0].id) : undefined
+
+/** What the statements on worker rows need of a driver's context. */
+interface WorkerRowsContext {
+  readonly sql: SqlClient.SqlClient
+  readonly workers: Statement.Identifier
+  readonly ts: (us: number) => Statement.Fragment
+  readonly run: Run
+}
+
+/**
+ * The statements on worker rows, alike on both databases but for how a worker id registered again
+ * updates its row (`upsert`: PostgreSQL's `ON CONFLICT`, MySQL/MariaDB's `ON DUPLICATE KEY UPDATE`).
+ */
+export const workerRows = (
+  ctx: WorkerRowsContext,
+  upsert: string
+): Pick<
+  WorkersOps,
+  "workerRegister" | "workerJobNames" | "workerHeartbeat" | "workerRelocking" | "workerRelocked" | "workerRemove"
+> => {
+  const { run, sql, ts, workers } = ctx
+  return {
+    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+          ${sql.literal(upsert)}`.pipe(Effect.asVoid),
+    workerJobNames: (sinceUs) =>
+      Effect.map(
+        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
+        jobNamesOf
+      ),
+    workerHeartbeat: (id, nowUs) =>
+      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRelocked: (id) =>
+      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
+    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid)
+  }
+}
+
+/**
+ * `migrationList`, alike on both databases but for the expression of the current schema
+ * (`current_schema()`, `DATABASE()`).
+ */
+export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentSchema: string) => () =>
+  Effect.gen(function*() {
+    const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
+      WHERE table_schema = ${sql.literal(currentSchema)} AND table_name = ${`${prefix}migrations`}`
+    if (num(exists?.n ?? 0) === 0) return undefined
+    const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
+      ORDER BY migration_id`
+    return rows.map((r) => num(r.id))
+  })
 
 /** `jobNewestId`, the same SQL on both dialects. */
 export const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>

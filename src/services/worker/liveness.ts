@@ -189,7 +189,7 @@ export const liveness = (
           // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
           yield* wallSleep(checkMillis)
           // A connection that does not answer (packets dropped) counts as lost, like a closed one.
-          const answered = yield* bounded(conn.executeRaw("SELECT 1", []), checkAnswerMillis)
+          const answered = yield* bounded(conn.executeRaw(statements.connectionCheckStatement, []), checkAnswerMillis)
           if (Option.isNone(answered)) {
             silent = true
             return yield* Effect.fail(

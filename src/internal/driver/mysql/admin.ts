@@ -119,16 +119,6 @@ export const make = (ctx: MysqlContext): AdminOps => {
     prunerLock: ({
       lock: ["SELECT GET_LOCK(?, 0)", [prunerLockName(prefix)]],
       unlock: ["SELECT RELEASE_LOCK(?)", [prunerLockName(prefix)]]
-    }),
-    migrationList: () =>
-      Effect.gen(function*() {
-        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
-          WHERE table_schema = DATABASE() AND table_name = ${`${prefix}migrations`}`
-        if (num(exists?.n ?? 0) === 0) return undefined
-        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
-          ORDER BY migration_id`
-        return rows.map((r) => num(r.id))
-      }),
-    channelNotify: () => Effect.void
+    })
   }
 }

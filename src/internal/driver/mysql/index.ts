@@ -7,11 +7,14 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
 import type { Driver, Explain } from "../Driver.js"
+import { ListenError } from "../errors.js"
 import * as Admin from "./admin.js"
 import { makeContext, type MysqlOptions } from "./context.js"
 import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
+import * as Migrations from "./migrations.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
 
@@ -22,7 +25,6 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
   const ctx = makeContext(sql, prefix, database, options)
   const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
   return {
-    dialect: "mysql",
     capabilities: {
       listenNotify: false,
       claimsRideOnEnds: true,
@@ -33,7 +35,11 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...jobs,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
-    ...Admin.make(ctx)
+    ...Admin.make(ctx),
+    ...Migrations.make(ctx),
+    // No notifications between sessions: the Notifier reads the newest job id instead.
+    channelListen: () => Effect.fail(new ListenError("MySQL/MariaDB have no LISTEN")),
+    channelNotify: () => Effect.void
   }
 }
 

@@ -4,13 +4,12 @@
  *
  * @internal
  */
-import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
-import type { InsertOps, InsertRow, UniqueInsertResult } from "../Driver.js"
+import type { InsertOps, InsertRow } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
 import { withoutUnreadSpans } from "../run.js"
-import { newestId } from "../shared.js"
+import { firstId, insertUnique, newestId } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): InsertOps => {
@@ -99,18 +98,11 @@ export const make = (ctx: MysqlContext): InsertOps => {
           ${row.uniqueKey}, ${row.uniqueStates})`
       const holder = run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
         LOCK IN SHARE MODE`)
-      const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
-        run(insert, "raw").pipe(
-          Effect.map((result: any): UniqueInsertResult => ({ id: String(result.insertId), inserted: true })),
-          Effect.catchIf(isUniqueViolation, () =>
-            Effect.flatMap(holder, (held) =>
-              held.length > 0
-                ? Effect.succeed({ id: String(held[0].id), inserted: false })
-                : tries >= 10
-                ? Effect.fail(new SqlError({ message: `sqlane: unique key ${row.uniqueKey} kept changing hands` }))
-                : go(tries + 1)))
-        )
-      return go(1)
+      const inserted = run(insert, "raw").pipe(
+        Effect.map((result: any): string | undefined => String(result.insertId)),
+        Effect.catchIf(isUniqueViolation, () => Effect.succeed(undefined))
+      )
+      return insertUnique(row.uniqueKey, inserted, Effect.map(holder, firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }

@@ -19,6 +19,10 @@ export interface MysqlSession {
   readonly maxStatementBytes: number
 }
 
+/** The server's version as it reports it, e.g. `8.4.3` or `10.11.19-MariaDB-0+deb12u1`. */
+export const serverVersion = (sql: SqlClient.SqlClient): Effect.Effect<string, SqlError> =>
+  Effect.map(sql<{ version: string }>`SELECT VERSION() AS version`, ([row]) => row.version)
+
 export const serverSession = (sql: SqlClient.SqlClient): Effect.Effect<MysqlSession, SqlError> =>
   Effect.map(
     sql<{ inc: number; db: string | null; id: string; packet: number }>`SELECT

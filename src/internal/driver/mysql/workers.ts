@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { jobNamesOf, num, staleAttempts, toOrphaned } from "../shared.js"
+import { num, staleAttempts, toOrphaned, workerRows } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): WorkersOps => {
@@ -30,22 +30,10 @@ export const make = (ctx: MysqlContext): WorkersOps => {
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
         (rows) => rows.map(toOrphaned)
       ),
-    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
-          ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE,
-            job_names = VALUES(job_names)`.pipe(Effect.asVoid),
-    workerJobNames: (sinceUs) =>
-      Effect.map(
-        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
-        jobNamesOf
-      ),
-    workerHeartbeat: (id, nowUs) =>
-      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
-    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
-    workerRelocked: (id) =>
-      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
-    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
+    ...workerRows(
+      ctx,
+      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names)"
+    ),
     workerPrune: (cutoffUs) =>
       // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
       // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,
@@ -66,6 +54,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
     workerUnlockSql: "SELECT RELEASE_LOCK(?)",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT CONNECTION_ID()",
+    connectionCheckStatement: "SELECT 1",
     workerLockHolder: (id) =>
       Effect.map(
         sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockPrefix + id}) AS conn`,

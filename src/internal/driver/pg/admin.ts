@@ -5,7 +5,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import { uniqueGuard } from "../../migrations.js"
+import { uniqueGuard } from "../shared.js"
 import type { AdminOps } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
 import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
@@ -130,16 +130,6 @@ export const make = (ctx: PgContext): AdminOps => {
     prunerLock: ({
       lock: ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]],
       unlock: ["SELECT pg_advisory_unlock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]]
-    }),
-    migrationList: () =>
-      Effect.gen(function*() {
-        const [exists] = yield* sql<{ n: string }>`SELECT COUNT(*) AS n FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name = ${`${prefix}migrations`}`
-        if (num(exists?.n ?? 0) === 0) return undefined
-        const rows = yield* sql<{ id: number }>`SELECT migration_id AS id FROM ${sql(`${prefix}migrations`)}
-          ORDER BY migration_id`
-        return rows.map((r) => num(r.id))
-      }),
-    channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
+    })
   }
 }

@@ -5,6 +5,7 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Statement from "@effect/sql/Statement"
 import { runner } from "../run.js"
 import { workerLockPrefix } from "../shared.js"
@@ -17,6 +18,11 @@ export interface PgOptions {
   readonly deleteCompleted?: boolean | undefined
   /** Whether the hot statements may run directly on their connection (see `runner`). */
   readonly direct?: boolean | undefined
+  /**
+   * The settings of @effect/sql-pg's `PgClient`, with which the LISTEN connection is opened; without
+   * them the driver has no notifications (`capabilities.listenNotify` false).
+   */
+  readonly listen?: PgClient.PgClientConfig | undefined
 }
 
 /** First key of sqlane's two-key advisory locks on PostgreSQL. */

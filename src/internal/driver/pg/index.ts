@@ -10,6 +10,8 @@ import * as Admin from "./admin.js"
 import { makeContext, type PgOptions } from "./context.js"
 import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
+import * as Listen from "./listen.js"
+import * as Migrations from "./migrations.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
 
@@ -20,13 +22,19 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
   const ctx = makeContext(sql, prefix, database, options)
   const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
   return {
-    dialect: "pg",
-    capabilities: { listenNotify: true, claimsRideOnEnds: true, maxStatementBytes: undefined, padSpaceKeys: false },
+    capabilities: {
+      listenNotify: options.listen !== undefined,
+      claimsRideOnEnds: true,
+      maxStatementBytes: undefined,
+      padSpaceKeys: false
+    },
     ...Insert.make(ctx),
     ...jobs,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
-    ...Admin.make(ctx)
+    ...Admin.make(ctx),
+    ...Migrations.make(ctx),
+    ...Listen.make(ctx)
   }
 }
 

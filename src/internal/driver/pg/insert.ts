@@ -3,11 +3,9 @@
  *
  * @internal
  */
-import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
-import { uniqueGuard } from "../../migrations.js"
-import type { InsertOps, UniqueInsertResult } from "../Driver.js"
-import { newestId } from "../shared.js"
+import type { InsertOps } from "../Driver.js"
+import { firstId, insertUnique, newestId, uniqueGuard } from "../shared.js"
 import type { PgContext } from "./context.js"
 
 /** Joins payloads sent as one text (U+001E, record separator; never raw in JSON text). */
@@ -96,17 +94,7 @@ export const make = (ctx: PgContext): InsertOps => {
             SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
       const holder = sql<{ id: string }>`SELECT id FROM ${jobs}
         WHERE unique_key = ${row.uniqueKey} AND ${sql.literal(uniqueGuard())}`
-      const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
-        Effect.flatMap(run(statement), (inserted) =>
-          inserted.length > 0
-            ? Effect.succeed({ id: String(inserted[0].id), inserted: true })
-            : Effect.flatMap(run(holder), (held) =>
-              held.length > 0
-                ? Effect.succeed({ id: String(held[0].id), inserted: false })
-                : tries >= 10
-                ? Effect.fail(new SqlError({ message: `sqlane: unique key ${row.uniqueKey} kept changing hands` }))
-                : go(tries + 1)))
-      return go(1)
+      return insertUnique(row.uniqueKey, Effect.map(run(statement), firstId), Effect.map(run(holder), firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }

@@ -8,6 +8,10 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 
+/** The server's version as it reports it, e.g. `15.19`. */
+export const serverVersion = (sql: SqlClient.SqlClient): Effect.Effect<string, SqlError> =>
+  Effect.map(sql<{ version: string }>`SELECT current_setting('server_version') AS version`, ([row]) => row.version)
+
 /** The database's name (it scopes worker lock names) and an identity of the server and database. */
 export const serverSession = (sql: SqlClient.SqlClient): Effect.Effect<{ readonly database: string; readonly identity: string }, SqlError> =>
   Effect.map(
@@ -18,10 +22,3 @@ export const serverSession = (sql: SqlClient.SqlClient): Effect.Effect<{ readonl
 
 /** A statement that only needs the server to answer. */
 export const ping = (sql: SqlClient.SqlClient): Effect.Effect<unknown, SqlError> => sql`SELECT 1`
-
-/**
- * Sends a notification on `channel`. `PgClient.notify` is broken in @effect/sql-pg 0.53; `pg_notify`
- * works.
- */
-export const notify = (sql: SqlClient.SqlClient) => (channel: string, payload: string): Effect.Effect<unknown, SqlError> =>
-  sql`SELECT pg_notify(${channel}, ${payload})`

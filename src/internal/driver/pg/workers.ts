@@ -5,11 +5,11 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { jobNamesOf, num, staleAttempts, toOrphaned } from "../shared.js"
+import { num, staleAttempts, toOrphaned, workerRows } from "../shared.js"
 import { numbers, type PgContext, pgLockSpace, usText } from "./context.js"
 
 export const make = (ctx: PgContext): WorkersOps => {
-  const { claimedColumnsJ, jobs, lockPrefix, run, sql, ts, workers } = ctx
+  const { claimedColumnsJ, jobs, lockPrefix, sql, ts, workers } = ctx
   return {
     jobStaleAttempts: (attempts) =>
       attempts.length === 0 ? Effect.succeed([]) : Effect.map(
@@ -34,22 +34,10 @@ export const make = (ctx: PgContext): WorkersOps => {
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`,
         (rows) => rows.map(toOrphaned)
       ),
-    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
-          ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false,
-            job_names = EXCLUDED.job_names`.pipe(Effect.asVoid),
-    workerJobNames: (sinceUs) =>
-      Effect.map(
-        sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
-        jobNamesOf
-      ),
-    workerHeartbeat: (id, nowUs) =>
-      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
-    workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = true WHERE id = ${id}`.pipe(Effect.asVoid),
-    workerRelocked: (id) =>
-      sql`UPDATE ${workers} SET relocking = false, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
-    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid),
+    ...workerRows(
+      ctx,
+      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names"
+    ),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
@@ -57,6 +45,7 @@ export const make = (ctx: PgContext): WorkersOps => {
     workerUnlockSql: "SELECT pg_advisory_unlock($1, hashtext($2))",
     workerLockName: (id) => lockPrefix + id,
     connectionIdStatement: "SELECT pg_backend_pid()",
+    connectionCheckStatement: "SELECT 1",
     workerLockHolder: (id) =>
       Effect.map(
         sql<{ pid: number }>`SELECT pid FROM pg_locks

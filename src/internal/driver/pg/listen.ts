@@ -1,7 +1,9 @@
 /**
- * One dedicated PostgreSQL connection that `LISTEN`s on a channel. Unlike `PgClient.listen`
- * it tells when `LISTEN` is active (so a worker can re-probe then and miss nothing), and it
- * fails when the connection dies, so the caller can re-listen with a `Schedule`.
+ * PostgreSQL: notifications between sessions. `channelListen` holds one dedicated connection that
+ * `LISTEN`s on a channel: unlike `PgClient.listen` it tells when `LISTEN` is active (so a worker can
+ * re-probe then and miss nothing), and it fails when the connection dies, so the caller can listen
+ * again with a `Schedule`. `channelNotify` sends with `pg_notify` (`PgClient.notify` is broken in
+ * @effect/sql-pg 0.53).
  *
  * @internal
  */
@@ -9,16 +11,15 @@ import type * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import Pg from "pg"
-
-export class ListenError extends Error {
-  readonly _tag = "ListenError"
-}
+import type { NotificationsOps } from "../Driver.js"
+import { ListenError } from "../errors.js"
+import type { PgContext } from "./context.js"
 
 /**
  * Connects, runs `LISTEN`, calls `onReady`, then calls `onPayload` for each notification until
  * the connection fails (the effect fails) or the scope closes (the connection is closed).
  */
-export const listen = (
+const listen = (
   config: PgClient.PgClientConfig,
   channel: string,
   onReady: () => void,
@@ -70,3 +71,15 @@ export const listen = (
       })
     })
   )
+
+export const make = (ctx: PgContext): NotificationsOps => {
+  const { options, sql } = ctx
+  const config = options.listen
+  return {
+    channelListen: (channel, onReady, onPayload) =>
+      config === undefined
+        ? Effect.fail(new ListenError("no LISTEN without the settings of @effect/sql-pg's PgClient"))
+        : listen(config, channel, onReady, onPayload),
+    channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
+  }
+}

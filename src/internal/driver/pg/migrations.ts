@@ -1,0 +1,147 @@
+/**
+ * PostgreSQL: sqlane's own tables, as versioned, append-only migrations (never edit one that has
+ * shipped: add the next number), the list of those applied, and the lock that serializes runs.
+ *
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import type { Migration, MigrationsOps } from "../Driver.js"
+import { attemptsCheck, migrationList, stateCheck, uniqueGuard } from "../shared.js"
+import type { PgContext } from "./context.js"
+
+export const migrations = (prefix: string): Record<string, Migration> => ({
+  "1_create_jobs": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    yield* sql`CREATE TABLE ${jobs} (
+      id bigserial PRIMARY KEY,
+      name text NOT NULL,
+      state text NOT NULL DEFAULT 'pending',
+      payload text NOT NULL,
+      priority integer NOT NULL DEFAULT 0,
+      run_at timestamptz NOT NULL,
+      attempts integer NOT NULL DEFAULT 0,
+      created_at timestamptz NOT NULL,
+      claimed_at timestamptz,
+      finished_at timestamptz,
+      worker_id text,
+      last_error text,
+      errors text,
+      result text
+    )`
+    // The probe's loose index scan walks this index, one entry per name with pending jobs.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_probe`)} ON ${jobs} (name, run_at) WHERE state = 'pending'`
+    // The claim reads due jobs in claim order.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_claim`)} ON ${jobs} (priority, run_at, id) WHERE state = 'pending'`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_running`)} ON ${jobs} (worker_id) WHERE state = 'running'`
+  }),
+  "2_workers": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // attempt_base: attempts made before the last manual retry; the retry schedule counts from it.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN attempt_base integer NOT NULL DEFAULT 0`
+    // One row per live worker: its heartbeat is the lease on every job it runs.
+    yield* sql`CREATE TABLE ${sql(`${prefix}workers`)} (
+      id text PRIMARY KEY,
+      started_at timestamptz NOT NULL,
+      heartbeat_at timestamptz NOT NULL,
+      host text NOT NULL,
+      pid integer NOT NULL
+    )`
+  }),
+  "3_pending_index": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // One index for both the probe (a loose index scan over (name, priority)) and the claim (one
+    // range per (name, priority), in run_at order): fewer bytes per waiting job, fewer index
+    // writes per enqueue, and no plan that sorts the backlog.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_pending`)} ON ${jobs} (name, priority, run_at, id) WHERE state = 'pending'`
+    yield* sql`DROP INDEX ${sql(`${prefix}jobs_probe`)}`
+    yield* sql`DROP INDEX ${sql(`${prefix}jobs_claim`)}`
+  }),
+  "4_keys": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // unique_states: a bit mask of the states in which this row holds its unique key
+    // (pending 1, running 2, completed 4, dead 8, cancelled 16); pending and running are always set.
+    yield* sql`ALTER TABLE ${jobs} ADD COLUMN unique_key text, ADD COLUMN unique_states smallint,
+      ADD COLUMN mutex_key text`
+    // At most one job per unique key among the rows in one of their guarded states.
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_unique`)} ON ${jobs} (unique_key)
+      WHERE unique_key IS NOT NULL AND ${sql.literal(uniqueGuard())}`
+    // At most one running job per mutex key: two claims of one key cannot both commit.
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_mutex`)} ON ${jobs} (mutex_key)
+      WHERE state = 'running' AND mutex_key IS NOT NULL`
+  }),
+  "5_schedules": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // One row per periodic job: the latest tick enqueued, so a restart knows which ticks it missed.
+    yield* sql`CREATE TABLE ${sql(`${prefix}schedules`)} (
+      name text PRIMARY KEY,
+      last_tick_at timestamptz NOT NULL,
+      updated_at timestamptz NOT NULL
+    )`
+  }),
+  // Operations: paused job names, progress, and the index pruning reads.
+  "6_operations": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // A paused job name is not claimed by any worker; the row's existence is the pause.
+    yield* sql`CREATE TABLE ${sql(`${prefix}paused`)} (
+      name text PRIMARY KEY,
+      paused_at timestamptz NOT NULL
+    )`
+    // The last progress a handler reported: JSON {"value","message","attempt","at"}.
+    yield* sql`ALTER TABLE ${jobs} ADD COLUMN progress text`
+    // Pruning walks finished jobs of one state, oldest first.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_finished`)} ON ${jobs} (state, finished_at)
+      WHERE state IN ('completed', 'dead', 'cancelled')`
+  }),
+  "7_trace_context": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // The span that enqueued the job (`<trace id>:<span id>:<sampled>`): the job's span links to it.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)} ADD COLUMN trace_context text`
+  }),
+  "8_checks": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // A row edited by hand into a state no statement reads, or a negative attempt count, is refused
+    // by the database (as Oban's, pg-boss's and River's job-state enums do). Validates the rows
+    // already there (a scan under the table's lock; no rewrite).
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD CONSTRAINT ${sql(`${prefix}jobs_state_check`)} CHECK (${sql.literal(stateCheck)}),
+      ADD CONSTRAINT ${sql(`${prefix}jobs_attempts_check`)} CHECK (${sql.literal(attemptsCheck)})`
+  }),
+  // MySQL/MariaDB only (a full index there); PostgreSQL's jobs_running is partial, running jobs only.
+  "9_drop_running_index": Effect.void,
+  "10_worker_relocking": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // relocking: the worker found its lock connection lost and is taking its lock again; relocks: how
+    // many times it took it again. Rescuers read both (see the rescuer, services/worker/rescuer.ts).
+    // job_names: the job names it has handlers for, as a JSON array (`sqlane pause` reads them).
+    yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
+      ADD COLUMN relocking boolean NOT NULL DEFAULT false,
+      ADD COLUMN relocks integer NOT NULL DEFAULT 0,
+      ADD COLUMN job_names text NULL`
+  })
+})
+
+export const make = (ctx: PgContext): MigrationsOps => {
+  const { prefix, sql } = ctx
+  return {
+    migrations: migrations(prefix),
+    migrationList: migrationList(sql, prefix, "current_schema()"),
+    // A transaction holding `pg_advisory_xact_lock`, on one connection (the Migrator's own
+    // transaction nests inside it as a savepoint). The migrations table is created first, inside
+    // the lock, so the Migrator's probe for it cannot abort the transaction.
+    migrationLocked: (migrate) =>
+      sql`SELECT pg_advisory_xact_lock(hashtext(${`sqlane:migrate:${prefix}`}))`.pipe(
+        Effect.zipRight(sql`CREATE TABLE IF NOT EXISTS ${sql(`${prefix}migrations`)} (
+          migration_id integer primary key,
+          created_at timestamp with time zone not null default now(),
+          name text not null
+        )`),
+        Effect.zipRight(migrate),
+        sql.withTransaction
+      )
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The control plane: cancellations and changes of the paused job names, apart from wake-ups. In
+ * this process they reach every listener on the same database and table prefix at once; between
+ * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`) where the
+ * database delivers messages (PostgreSQL `NOTIFY`), and are otherwise found by the workers' own
+ * passes (the rescuer, the paused names' re-read).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import { globalValue } from "effect/GlobalValue"
+import type * as Scope from "effect/Scope"
+
+type CancelListener = (ids: ReadonlyArray<string>) => void
+type PauseListener = (paused: string | undefined) => void
+
+/** Cancellation listeners of this process, by database and table prefix. */
+const localCancelListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localCancelListeners"),
+  () => new Map<string, Set<CancelListener>>()
+)
+/** Listeners for changes of the paused job names in this process, by database and table prefix. */
+const localPauseListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localPauseListeners"),
+  () => new Map<string, Set<PauseListener>>()
+)
+
+const CANCEL = "cancel:"
+
+/** The message that tells other processes these jobs were cancelled. */
+export const cancelMessage = (ids: ReadonlyArray<string>): string => CANCEL + JSON.stringify(ids)
+
+/** The message that tells other processes the paused job names changed. */
+export const pausesMessage = "pauses"
+
+const decodeIds = (payload: string): ReadonlyArray<string> | undefined => {
+  try {
+    const parsed = JSON.parse(payload)
+    return Array.isArray(parsed) ? parsed.filter((n): n is string => typeof n === "string") : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export interface Control {
+  /** Tells this process's listeners that these jobs were cancelled. */
+  readonly cancelled: (ids: ReadonlyArray<string>) => void
+  /** Tells this process's listeners that the paused names changed (`paused`: a name just paused here). */
+  readonly pausesChanged: (paused?: string) => void
+  /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
+  readonly onCancel: (onCancel: CancelListener) => Effect.Effect<void, never, Scope.Scope>
+  /** Calls `onChange` whenever the paused names may have changed, for the life of the scope. */
+  readonly onPausesChanged: (onChange: PauseListener) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Delivers a message heard from another process when it is a control message; returns whether it
+   * was one (otherwise it is a wake-up).
+   */
+  readonly receive: (message: string) => boolean
+}
+
+const listening = <L>(listeners: Set<L>, listener: L): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => void listeners.add(listener)),
+    () => Effect.sync(() => void listeners.delete(listener))
+  )
+
+/** The control plane of one queue instance; `key` names its database and table prefix. */
+export const make = (key: string): Control => {
+  const cancelListeners = localCancelListeners.get(key) ?? new Set<CancelListener>()
+  localCancelListeners.set(key, cancelListeners)
+  const pauseListeners = localPauseListeners.get(key) ?? new Set<PauseListener>()
+  localPauseListeners.set(key, pauseListeners)
+  const cancelled = (ids: ReadonlyArray<string>) => {
+    for (const listener of cancelListeners) listener(ids)
+  }
+  const pausesChanged = (paused?: string) => {
+    for (const listener of pauseListeners) listener(paused)
+  }
+  return {
+    cancelled,
+    pausesChanged,
+    onCancel: (onCancel) => listening(cancelListeners, onCancel),
+    onPausesChanged: (onChange) => listening(pauseListeners, onChange),
+    receive: (message) => {
+      if (message === pausesMessage) {
+        pausesChanged()
+        return true
+      }
+      if (message.startsWith(CANCEL)) {
+        const ids = decodeIds(message.slice(CANCEL.length))
+        if (Array.isArray(ids)) cancelled(ids)
+        return true
+      }
+      return false
+    }
+  }
+}
