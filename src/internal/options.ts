@@ -8,9 +8,14 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import { InvalidPayload } from "../schema/Errors.js"
+import type { Job } from "../schema/Job.js"
+import type { EnqueueOptions } from "../services/Queue.js"
 import { describe } from "./sanitize.js"
+import { builtInTracer, encodeTraceContext } from "./tracing.js"
 
 /** What was passed, for a message: strings quoted, numbers as written (NaN, -Infinity), else described. */
 const got = (u: unknown): string =>
@@ -84,4 +89,53 @@ export const checkEnqueueOptions = (
     }
   }
   return undefined
+}
+
+/**
+ * A job's priority, `run_at` and trace context from its options, or why they are out of range.
+ * `nowUs`: now (µs).
+ */
+export const resolveEnqueueOptions = (
+  job: Job.Any,
+  options: EnqueueOptions | undefined,
+  nowUs: number,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
+  const invalid = checkEnqueueOptions(job.name, options)
+  if (invalid !== undefined) return Either.left(invalid)
+  // `null` (from JavaScript) is refused below, not read as "the job's priority".
+  const priority = options?.priority === undefined ? job.priority : options.priority
+  if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "option",
+        message: `priority must be a 32-bit integer, got ${priority}`
+      })
+    )
+  }
+  let runAtUs = nowUs
+  if (options?.runAt !== undefined) {
+    runAtUs = (options.runAt instanceof Date ? options.runAt.getTime() : DateTime.toEpochMillis(options.runAt)) * 1000
+  } else if (options?.delay !== undefined) {
+    runAtUs = nowUs + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
+  }
+  // DATETIME and timestamptz both hold years 1000–9999.
+  if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "option",
+        message: "runAt (or now + delay) is not a date in years 1000–9999"
+      })
+    )
+  }
+  // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
+  // is installed: with the built-in one there is no span to link to).
+  let traceContext: string | null = null
+  if (fiber.currentTracer !== builtInTracer) {
+    const span = fiber.currentSpan
+    if (span !== undefined && span._tag === "Span") traceContext = encodeTraceContext(span)
+  }
+  return Either.right({ priority, runAtUs, traceContext })
 }

@@ -17,18 +17,17 @@ import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
-import { checkEnqueueOptions } from "../internal/options.js"
-import * as Sanitize from "../internal/sanitize.js"
+import { resolveEnqueueOptions } from "../internal/options.js"
+import { checkKey, encodePayload, mutexKeyOf, nameProblem, statementOverheadBytes } from "../internal/payload.js"
 import type { InsertRow } from "../internal/driver/Driver.js"
 import { stateBits } from "../internal/driver/shared.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
 import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
-import { type Job, schemasOf } from "../schema/Job.js"
+import type { Job } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
-import { builtInTracer, encodeTraceContext, withSpanIfTraced } from "../internal/tracing.js"
+import { withSpanIfTraced } from "../internal/tracing.js"
 import { ofJobName } from "./Metrics.js"
 import { type Enqueued, Notifier } from "./Notifier.js"
 
@@ -174,111 +173,6 @@ export interface QueueShape {
  */
 export class Queue extends Context.Tag("sqlane/Queue")<Queue, QueueShape>() {}
 
-/**
- * The largest statement the database takes, less this, is the largest payload: room for the
- * statement's text and its other values (name, keys, trace context: at most a few KiB).
- */
-const statementOverheadBytes = 65_536
-
-const payloadEncoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
-
-/** `Schema.encodeEither` of a payload schema, made once per schema (making it costs more than using it). */
-const payloadEncoder = (schema: Schema.Schema.Any) => {
-  let encode = payloadEncoders.get(schema)
-  if (encode === undefined) {
-    encode = Schema.encodeEither(schema as Schema.Schema<unknown, unknown, never>) as (
-      u: unknown
-    ) => Either.Either<unknown, ParseResult.ParseError>
-    payloadEncoders.set(schema, encode)
-  }
-  return encode
-}
-
-/**
- * Encodes a payload to the JSON text stored in the row. `maxBytes`: the largest payload (UTF-8
- * bytes of its JSON) the database takes, if it has a limit.
- *
- * @internal
- */
-export const encodePayload = <J extends Job.Any>(
-  job: J,
-  payload: Job.Payload<J>,
-  maxBytes?: number | undefined
-): Effect.Effect<string, InvalidPayload> => {
-  // Synchronous schemas (nearly all) are encoded without an effect per payload.
-  let encoded: Either.Either<unknown, ParseResult.ParseError>
-  try {
-    encoded = payloadEncoder(schemasOf(job).payload)(payload)
-  } catch (e) {
-    // A schema that throws, or a recursive one on a payload nested too deeply (stack overflow).
-    return Either.left(schemaThrew(job, e))
-  }
-  if (Either.isRight(encoded)) return toJson(job, encoded.right, maxBytes)
-  return Schema.encode(schemasOf(job).payload)(payload).pipe(
-    Effect.mapError((e) =>
-      new InvalidPayload({ job: job.name, reason: "schema", message: ParseResult.TreeFormatter.formatErrorSync(e) })
-    ),
-    Effect.catchAllDefect((e) => Effect.fail(schemaThrew(job, e))),
-    Effect.flatMap((encoded) => toJson(job, encoded, maxBytes))
-  )
-}
-
-const schemaThrew = (job: Job.Any, e: unknown) =>
-  new InvalidPayload({
-    job: job.name,
-    reason: "schema",
-    message: `the payload schema of "${job.name}" threw while encoding: ${Sanitize.describe(e)}`
-  })
-
-/** The encoded payload as JSON text; NaN, ±Infinity, bigints, cycles and oversized payloads are refused. */
-const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): Either.Either<string, InvalidPayload> => {
-  const result = Sanitize.toJson(encoded)
-  if (!("json" in result)) {
-    return Either.left(
-      new InvalidPayload({
-        job: job.name,
-        reason: "json",
-        path: result.path,
-        message: `the encoded payload is not JSON-serializable at ${result.path}: ${result.reason}`
-      })
-    )
-  }
-  const json = result.json
-  // UTF-8 takes at most 3 bytes per UTF-16 code unit: count bytes only for payloads that may be too large.
-  if (maxBytes !== undefined && json.length * 3 > maxBytes) {
-    const bytes = Buffer.byteLength(json, "utf8")
-    if (bytes > maxBytes) {
-      return Either.left(
-        new InvalidPayload({
-          job: job.name,
-          reason: "size",
-          message: `the payload is ${bytes} bytes of JSON; this database takes at most ${maxBytes} ` +
-            `(max_allowed_packet less ${statementOverheadBytes} bytes)`
-        })
-      )
-    }
-  }
-  return Either.right(json)
-}
-
-/** Job definitions whose name was checked (once per definition). */
-const checkedNames = new WeakSet<Job.Any>()
-
-/** Why a job name cannot be stored the same on every database, or `undefined` (checked once per definition). */
-const nameProblem = (job: Job.Any): InvalidPayload | undefined => {
-  if (checkedNames.has(job)) return undefined
-  const problem = Sanitize.checkJobName(job.name)
-  if (problem !== undefined) {
-    return new InvalidPayload({
-      job: typeof job.name === "string" ? Sanitize.text(job.name, 300) : String(job.name),
-      reason: "name",
-      message: `the job name ${problem}`
-    })
-  }
-  checkedNames.add(job)
-  return undefined
-}
-
 const parseJson = (text: string | null): unknown => {
   if (text === null) return null
   try {
@@ -290,41 +184,6 @@ const parseJson = (text: string | null): unknown => {
 
 const decodeErrors = Schema.decodeUnknownOption(ErrorHistory)
 
-const checkKey = (job: Job.Any, what: string, key: unknown): Either.Either<string, InvalidPayload> => {
-  const problem = Sanitize.checkIdentifier(key)
-  return problem === undefined
-    ? Either.right(key as string)
-    : Either.left(
-      new InvalidPayload({
-        job: job.name,
-        reason: "key",
-        // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
-        message: `${what} ${problem}: ${
-          typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
-        }`
-      })
-    )
-}
-
-const noMutexKey = Either.right(null)
-
-/**
- * The mutex key of a payload by its job's `mutexKey`, or null.
- *
- * @internal
- */
-export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Either.Either<string | null, InvalidPayload> => {
-  const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
-  if (f === undefined) return noMutexKey
-  let key: string | undefined
-  try {
-    key = f(payload)
-  } catch (e) {
-    return Either.left(new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` }))
-  }
-  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", key)
-}
-
 /** Now, in microseconds since the epoch, from the fiber's `Clock` (as `nowMicros`, without an effect). */
 const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): number =>
   Number(Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos() / 1000n)
@@ -332,55 +191,6 @@ const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): number =>
 /** Whether the fiber runs inside a `sql.withTransaction`. */
 const inTransactionOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean =>
   Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-
-/**
- * A job's priority, `run_at` and trace context from its options, or why they are out of range.
- * `nowUs`: now (µs).
- */
-const resolve = (
-  job: Job.Any,
-  options: EnqueueOptions | undefined,
-  nowUs: number,
-  fiber: Fiber.RuntimeFiber<unknown, unknown>
-): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
-  const invalid = checkEnqueueOptions(job.name, options)
-  if (invalid !== undefined) return Either.left(invalid)
-  // `null` (from JavaScript) is refused below, not read as "the job's priority".
-  const priority = options?.priority === undefined ? job.priority : options.priority
-  if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
-    return Either.left(
-      new InvalidPayload({
-        job: job.name,
-        reason: "option",
-        message: `priority must be a 32-bit integer, got ${priority}`
-      })
-    )
-  }
-  let runAtUs = nowUs
-  if (options?.runAt !== undefined) {
-    runAtUs = (options.runAt instanceof Date ? options.runAt.getTime() : DateTime.toEpochMillis(options.runAt)) * 1000
-  } else if (options?.delay !== undefined) {
-    runAtUs = nowUs + Math.round(Duration.toMillis(Duration.decode(options.delay)) * 1000)
-  }
-  // DATETIME and timestamptz both hold years 1000–9999.
-  if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
-    return Either.left(
-      new InvalidPayload({
-        job: job.name,
-        reason: "option",
-        message: "runAt (or now + delay) is not a date in years 1000–9999"
-      })
-    )
-  }
-  // The enqueueing span travels with the job, for the job's span to link to (only when a tracer
-  // is installed: with the built-in one there is no span to link to).
-  let traceContext: string | null = null
-  if (fiber.currentTracer !== builtInTracer) {
-    const span = fiber.currentSpan
-    if (span !== undefined && span._tag === "Span") traceContext = encodeTraceContext(span)
-  }
-  return Either.right({ priority, runAtUs, traceContext })
-}
 
 /** What the Notifier is told of written rows: one entry per (name, priority) due now, one per name of delayed rows. */
 const signalOf = (rows: ReadonlyArray<InsertRow>, nowUs: number): ReadonlyArray<Enqueued> => {
@@ -467,7 +277,7 @@ export const make = Effect.gen(function*() {
       const mutexKey = mutexKeyOf(job, payload)
       if (Either.isLeft(mutexKey)) return Effect.fail(mutexKey.left)
       const nowUs = nowOf(fiber)
-      const resolved = resolve(job, options, nowUs, fiber)
+      const resolved = resolveEnqueueOptions(job, options, nowUs, fiber)
       if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
       const { priority, runAtUs, traceContext } = resolved.right
       const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey: mutexKey.right, traceContext }
@@ -560,7 +370,7 @@ export const make = Effect.gen(function*() {
           }
           const fiber = yield* Effect.withFiberRuntime<Fiber.RuntimeFiber<unknown, unknown>>((fiber) => Effect.succeed(fiber))
           const nowUs = nowOf(fiber)
-          const { priority, runAtUs, traceContext } = yield* resolve(job, options, nowUs, fiber)
+          const { priority, runAtUs, traceContext } = yield* resolveEnqueueOptions(job, options, nowUs, fiber)
           return yield* write(
             json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),
             nowUs,

@@ -1,0 +1,156 @@
+/**
+ * A payload as the jobs table stores it: encoded by its job's schema, checked to be JSON that every
+ * database reads back the same and that fits the server's largest statement; and the job name and
+ * keys (mutex, unique) checked to be stored the same on every database. Refusals are
+ * `InvalidPayload`s with the reason (`schema`, `json`, `size`, `name`, `key`).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { InvalidPayload } from "../schema/Errors.js"
+import { type Job, schemasOf } from "../schema/Job.js"
+import * as Sanitize from "./sanitize.js"
+
+/**
+ * The largest statement the database takes, less this, is the largest payload: room for the
+ * statement's text and its other values (name, keys, trace context: at most a few KiB).
+ */
+export const statementOverheadBytes = 65_536
+
+const payloadEncoders = new WeakMap<Schema.Schema.Any, (u: unknown) => Either.Either<unknown, ParseResult.ParseError>>()
+
+/** `Schema.encodeEither` of a payload schema, made once per schema (making it costs more than using it). */
+const payloadEncoder = (schema: Schema.Schema.Any) => {
+  let encode = payloadEncoders.get(schema)
+  if (encode === undefined) {
+    encode = Schema.encodeEither(schema as Schema.Schema<unknown, unknown, never>) as (
+      u: unknown
+    ) => Either.Either<unknown, ParseResult.ParseError>
+    payloadEncoders.set(schema, encode)
+  }
+  return encode
+}
+
+/**
+ * Encodes a payload to the JSON text stored in the row. `maxBytes`: the largest payload (UTF-8
+ * bytes of its JSON) the database takes, if it has a limit.
+ *
+ * @internal
+ */
+export const encodePayload = <J extends Job.Any>(
+  job: J,
+  payload: Job.Payload<J>,
+  maxBytes?: number | undefined
+): Effect.Effect<string, InvalidPayload> => {
+  // Synchronous schemas (nearly all) are encoded without an effect per payload.
+  let encoded: Either.Either<unknown, ParseResult.ParseError>
+  try {
+    encoded = payloadEncoder(schemasOf(job).payload)(payload)
+  } catch (e) {
+    // A schema that throws, or a recursive one on a payload nested too deeply (stack overflow).
+    return Either.left(schemaThrew(job, e))
+  }
+  if (Either.isRight(encoded)) return toJson(job, encoded.right, maxBytes)
+  return Schema.encode(schemasOf(job).payload)(payload).pipe(
+    Effect.mapError((e) =>
+      new InvalidPayload({ job: job.name, reason: "schema", message: ParseResult.TreeFormatter.formatErrorSync(e) })
+    ),
+    Effect.catchAllDefect((e) => Effect.fail(schemaThrew(job, e))),
+    Effect.flatMap((encoded) => toJson(job, encoded, maxBytes))
+  )
+}
+
+const schemaThrew = (job: Job.Any, e: unknown) =>
+  new InvalidPayload({
+    job: job.name,
+    reason: "schema",
+    message: `the payload schema of "${job.name}" threw while encoding: ${Sanitize.describe(e)}`
+  })
+
+/** The encoded payload as JSON text; NaN, ±Infinity, bigints, cycles and oversized payloads are refused. */
+const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): Either.Either<string, InvalidPayload> => {
+  const result = Sanitize.toJson(encoded)
+  if (!("json" in result)) {
+    return Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "json",
+        path: result.path,
+        message: `the encoded payload is not JSON-serializable at ${result.path}: ${result.reason}`
+      })
+    )
+  }
+  const json = result.json
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit: count bytes only for payloads that may be too large.
+  if (maxBytes !== undefined && json.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(json, "utf8")
+    if (bytes > maxBytes) {
+      return Either.left(
+        new InvalidPayload({
+          job: job.name,
+          reason: "size",
+          message: `the payload is ${bytes} bytes of JSON; this database takes at most ${maxBytes} ` +
+            `(max_allowed_packet less ${statementOverheadBytes} bytes)`
+        })
+      )
+    }
+  }
+  return Either.right(json)
+}
+
+/** Job definitions whose name was checked (once per definition). */
+const checkedNames = new WeakSet<Job.Any>()
+
+/** Why a job name cannot be stored the same on every database, or `undefined` (checked once per definition). */
+export const nameProblem = (job: Job.Any): InvalidPayload | undefined => {
+  if (checkedNames.has(job)) return undefined
+  const problem = Sanitize.checkJobName(job.name)
+  if (problem !== undefined) {
+    return new InvalidPayload({
+      job: typeof job.name === "string" ? Sanitize.text(job.name, 300) : String(job.name),
+      reason: "name",
+      message: `the job name ${problem}`
+    })
+  }
+  checkedNames.add(job)
+  return undefined
+}
+
+
+export const checkKey = (job: Job.Any, what: string, key: unknown): Either.Either<string, InvalidPayload> => {
+  const problem = Sanitize.checkIdentifier(key)
+  return problem === undefined
+    ? Either.right(key as string)
+    : Either.left(
+      new InvalidPayload({
+        job: job.name,
+        reason: "key",
+        // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
+        message: `${what} ${problem}: ${
+          typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
+        }`
+      })
+    )
+}
+
+const noMutexKey = Either.right(null)
+
+/**
+ * The mutex key of a payload by its job's `mutexKey`, or null.
+ *
+ * @internal
+ */
+export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Either.Either<string | null, InvalidPayload> => {
+  const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
+  if (f === undefined) return noMutexKey
+  let key: string | undefined
+  try {
+    key = f(payload)
+  } catch (e) {
+    return Either.left(new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` }))
+  }
+  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", key)
+}
