@@ -95,15 +95,16 @@ export interface NotifierShape {
    */
   readonly enqueued: (entries: ReadonlyArray<Enqueued>, committed: boolean, notified?: boolean) => Effect.Effect<void>
   /** `enqueued(entries, true, notified)` as a plain call, for a write that has committed (the enqueue's hot path). */
-  readonly unsafeEnqueuedCommitted: (entries: ReadonlyArray<Enqueued>, notified: boolean) => void
+  readonly hintCommitted: (entries: ReadonlyArray<Enqueued>, notified: boolean) => void
   /**
    * The payload of the `NOTIFY` that the enqueue statement sends, or `undefined` when it sends
    * none: where the database has no `LISTEN/NOTIFY`, or when this process sent {@link notifyBurst}
    * within the last {@link notifyWindowMillis} — then `enqueued(…, notified: false)` after the write
    * has the names sent in one trailing `NOTIFY` when the window ends. Job names and priorities only,
-   * never the job payload. A plain call (the enqueue's hot path).
+   * never the job payload. A plain call (the enqueue's hot path); a payload it returns counts in the
+   * limiter's window, so call it once per statement that sends it.
    */
-  readonly unsafeNotifyPayload: (entries: ReadonlyArray<Enqueued>) => string | undefined
+  readonly takeNotifyPayload: (entries: ReadonlyArray<Enqueued>) => string | undefined
   /**
    * A job that may hold a mutex key ended, so jobs waiting for its key may now run: wakes the workers
    * of `names` and every worker that subscribed to {@link keyReleased} (those with keyed names) — this process's at once, other processes' by a `NOTIFY` on PostgreSQL (through the
@@ -202,20 +203,20 @@ export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | 
     : yield* InsertCheck.make(hub)
   const hintDelayMillis = Duration.toMillis(config.hintDelay)
 
-  const unsafeEnqueuedCommitted = (entries: ReadonlyArray<Enqueued>, notified: boolean) => {
+  const hintCommitted = (entries: ReadonlyArray<Enqueued>, notified: boolean) => {
     hub.hint(entries)
     if (!notified) peers.later(entries, 0)
   }
   return {
     enqueued: (entries, committed, notified = true) =>
       committed
-        ? Effect.sync(() => unsafeEnqueuedCommitted(entries, notified))
+        ? Effect.sync(() => hintCommitted(entries, notified))
         : Effect.zipRight(
           Effect.asVoid(Effect.forkIn(Effect.delay(Effect.sync(() => hub.hint(entries)), config.hintDelay), scope)),
           notified ? Effect.void : Effect.sync(() => peers.later(entries, hintDelayMillis))
         ),
-    unsafeEnqueuedCommitted,
-    unsafeNotifyPayload: peers.notifyPayload,
+    hintCommitted,
+    takeNotifyPayload: peers.notifyPayload,
     released: (releasedNames) =>
       Effect.sync(() => {
         const names = [...releasedNames, keyReleased]

@@ -234,7 +234,7 @@ export const make = Effect.gen(function*() {
     // Jobs due now are announced with their priority (a worker claims them without probing);
     // delayed jobs by name (a worker probes to learn when they are due).
     const signal = signalOf(rows, nowUs)
-    const notify = notifier.unsafeNotifyPayload(signal)
+    const notify = notifier.takeNotifyPayload(signal)
     // The driver cuts rows that do not fit one statement (`maxStatementBytes`) into several, in one transaction.
     return Effect.flatMap(
       statements.jobInsertMany(rows, nowUs, notify),
@@ -262,7 +262,7 @@ export const make = Effect.gen(function*() {
       }
     }
     if (inTransaction) return Effect.as(notifier.enqueued(signal, false, notify !== undefined), value)
-    notifier.unsafeEnqueuedCommitted(signal, notify !== undefined)
+    notifier.hintCommitted(signal, notify !== undefined)
     return Effect.succeed(value)
   }
 
@@ -294,7 +294,7 @@ export const make = Effect.gen(function*() {
         uniqueStates |= stateBits[state]
       }
       const signal = signalOf([row], nowUs)
-      const notify = notifier.unsafeNotifyPayload(signal)
+      const notify = notifier.takeNotifyPayload(signal)
       return Effect.flatMap(
         statements.jobInsertUnique({ ...row, uniqueKey: uniqueKey.right, uniqueStates }, nowUs, notify),
         (result): Effect.Effect<InsertResult> => {

@@ -1133,7 +1133,7 @@ export const conformance = (target: Target) => {
               const t0 = Date.now()
               payloads = yield* Effect.forEach(
                 Array.from({ length: Notifier.notifyBurst + 2 }, (_, i) => i),
-                () => Effect.sync(() => notifier.unsafeNotifyPayload([["x", 0]]))
+                () => Effect.sync(() => notifier.takeNotifyPayload([["x", 0]]))
               )
               if (Date.now() - t0 < Notifier.notifyWindowMillis) break
             }
@@ -1143,7 +1143,7 @@ export const conformance = (target: Target) => {
             )
             // A window later, the next enqueue notifies again.
             yield* realSleep(2 * Notifier.notifyWindowMillis)
-            assert.isDefined(notifier.unsafeNotifyPayload([["x", 0]]))
+            assert.isDefined(notifier.takeNotifyPayload([["x", 0]]))
           }), { pollInterval: "1 hour" }))
     }
   })
