@@ -60,6 +60,29 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
 ) {}
 
 /**
+ * An enqueue with a `unique` key found the key held, and then free, ten times in a row: each time it
+ * read the job holding the key, that job had just left the guarded states (it completed, or was
+ * cancelled or retried, by other processes at that very moment). Nothing was written; enqueueing again
+ * is safe.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class UniqueKeyContended extends Schema.TaggedError<UniqueKeyContended>("sqlane/UniqueKeyContended")(
+  "UniqueKeyContended",
+  {
+    /** The job name of the enqueue. */
+    job: Schema.String,
+    /** The unique key. */
+    key: Schema.String
+  }
+) {
+  get message() {
+    return `the unique key ${JSON.stringify(this.key)} of "${this.job}" kept changing hands; nothing was written`
+  }
+}
+
+/**
  * `Queue.get` found no job with this id.
  *
  * @since 0.1.0

@@ -24,7 +24,7 @@ import { checkKey, encodePayload, mutexKeyOf, nameProblem, statementOverheadByte
 import type { InsertRow } from "../internal/driver/Driver.js"
 import { stateBits } from "../internal/driver/shared.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { InvalidPayload, JobNotFound } from "../schema/Errors.js"
+import { InvalidPayload, JobNotFound, UniqueKeyContended } from "../schema/Errors.js"
 import type { Job } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
 import { withSpanIfTraced } from "../internal/tracing.js"
@@ -117,7 +117,7 @@ export interface QueueShape {
     job: J,
     payload: Job.Payload<J>,
     options?: EnqueueOptions
-  ) => Effect.Effect<string, InvalidPayload | SqlError>
+  ) => Effect.Effect<string, InvalidPayload | UniqueKeyContended | SqlError>
   /**
    * As `enqueue`, and says whether a job was written: `{ id, duplicate }`, where `duplicate: true`
    * means a job with the same unique key was in a guarded state and nothing was written.
@@ -126,7 +126,7 @@ export interface QueueShape {
     job: J,
     payload: Job.Payload<J>,
     options?: EnqueueOptions
-  ) => Effect.Effect<InsertResult, InvalidPayload | SqlError>
+  ) => Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError>
   /**
    * Inserts many jobs of one job name with multi-row inserts (in one transaction). Returns their
    * ids in input order. If any payload fails to encode, nothing is written. Unique keys are not
@@ -272,7 +272,7 @@ export const make = Effect.gen(function*() {
     payload: Job.Payload<J>,
     json: string,
     options: EnqueueOptions | undefined
-  ): Effect.Effect<InsertResult, InvalidPayload | SqlError> =>
+  ): Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError> =>
     Effect.withFiberRuntime((fiber) => {
       const mutexKey = mutexKeyOf(job, payload)
       if (Either.isLeft(mutexKey)) return Effect.fail(mutexKey.left)
@@ -312,7 +312,7 @@ export const make = Effect.gen(function*() {
     job: J,
     payload: Job.Payload<J>,
     options: EnqueueOptions | undefined
-  ): Effect.Effect<InsertResult, InvalidPayload | SqlError> => {
+  ): Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError> => {
     const badName = nameProblem(job)
     if (badName !== undefined) return badName
     const json = encodePayload(job, payload, maxPayloadBytes) as

@@ -14,7 +14,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Effect from "effect/Effect"
-import type { SetupError } from "../../schema/Errors.js"
+import type { SetupError, UniqueKeyContended } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
 
 /** A claimed job row. Times are microseconds since the epoch. */
@@ -168,7 +168,7 @@ export interface Driver {
     row: UniqueInsertRow,
     nowUs: number,
     notify: string | undefined
-  ) => Effect.Effect<UniqueInsertResult, SqlError>
+  ) => Effect.Effect<UniqueInsertResult, SqlError | UniqueKeyContended>
   /**
    * For each (name, priority) of `names` with pending jobs, its earliest `run_at`. A loose index
    * scan: reads one index entry per (name, priority) with pending jobs, nothing else.

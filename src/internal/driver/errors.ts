@@ -6,7 +6,7 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { wallSleep } from "../wallClock.js"
@@ -106,13 +106,13 @@ export const errorKind = (error: SqlError): "data" | "unavailable" | "refused" =
  * wall clock (`wallSleep`): they decide nothing about jobs, and under `TestClock` a deadlock's retry
  * would otherwise wait for a `TestClock.adjust` that never comes (a worker's claim hung there).
  */
-export const retryTransient = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> => {
+export const retryTransient = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   // Whether the statement ran inside a caller's transaction is asked only when it failed: the
   // success path is one `catchIf`.
-  const attempt = (retries: number): Effect.Effect<A, SqlError, R> =>
+  const attempt = (retries: number): Effect.Effect<A, E, R> =>
     Effect.catchIf(
       effect,
-      (error) => retries < 5 && isTransient(error),
+      (error) => retries < 5 && error instanceof SqlError && isTransient(error),
       (error) =>
         Effect.flatMap(
           Effect.serviceOption(SqlClient.TransactionConnection),

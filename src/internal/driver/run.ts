@@ -94,12 +94,12 @@ export const withoutUnreadSpans = <A, E, R>(effect: Effect.Effect<A, E, R>): Eff
  */
 export const withTransientRetry = (driver: Driver, direct = false): Driver => {
   /** An operation retried on transient errors, its unread spans skipped. */
-  const cold = <A extends Array<any>, B>(f: (...args: A) => Effect.Effect<B, SqlError>) =>
-    (...args: A): Effect.Effect<B, SqlError> => withoutUnreadSpans(retryTransient(f(...args)))
+  const cold = <A extends Array<any>, B, E>(f: (...args: A) => Effect.Effect<B, E>) =>
+    (...args: A): Effect.Effect<B, E> => withoutUnreadSpans(retryTransient(f(...args)))
   /** A hot operation: retried, and its unread spans skipped unless it runs directly. */
   const hot = direct
-    ? <A extends Array<any>, B>(f: (...args: A) => Effect.Effect<B, SqlError>) =>
-      (...args: A): Effect.Effect<B, SqlError> => retryTransient(f(...args))
+    ? <A extends Array<any>, B, E>(f: (...args: A) => Effect.Effect<B, E>) =>
+      (...args: A): Effect.Effect<B, E> => retryTransient(f(...args))
     : cold
   const d = driver
   return {

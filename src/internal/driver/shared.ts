@@ -8,7 +8,8 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
+import { UniqueKeyContended } from "../../schema/Errors.js"
 import type {
   ClaimedRow,
   Finish,
@@ -206,11 +207,12 @@ export const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
  * guarded states in between (`undefined`), the insert is tried again, up to 10 times.
  */
 export const insertUnique = (
+  jobName: string,
   uniqueKey: string,
   insert: Effect.Effect<string | undefined, SqlError>,
   holder: Effect.Effect<string | undefined, SqlError>
-): Effect.Effect<UniqueInsertResult, SqlError> => {
-  const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError> =>
+): Effect.Effect<UniqueInsertResult, SqlError | UniqueKeyContended> => {
+  const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError | UniqueKeyContended> =>
     Effect.flatMap(insert, (inserted) =>
       inserted !== undefined
         ? Effect.succeed({ id: inserted, inserted: true })
@@ -218,7 +220,7 @@ export const insertUnique = (
           held !== undefined
             ? Effect.succeed({ id: held, inserted: false })
             : tries >= 10
-            ? Effect.fail(new SqlError({ message: `sqlane: unique key ${uniqueKey} kept changing hands` }))
+            ? Effect.fail(new UniqueKeyContended({ job: jobName, key: uniqueKey }))
             : go(tries + 1)))
   return go(1)
 }

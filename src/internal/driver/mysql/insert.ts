@@ -102,7 +102,7 @@ export const make = (ctx: MysqlContext): InsertOps => {
         Effect.map((result: any): string | undefined => String(result.insertId)),
         Effect.catchIf(isUniqueViolation, () => Effect.succeed(undefined))
       )
-      return insertUnique(row.uniqueKey, inserted, Effect.map(holder, firstId))
+      return insertUnique(row.name, row.uniqueKey, inserted, Effect.map(holder, firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }

@@ -94,7 +94,7 @@ export const make = (ctx: PgContext): InsertOps => {
             SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
       const holder = sql<{ id: string }>`SELECT id FROM ${jobs}
         WHERE unique_key = ${row.uniqueKey} AND ${sql.literal(uniqueGuard())}`
-      return insertUnique(row.uniqueKey, Effect.map(run(statement), firstId), Effect.map(run(holder), firstId))
+      return insertUnique(row.name, row.uniqueKey, Effect.map(run(statement), firstId), Effect.map(run(holder), firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }
