@@ -7,9 +7,10 @@
  * if the claim filled every slot, claim again as soon as slots free (without a probe); otherwise
  * sleep until a wake-up (in-process hint, PostgreSQL `NOTIFY`, or `LISTEN` re-established), the
  * next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
- * While a backlog lasts, the claims ride on the writes of the worker's ends: one transaction and
- * one commit end a batch of attempts and claim the slots they free (see `Completer.Rider`), so the
- * slots are never over-filled and the claim costs no commit of its own.
+ * While a backlog lasts, the claims are made with the writes of the worker's ends: one transaction
+ * and one commit end a batch of attempts and claim the slots they free (`Claimer.finishAndClaim`,
+ * called by the Completer's batch), so the slots are never over-filled and the claim costs no
+ * commit of its own.
  *
  * A handler's typed failure or defect is recorded as the attempt's error; the job is retried at
  * the time its retry `Schedule` gives, or dead-lettered when the schedule is done or the failure
@@ -42,6 +43,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
+import { type Claimant, type ClaimAnswer } from "../internal/claimsOnEnds.js"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import { guardedScheduler } from "../internal/guardedScheduler.js"
 import { bounded, idList } from "../internal/outage.js"
@@ -68,8 +70,8 @@ import { ofJobName } from "./Metrics.js"
 import { type Handler, type JobContext, schemasOf } from "../schema/Job.js"
 import { JobTimeout } from "../schema/Errors.js"
 import { AttemptError, ErrorHistory } from "../schema/JobInfo.js"
-import { type ClaimedJob, Claimer, claimGroups, type Group } from "./Claimer.js"
-import { Completer, type Outcome, type Rider } from "./Completer.js"
+import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
+import { Completer, type Outcome } from "./Completer.js"
 import { keyReleased, Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
 import { liveness } from "./worker/liveness.js"
@@ -174,6 +176,9 @@ const timeoutUnlessDone = <A, E, R>(effect: Effect.Effect<A, E, R>, millis: numb
         return yield* Effect.fail(onTimeout())
       }).pipe(Effect.onInterrupt(() => Fiber.interrupt(self)))
   })
+
+/** In a worker's answers: a write of its ends carried no claim of it (or the ride ended). */
+const passed = "passed" as const
 
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
@@ -331,9 +336,18 @@ export const make = <R>(
     let wakeSelf: Effect.Effect<void> = Effect.void
     let running = 0
     let idleWaiters: Array<() => void> = []
+    /** No job claimed and not ended, and no claim made with the writes of ends in flight. */
+    const idle = () => running === 0 && !riderInFlight
+    const idleCheck = () => {
+      if (idleWaiters.length > 0 && idle()) {
+        const waiters = idleWaiters
+        idleWaiters = []
+        for (const w of waiters) w()
+      }
+    }
     /** Waits until every claimed job's end is written. */
     const awaitIdle = Effect.async<void>((resume) => {
-      if (running === 0) return resume(Effect.void)
+      if (idle()) return resume(Effect.void)
       const waiter = () => resume(Effect.void)
       idleWaiters.push(waiter)
       return Effect.sync(() => {
@@ -509,12 +523,12 @@ export const make = <R>(
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
       const outcome = fitRecord(end, maxStatementBytes)
       const callsBefore = riderCalls
-      completer.unsafeFinish(outcome, (changed, unwritten) => {
+      completer.submit(outcome, (changed, unwritten) => {
         if (riderWanted && !riderInFlight && riderCalls === callsBefore) {
-          // A completer (a wrapper of it) that does not pass the rider on: stop riding, or the
+          // A completer (a wrapper of it) that does not pass the claimant on: stop riding, or the
           // loop would wait for a claim that never comes.
           riderWanted = false
-          Queue.unsafeOffer(riderDone, [-1, 0])
+          Queue.unsafeOffer(riderDone, passed)
         }
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
@@ -526,12 +540,8 @@ export const make = <R>(
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key is free again: wake the workers of jobs that may wait for it.
         if (keyed.has(row.name)) Effect.runFork(notifier.released(keyedNames))
-        if (running === 0 && idleWaiters.length > 0) {
-          const waiters = idleWaiters
-          idleWaiters = []
-          for (const w of waiters) w()
-        }
-      }, rider)
+        idleCheck()
+      }, claimant)
     }
 
     /** How an attempt ended, for the cases that need effects (failures, async schemas). */
@@ -747,54 +757,52 @@ export const make = <R>(
     }
 
     /**
-     * The claim that rides on the write of this worker's ends (see `Completer.Rider`).
+     * The claim made with the write of this worker's ends (`internal/claimsOnEnds.ts`).
      * While a backlog lasts (`riderWanted`: set when a claim fills every slot it asked for), each
      * write of this worker's ends claims, in the same transaction and commit, every slot those ends
-     * free; the loop then claims nothing itself and reads `riderDone`: the jobs claimed and asked
-     * for, or -1 when a write of its ends passed without the claim. A claim that comes back short
-     * ends the ride (the groups are drained), and so does the loop when it has to probe.
+     * free; the loop then claims nothing itself and reads `riderDone`: the jobs a write claimed (it
+     * starts them), or `passed` when a write of its ends carried no claim of it. A claim that comes
+     * back short ends the ride (the groups are drained), and so does the loop when it has to probe.
      */
-    const riding = completer.riders && keyed.size === 0
+    const riding = claimer.claimsOnEnds && keyed.size === 0
     let riderWanted = false
-    /** A claim taken by a write is in flight: the loop must not claim beside it. */
+    /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
     let riderInFlight = false
-    let riderAsked = 0
     let riderDue: ReadonlyArray<Group> = []
-    const riderDone = yield* Queue.unbounded<readonly [claimed: number, asked: number]>()
-    /** Calls of the rider by the completer: a write of this worker's ends that made none did not pass the rider on. */
+    const riderDone = yield* Queue.unbounded<ClaimAnswer | typeof passed>()
+    /** Calls of the claimant by the completer: a write of this worker's ends that made none did not pass it on. */
     let riderCalls = 0
-    const rider: Rider | undefined = !riding ? undefined : {
-      claimWith: (ended) => {
+    /** Ends the ride: the loop claims again itself. */
+    const pass = () => {
+      if (!riderWanted) return undefined
+      riderWanted = false
+      Queue.unsafeOffer(riderDone, passed)
+      return undefined
+    }
+    const claimant: Claimant | undefined = !riding ? undefined : {
+      answers: riderDone,
+      claimWith: (ended, offered) => {
         riderCalls++
-        if (!riderWanted || riderInFlight || stopping) return undefined
+        // The last answer is not taken yet (its jobs are not counted): claim with a later write.
+        if (riderInFlight) return undefined
+        if (!riderWanted || !offered || stopping || idTaken) return pass()
         const groups = paused.claimableGroups(riderDue)
         const limit = concurrency - running + ended
-        if (idTaken || groups.length === 0 || limit <= 0) return undefined
+        if (groups.length === 0 || limit <= 0) return pass()
         claimsStarted++
         riderInFlight = true
-        riderAsked = limit
-        return {
-          groups: claimGroups(groups, limit),
-          limit,
-          nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n),
-          workerId
-        }
-      },
-      claimed: (rows) => {
-        riderInFlight = false
-        if (rows.length < riderAsked) riderWanted = false
-        try {
-          took(rows)
-        } finally {
-          claimEnds()
-          Queue.unsafeOffer(riderDone, [rows.length, riderAsked])
-        }
-      },
-      passed: () => {
-        riderCalls++
-        if (!riderWanted) return
-        riderWanted = false
-        Queue.unsafeOffer(riderDone, [-1, 0])
+        return { groups, limit, nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n), workerId }
+      }
+    }
+    /** Starts the jobs a write of this worker's ends claimed. */
+    const answered = (answer: ClaimAnswer) => {
+      riderInFlight = false
+      if (answer.rows.length < answer.asked) riderWanted = false
+      try {
+        took(answer.rows)
+      } finally {
+        claimEnds()
+        idleCheck()
       }
     }
 
@@ -847,7 +855,7 @@ export const make = <R>(
         if (idTaken) return yield* Effect.never
         if (riderWanted || riderInFlight) {
           // Riding (see `rider`): the writes of this worker's ends claim for it.
-          let signal: readonly [claimed: number, asked: number] | undefined
+          let signal: ClaimAnswer | typeof passed | undefined
           if (!riderInFlight && running < concurrency) {
             // Slots free beside the ride (the last claim asked for half the slots, or slots were
             // freed while it was in flight): the next write of this worker's ends claims them too.
@@ -861,9 +869,9 @@ export const make = <R>(
           } else {
             signal = yield* Queue.take(riderDone)
           }
-          const [claimed, asked] = signal
-          if (claimed < 0) continue // a write passed without the claim: claim as below
-          backlog = claimed === asked
+          if (signal === passed) continue // a write passed without the claim: claim as below
+          answered(signal)
+          backlog = signal.rows.length === signal.asked
           if (!backlog) {
             probeNext = true
             continue
@@ -935,7 +943,7 @@ export const make = <R>(
         return Effect.whileLoop({
           while: () => riderInFlight,
           body: () => Queue.take(riderDone),
-          step: () => {}
+          step: (signal) => signal === passed ? undefined : answered(signal)
         })
       })),
       Effect.scoped,
