@@ -74,8 +74,8 @@ import { type ClaimedJob, Claimer, type Group } from "./Claimer.js"
 import { Completer, type Outcome } from "./Completer.js"
 import { keyReleased, Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
-import { liveness } from "./worker/liveness.js"
-import * as Rescuer from "./worker/rescuer.js"
+import { liveness } from "../internal/worker/liveness.js"
+import * as Rescuer from "../internal/worker/rescuer.js"
 
 /**
  * @since 0.1.0
@@ -1034,7 +1034,7 @@ export const make = <R>(
     }
     yield* notifier.onCancel(cancel)
 
-    // The rescuer (worker/rescuer.ts): lost workers' jobs of these names, and cancellations of jobs
+    // The rescuer (internal/worker/rescuer.ts): lost workers' jobs of these names, and cancellations of jobs
     // running here that no NOTIFY announced.
     yield* Rescuer.start({
       workerId,
