@@ -112,46 +112,46 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
 
     /**
      * The claim made with the write of this worker's ends (`internal/claimsOnEnds.ts`).
-     * While a backlog lasts (`riderWanted`: set when a claim fills every slot it asked for), each
+     * While a backlog lasts (`rideArmed`: set when a claim fills every slot it asked for), each
      * write of this worker's ends claims, in the same transaction and commit, every slot those ends
-     * free; the loop then claims nothing itself and reads `riderDone`: the jobs a write claimed (it
+     * free; the loop then claims nothing itself and reads `answers`: the jobs a write claimed (it
      * starts them), or `passed` when a write of its ends carried no claim of it. A claim that comes
      * back short ends the ride (the groups are drained), and so does the loop when it has to probe.
      */
     const riding = claimer.claimsOnEnds && keyed.size === 0
-    let riderWanted = false
+    let rideArmed = false
     /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
-    let riderInFlight = false
-    let riderDue: ReadonlyArray<Group> = []
-    const riderDone = yield* Queue.unbounded<ClaimAnswer | typeof passed>()
+    let rideInFlight = false
+    let rideGroups: ReadonlyArray<Group> = []
+    const answers = yield* Queue.unbounded<ClaimAnswer | typeof passed>()
     /** Calls of the claimant by the completer: a write of this worker's ends that made none did not pass it on. */
-    let riderCalls = 0
+    let claimantCalls = 0
     /** Ends the ride: the loop claims again itself. */
     const pass = () => {
-      if (!riderWanted) return undefined
-      riderWanted = false
-      Queue.unsafeOffer(riderDone, passed)
+      if (!rideArmed) return undefined
+      rideArmed = false
+      Queue.unsafeOffer(answers, passed)
       return undefined
     }
     const claimant: Claimant | undefined = !riding ? undefined : {
-      answers: riderDone,
+      answers,
       claimWith: (ended, offered) => {
-        riderCalls++
+        claimantCalls++
         // The last answer is not taken yet (its jobs are not counted): claim with a later write.
-        if (riderInFlight) return undefined
-        if (!riderWanted || !offered || host.stopping() || host.idTaken()) return pass()
-        const groups = paused.claimableGroups(riderDue)
+        if (rideInFlight) return undefined
+        if (!rideArmed || !offered || host.stopping() || host.idTaken()) return pass()
+        const groups = paused.claimableGroups(rideGroups)
         const limit = slots.free() + ended
         if (groups.length === 0 || limit <= 0) return pass()
         slots.claimStarted(true)
-        riderInFlight = true
+        rideInFlight = true
         return { groups, limit, nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n), workerId }
       }
     }
     /** Starts the jobs a write of this worker's ends claimed. */
     const answered = (answer: ClaimAnswer) => {
-      riderInFlight = false
-      if (answer.rows.length < answer.asked) riderWanted = false
+      rideInFlight = false
+      if (answer.rows.length < answer.asked) rideArmed = false
       try {
         took(answer.rows)
       } finally {
@@ -169,8 +169,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             if (riding && rows.length === free) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
               // the jobs start, so that even their first ends carry a claim).
-              riderWanted = true
-              riderDue = groups
+              rideArmed = true
+              rideGroups = groups
             }
             return took(rows)
           }),
@@ -206,21 +206,21 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       while (true) {
         // Running jobs still finish and their ends are written (guarded by attempt and state).
         if (host.idTaken()) return yield* Effect.never
-        if (riderWanted || riderInFlight) {
-          // Riding (see `rider`): the writes of this worker's ends claim for it.
+        if (rideArmed || rideInFlight) {
+          // Riding (see `claimant`): the writes of this worker's ends claim for it.
           let signal: ClaimAnswer | typeof passed | undefined
-          if (!riderInFlight && slots.free() > 0) {
+          if (!rideInFlight && slots.free() > 0) {
             // Slots free beside the ride (the last claim asked for half the slots, or slots were
             // freed while it was in flight): the next write of this worker's ends claims them too.
             // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
             // the half-slot rule does: no slot idle for long while jobs wait.
-            signal = yield* Effect.raceFirst(Queue.take(riderDone), Effect.as(wallSleep(2), undefined))
+            signal = yield* Effect.raceFirst(Queue.take(answers), Effect.as(wallSleep(2), undefined))
             if (signal === undefined) {
-              if (!riderInFlight) riderWanted = false
+              if (!rideInFlight) rideArmed = false
               continue
             }
           } else {
-            signal = yield* Queue.take(riderDone)
+            signal = yield* Queue.take(answers)
           }
           if (signal === passed) continue // a write passed without the claim: claim as below
           answered(signal)
@@ -230,8 +230,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             continue
           }
           yield* takeWakes(yield* nowMicros)
-          if (probeNext) riderWanted = false
-          else riderDue = paused.claimableGroups(due)
+          if (probeNext) rideArmed = false
+          else rideGroups = paused.claimableGroups(due)
           continue
         }
         if (slots.free() <= 0) {
@@ -292,10 +292,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       // A stopped (or restarting) loop takes no more claims from the writes of its ends, and,
       // like its own claims, waits for a ride claim in flight, so that shutdown accounts for its jobs.
       Effect.ensuring(Effect.suspend(() => {
-        riderWanted = false
+        rideArmed = false
         return Effect.whileLoop({
-          while: () => riderInFlight,
-          body: () => Queue.take(riderDone),
+          while: () => rideInFlight,
+          body: () => Queue.take(answers),
           step: (signal) => signal === passed ? undefined : answered(signal)
         })
       })),
@@ -310,11 +310,11 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     return {
       run: loop,
       claimant,
-      submitting: () => riderCalls,
+      submitting: () => claimantCalls,
       written: (submitted) => {
-        if (riderWanted && !riderInFlight && riderCalls === submitted) {
-          riderWanted = false
-          Queue.unsafeOffer(riderDone, passed)
+        if (rideArmed && !rideInFlight && claimantCalls === submitted) {
+          rideArmed = false
+          Queue.unsafeOffer(answers, passed)
         }
       },
       wake: Effect.suspend(() => wakeSelf)
