@@ -16,6 +16,7 @@ import * as Metric from "effect/Metric"
 import * as Queue_ from "effect/Queue"
 import { Admin, Events, Job, Metrics, Queue, Worker } from "../src/index.js"
 import { Database } from "../src/internal/Database.js"
+import { Facts } from "../src/internal/facts.js"
 import * as Claimer from "../src/services/Claimer.js"
 import * as Completer from "../src/services/Completer.js"
 import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "./support/helpers.js"
@@ -330,20 +331,20 @@ for (const target of targets) {
             payload: Schema.Struct({ i: Schema.Number }),
             retry: Job.attempts(3, Schedule.spaced("0 millis"))
           })
-          // The worker's Claimer and Completer as QueueLive builds them (Events.observe over the
-          // plain services), with a Completer that calls back late.
+          // The worker's Claimer and Completer as QueueLive builds them (telling their facts to the
+          // hub Events listens to), with a Completer that calls back late.
           const lateCompleter = Layer.scoped(
             Completer.Completer,
             Effect.map(Completer.make, (completer) => ({
               ...completer,
-              unsafeFinish: (outcome: Completer.Outcome, onWritten: () => void) =>
-                completer.unsafeFinish(outcome, () => void setTimeout(onWritten, 300))
+              submit: (outcome: Completer.Outcome, onWritten: () => void) =>
+                completer.submit(outcome, () => void setTimeout(onWritten, 300))
             }))
           )
           const services = yield* Layer.build(
-            Events.observe.pipe(
-              Layer.provide(Layer.mergeAll(Claimer.layer, lateCompleter)),
-              Layer.provide(Layer.succeedContext(yield* Effect.context<Events.Events | Database>()))
+            lateCompleter.pipe(
+              Layer.provideMerge(Claimer.layer),
+              Layer.provide(Layer.succeedContext(yield* Effect.context<Events.Events | Database | Facts>()))
             )
           )
           const handler = Job.handler(Again, () => Effect.dieMessage("no"))

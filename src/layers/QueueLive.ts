@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
+import * as Facts from "../internal/facts.js"
 import { makeReachability } from "../internal/outage.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
 import * as MysqlSession from "../internal/driver/mysql/session.js"
@@ -52,12 +53,12 @@ export type Services =
   | Notifier.Notifier
   | QueueConfig.QueueConfig
   | Database
+  | Facts.Facts
 
-const services = Layer.mergeAll(
-  Queue.layer,
-  Events.observe.pipe(Layer.provide(Layer.mergeAll(Claimer.layer, Completer.layer)))
-).pipe(
+const services = Layer.mergeAll(Queue.layer, Completer.layer).pipe(
+  Layer.provideMerge(Claimer.layer),
   Layer.provideMerge(Events.layer),
+  Layer.provideMerge(Facts.layer),
   Layer.provideMerge(Notifier.layer),
   (base) => Layer.provideMerge(Admin.layer, base),
   (base) => Layer.merge(base, Pruner.layer)

@@ -19,9 +19,13 @@
  * index over the keys of running jobs makes two running jobs of one key impossible; a claim that
  * loses a race for a key is retried.
  *
- * While a worker has a backlog, most of its claims do not go through this service: they ride on
- * the write of its ends (`Completer.Rider`: on PostgreSQL the same claim statement inside the
- * write's statement, on MySQL/MariaDB the same locking reads and update in the write's transaction).
+ * While a worker has a backlog, most of its claims are made with the write of its ends
+ * (`finishAndClaim`, called by the Completer's batch): the ends free slots and the claim fills them
+ * in one commit — on PostgreSQL the claim statement inside the ends' statement, on MySQL/MariaDB
+ * the same locking reads and update in the ends' transaction.
+ *
+ * Every claim that commits is told to the facts hub (`internal/facts.ts`), which `Events` turns
+ * into `Claimed` events.
  *
  * @since 0.1.0
  */
@@ -30,7 +34,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Group, ProbeRow } from "../internal/driver/Driver.js"
+import type { ClaimedRow, Finish, Group, ProbeRow, StaleEnds } from "../internal/driver/Driver.js"
+import { Facts } from "../internal/facts.js"
 
 export type { Group } from "../internal/driver/Driver.js"
 
@@ -57,6 +62,19 @@ export interface Probe {
 export type ClaimedJob = ClaimedRow
 
 /**
+ * What `finishAndClaim` did: the jobs it claimed, in claim order, and the ends that changed nothing
+ * (by `<id>:<attempt>`: their attempt was stale — the job was cancelled, or rescued from a worker
+ * taken for lost, while it ran).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FinishedAndClaimed {
+  readonly claimed: ReadonlyArray<ClaimedJob>
+  readonly stale: ReadonlySet<string>
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -74,6 +92,25 @@ export interface ClaimerShape {
     workerId: string,
     keyed?: ReadonlySet<string>
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
+  /**
+   * Whether `finishAndClaim` writes the ends and the claim in one commit (the driver's
+   * `claimsRideOnEnds`): one statement on PostgreSQL, one transaction on MySQL/MariaDB. When not,
+   * it writes the ends, then claims.
+   */
+  readonly claimsOnEnds: boolean
+  /**
+   * Writes the ends of attempts (each guarded by its id, attempt and `state = 'running'`, as the
+   * Completer writes them) and claims up to `limit` due jobs of `groups` for `workerId`, as `claim`
+   * does for names without mutex keys. Used by the Completer's batch for the worker whose ends free
+   * the slots the claim fills.
+   */
+  readonly finishAndClaim: (
+    ends: ReadonlyArray<Finish>,
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string
+  ) => Effect.Effect<FinishedAndClaimed, SqlError>
 }
 
 /**
@@ -96,27 +133,54 @@ export const claimGroups = (groups: ReadonlyArray<Group>, limit: number): Readon
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<ClaimerShape, never, Database> = Effect.map(Database, ({ statements }) => ({
-  probe: (names, nowUs) =>
-    names.length === 0
-      ? Effect.succeed({ due: [], nextUs: undefined })
-      : Effect.map(statements.jobProbe(names), (rows) => {
-        const due: Array<ProbeRow> = []
-        let nextUs: number | undefined
-        for (const row of rows) {
-          if (row.nextUs <= nowUs) due.push(row)
-          else if (nextUs === undefined || row.nextUs < nextUs) nextUs = row.nextUs
-        }
-        due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
-        return { due, nextUs }
-      }),
-  claim: (groups, limit, nowUs, workerId, keyed) => {
-    if (groups.length === 0 || limit <= 0) return Effect.succeed([])
-    if (keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))) {
-      return statements.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
-    }
-    return statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
+export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect.gen(function*() {
+  const { statements } = yield* Database
+  const facts = yield* Facts
+  /** Tells the hub what a claim that committed took. */
+  const told = (workerId: string, nowUs: number) => (rows: ReadonlyArray<ClaimedRow>) => {
+    if (rows.length > 0 && facts.wanted()) facts.claimed(rows, workerId, nowUs)
   }
-}))
+  const finishAndClaim = statements.capabilities.claimsRideOnEnds ? statements.jobFinishManyAndClaim : undefined
+  const claimsOnEnds = finishAndClaim !== undefined
+  return {
+    probe: (names, nowUs) =>
+      names.length === 0
+        ? Effect.succeed({ due: [], nextUs: undefined })
+        : Effect.map(statements.jobProbe(names), (rows) => {
+          const due: Array<ProbeRow> = []
+          let nextUs: number | undefined
+          for (const row of rows) {
+            if (row.nextUs <= nowUs) due.push(row)
+            else if (nextUs === undefined || row.nextUs < nextUs) nextUs = row.nextUs
+          }
+          due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
+          return { due, nextUs }
+        }),
+    claim: (groups, limit, nowUs, workerId, keyed) => {
+      if (groups.length === 0 || limit <= 0) return Effect.succeed([])
+      const claimed = keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
+        ? statements.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
+        : statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
+      return Effect.tap(claimed, told(workerId, nowUs))
+    },
+    claimsOnEnds,
+    finishAndClaim: (ends, groups, limit, nowUs, workerId) => {
+      const claimed = finishAndClaim !== undefined && groups.length > 0 && limit > 0
+        ? finishAndClaim(ends, claimGroups(groups, limit), limit, nowUs, workerId)
+        : Effect.flatMap(statements.jobFinishMany(ends), (stale: StaleEnds) =>
+          groups.length === 0 || limit <= 0
+            ? Effect.succeed({ claimed: [], stale })
+            : Effect.map(
+              statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId),
+              (claimed) => ({ claimed, stale })
+            ))
+      return Effect.tap(claimed, ({ claimed }) => told(workerId, nowUs)(claimed))
+    }
+  }
+})
 
-export const layer: Layer.Layer<Claimer, never, Database> = Layer.effect(Claimer, make)
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Claimer, never, Database | Facts> = Layer.effect(Claimer, make)

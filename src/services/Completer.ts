@@ -16,12 +16,16 @@
  * too is left unwritten: the job stays `running` until a rescuer takes it back as its worker's once
  * that worker is gone, and a warning says so.
  *
- * A write may carry a worker's next claim (`Rider`): the same transaction ends the batch's
- * attempts and claims the slots they free, in one commit. On PostgreSQL it is one statement (the
- * ride on against off, in the same code: +31 % jobs/s draining at concurrency 50, +60 % at
- * concurrency 10, +22 % with real work); on MySQL/MariaDB the ends are written with the claim's
- * locking reads.
- * docs/performance.md ("Run") says what bounds a drain.
+ * A write may carry a worker's next claim: the batch holding a worker's ends asks it for the claim
+ * (`internal/claimsOnEnds.ts`), and the Claimer writes the ends and makes the claim in one commit
+ * (`Claimer.finishAndClaim`), the slots the ends free filled by the claim. On PostgreSQL it is one
+ * statement (against a claim of its own, in the same code: +31 % jobs/s draining at concurrency 50,
+ * +60 % at concurrency 10, +22 % with real work); on MySQL/MariaDB the ends are written with the
+ * claim's locking reads. What the claim took goes back to the worker as data; the worker starts
+ * the jobs. docs/performance.md ("Run") says what bounds a drain.
+ *
+ * Every end written is told to the facts hub (`internal/facts.ts`) — changed its job, or stale —
+ * which `Events` turns into events.
  *
  * Source: River's batch completer (`internal/jobcompleter`).
  *
@@ -35,14 +39,19 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import type { Claimant, ClaimRequest, EndWritten } from "../internal/claimsOnEnds.js"
 import { Database } from "../internal/Database.js"
+import { Facts } from "../internal/facts.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import { unrecorded } from "../internal/sanitize.js"
 import { wallSleep } from "../internal/wallClock.js"
-import type { ClaimedRow, Finish, Group, StaleEnds } from "../internal/driver/Driver.js"
+import type { ClaimedRow, Finish, StaleEnds } from "../internal/driver/Driver.js"
 import { errorKind } from "../internal/driver/errors.js"
 import { endKey } from "../internal/driver/shared.js"
+import { Claimer } from "./Claimer.js"
 
 /**
  * The end of one attempt.
@@ -51,40 +60,6 @@ import { endKey } from "../internal/driver/shared.js"
  * @category models
  */
 export type Outcome = Finish
-
-/**
- * A claim to write in the same statement as a batch of ends.
- *
- * @since 0.2.0
- * @category models
- */
-export interface RiderClaim {
-  readonly groups: ReadonlyArray<Group>
-  readonly limit: number
-  /** µs since the epoch. */
-  readonly nowUs: number
-  readonly workerId: string
-}
-
-/**
- * A worker whose next claim rides on the write of its ends: the ends free slots and the claim
- * fills them in the same commit, so the worker never has more jobs claimed than slots, and the
- * claim costs no commit of its own (on PostgreSQL, no round trip either). Called on the completer's fiber, synchronously.
- *
- * @since 0.2.0
- * @category models
- */
-export interface Rider {
-  /**
-   * A batch holding `ended` ends of this worker is about to be written: the claim to write with
-   * it, or undefined. When it returns a claim, `claimed` is called exactly once.
-   */
-  readonly claimWith: (ended: number) => RiderClaim | undefined
-  /** The jobs the claim took (none if it was not written), before the batch's ends call back. */
-  readonly claimed: (rows: ReadonlyArray<ClaimedRow>) => void
-  /** A batch holding ends of this worker was written without its claim. */
-  readonly passed: () => void
-}
 
 /**
  * @since 0.1.0
@@ -101,21 +76,13 @@ export interface CompleterShape {
   readonly finish: (outcome: Outcome) => Effect.Effect<boolean | void>
   /**
    * Queues the end of an attempt and calls `onWritten` (on a fiber of the completer, synchronously)
-   * once it is written, with whether it changed the job (as `finish`; a wrapper that calls it
-   * without an argument means true). For the worker's hot path: no fiber per outcome.
-   *
-   * `unwritten` true (with `changed` false): the database refused the end, and the dead letter
-   * written in its place, so the job is left `running` under its worker, for a rescuer to take
-   * back once that worker is gone; the worker should go on counting the job as its own until then
-   * (its own rescuer must not take it back as a claim whose answer was lost).
+   * once it is written, with whether it changed the job (as `finish`), and whether it was left
+   * unwritten (see `EndWritten`): the worker then goes on counting the job as its own until a
+   * rescuer takes it back (its own rescuer must not take it back as a claim whose answer was lost).
+   * For the worker's hot path: no fiber per outcome. `claimant`: the worker whose next claim may be
+   * made with the write (`internal/claimsOnEnds.ts`).
    */
-  readonly unsafeFinish: (
-    outcome: Outcome,
-    onWritten: (changed?: boolean, unwritten?: boolean) => void,
-    rider?: Rider
-  ) => void
-  /** Whether a claim can ride on the write of ends (the driver's `capabilities.claimsRideOnEnds`). */
-  readonly riders?: boolean | undefined
+  readonly submit: (outcome: Outcome, onWritten: EndWritten, claimant?: Claimant) => void
 }
 
 /**
@@ -124,7 +91,7 @@ export interface CompleterShape {
  */
 export class Completer extends Context.Tag("sqlane/Completer")<Completer, CompleterShape>() {}
 
-type Entry = readonly [Outcome, (changed?: boolean, unwritten?: boolean) => void, Rider | undefined]
+type Entry = readonly [Outcome, EndWritten, Claimant | undefined]
 
 /** The most attempts one statement writes. */
 const maxBatch = 1000
@@ -158,8 +125,10 @@ const saidWhy = (error: SqlError): string => {
  * @since 0.1.0
  * @category constructors
  */
-export const make = Effect.gen(function*() {
+export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Facts | Scope.Scope> = Effect.gen(function*() {
   const { reachability, statements } = yield* Database
+  const claimer = yield* Claimer
+  const facts = yield* Facts
   /** The ends queued and not yet taken by a write. */
   const pending: Array<Entry> = []
   /** The ends queued and not yet called back: at close, those that could not be written. */
@@ -326,39 +295,31 @@ export const make = Effect.gen(function*() {
   const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
     statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(Effect.catchAll(() => writeEach(batch)))
 
-  const finishAndClaim = statements.capabilities.claimsRideOnEnds ? statements.jobFinishManyAndClaim : undefined
-
   /**
    * Writes a batch of ends and, when a worker with ends in it asks, that worker's claim in the same
-   * statement (the worker with most ends in the batch; the others are told their ends passed
-   * without a claim). A batch the database refuses is written end by end, without the claim.
+   * commit (`Claimer.finishAndClaim`; the worker with most ends in the batch is offered it first,
+   * the others are told the batch carries none of theirs). What the claim took is put in the
+   * worker's answers before the batch's ends call back. A batch the database refuses is written end
+   * by end, without the claim.
    */
   const write = (batch: ReadonlyArray<Entry>, claims = true) =>
     Effect.suspend(() => {
-      let counts: Map<Rider, number> | undefined
-      for (const [, , rider] of batch) {
-        if (rider === undefined) continue
+      let counts: Map<Claimant, number> | undefined
+      for (const [, , claimant] of batch) {
+        if (claimant === undefined) continue
         counts ??= new Map()
-        counts.set(rider, (counts.get(rider) ?? 0) + 1)
+        counts.set(claimant, (counts.get(claimant) ?? 0) + 1)
       }
       if (counts === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
-      const riders = Array.from(counts).sort((a, b) => b[1] - a[1])
-      let chosen: readonly [Rider, RiderClaim] | undefined
-      for (const [rider, ended] of riders) {
-        const claim = claims && finishAndClaim !== undefined && chosen === undefined
-          ? rider.claimWith(ended)
-          : undefined
-        if (claim !== undefined) chosen = [rider, claim]
+      let chosen: readonly [Claimant, ClaimRequest] | undefined
+      for (const [claimant, ended] of Array.from(counts).sort((a, b) => b[1] - a[1])) {
+        const claim = claimant.claimWith(ended, claims && claimer.claimsOnEnds && chosen === undefined)
+        if (claim !== undefined && chosen === undefined) chosen = [claimant, claim]
       }
-      const passed = Effect.sync(() => {
-        for (const [rider] of riders) if (rider !== chosen?.[0]) rider.passed()
-      })
-      if (chosen === undefined) {
-        return writeEnds(batch).pipe(Effect.tap(() => passed), Effect.flatMap((stale) => written(batch, stale)))
-      }
-      const [rider, claim] = chosen
+      if (chosen === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
+      const [claimant, claim] = chosen
       const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds } = { claimed: [], stale: new Set() }
-      return finishAndClaim!(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
+      return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
         .pipe(
           Effect.catchAll((error) =>
             Effect.logDebug("sqlane: ending jobs with a claim failed; ending them alone", error).pipe(
@@ -370,14 +331,10 @@ export const make = Effect.gen(function*() {
           Effect.catchAllDefect((defect) =>
             Effect.as(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
           ),
-          Effect.flatMap(({ claimed, stale }) =>
-            // The worker starts the jobs here, on this fiber: a defect must not end the completer.
-            Effect.sync(() => rider.claimed(claimed)).pipe(
-              Effect.catchAllDefect((defect) => Effect.logError("sqlane: starting claimed jobs failed", defect)),
-              Effect.zipRight(passed),
-              Effect.zipRight(written(batch, stale))
-            )
-          )
+          Effect.flatMap(({ claimed, stale }) => {
+            Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit })
+            return written(batch, stale)
+          })
         )
     })
 
@@ -462,24 +419,22 @@ export const make = Effect.gen(function*() {
     )
   )
 
-  const unsafeFinish = (
-    outcome: Outcome,
-    onWritten: (changed?: boolean, unwritten?: boolean) => void,
-    rider?: Rider
-  ) => {
+  const submit = (outcome: Outcome, onWritten: EndWritten, claimant?: Claimant) => {
     const entry: Entry = [outcome, (changed, unwritten) => {
       outstanding.delete(entry)
       onWritten(changed, unwritten)
-    }, rider]
+      if (!facts.wanted()) return
+      if (changed === false) facts.stale(outcome)
+      else facts.ended(outcome)
+    }, claimant]
     outstanding.add(entry)
     pending.push(entry)
     if (pending.length === 1) queued.unsafeOpen()
   }
   return {
-    unsafeFinish,
-    riders: finishAndClaim !== undefined,
+    submit,
     finish: (outcome) =>
-      Effect.async<boolean>((resume) => unsafeFinish(outcome, (changed) => resume(Effect.succeed(changed !== false)), undefined))
+      Effect.async<boolean>((resume) => submit(outcome, (changed) => resume(Effect.succeed(changed !== false))))
   } satisfies CompleterShape
 })
 
@@ -487,4 +442,4 @@ export const make = Effect.gen(function*() {
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Completer, never, Database> = Layer.scoped(Completer, make)
+export const layer: Layer.Layer<Completer, never, Database | Claimer | Facts> = Layer.scoped(Completer, make)

@@ -12,6 +12,9 @@
  * Each subscriber has a buffer of {@link bufferSize} events; one that falls further behind loses the
  * oldest ones (workers never wait for subscribers).
  *
+ * The events are made from the facts the Claimer and the Completer tell (`internal/facts.ts`):
+ * while nobody subscribes, they tell none.
+ *
  * ```ts
  * const events = yield* Events.Events
  * yield* events.stream.pipe(
@@ -29,13 +32,14 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import type * as Queue from "effect/Queue"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Database } from "../internal/Database.js"
+import type { Finish } from "../internal/driver/Driver.js"
 import { endKey } from "../internal/driver/shared.js"
-import { microsToDate, nowMicros } from "../internal/time.js"
-import { type ClaimedJob, Claimer } from "./Claimer.js"
-import { Completer, type Outcome, type Rider, type RiderClaim } from "./Completer.js"
+import { Facts } from "../internal/facts.js"
+import { microsToDate } from "../internal/time.js"
 
 /**
  * One event. Every event has the job's `id`, `name`, the `attempt` (from 1) and when it happened
@@ -90,12 +94,8 @@ export interface EventsShape {
   readonly stream: Stream.Stream<WorkerEvent>
   /** A subscription for the life of the scope: events from now on, taken one by one. */
   readonly subscribe: Effect.Effect<Queue.Dequeue<WorkerEvent>, never, Scope.Scope>
-  /** Publishes an event (used by the workers' Claimer and Completer). */
+  /** Publishes an event to the subscribers of now (none: it is dropped). */
   readonly publish: (event: WorkerEvent) => Effect.Effect<void>
-  /** Publishes an event without an effect (the worker's hot path). */
-  readonly unsafePublish: (event: WorkerEvent) => void
-  /** Whether anyone subscribes now: with nobody listening, the workers skip building events. */
-  readonly unsafeHasSubscribers: () => boolean
 }
 
 /**
@@ -105,22 +105,74 @@ export interface EventsShape {
 export class Events extends Context.Tag("sqlane/Events")<Events, EventsShape>() {}
 
 /**
+ * Listens to the facts hub for the life of the scope and publishes the events made from its facts.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<EventsShape, never, Scope.Scope> = Effect.gen(function*() {
+export const make: Effect.Effect<EventsShape, never, Facts | Database | Scope.Scope> = Effect.gen(function*() {
   const hub = yield* Effect.acquireRelease(PubSub.sliding<WorkerEvent>(bufferSize), PubSub.shutdown)
+  const facts = yield* Facts
+  const { statements } = yield* Database
+  const clock = yield* Effect.clock
+  const runtime = yield* Effect.runtime<never>()
   let subscribers = 0
   const subscribe = Effect.acquireRelease(
     Effect.sync(() => void subscribers++),
     () => Effect.sync(() => void subscribers--)
   ).pipe(Effect.zipRight(PubSub.subscribe(hub)))
+  const publish = (event: WorkerEvent) => void (subscribers > 0 && hub.unsafeOffer(event))
+
+  /**
+   * Names of the attempts claimed in this process while someone subscribed and not yet ended, by
+   * `<id>:<attempt>`: a retry can be claimed before the end of the attempt before it is told.
+   */
+  const names = new Map<string, string>()
+  /** The event of a written end (none for a release: the attempt is not counted). */
+  const endEvent = (end: Finish, name: string, atUs: number): WorkerEvent | undefined => {
+    if (end.state === "released") return undefined
+    const common = { id: end.id, name, attempt: end.attempt, at: microsToDate(end.finishedAtUs ?? end.endedAtUs ?? atUs) }
+    return end.state === "completed"
+      ? WorkerEvent.Completed(common)
+      : end.state === "dead"
+      ? WorkerEvent.Dead({ ...common, error: end.lastError ?? "" })
+      : WorkerEvent.Failed({ ...common, error: end.lastError ?? "", retryAt: microsToDate(end.runAtUs ?? atUs) })
+  }
+  /** Forgets the name of an ended attempt, and returns it. */
+  const forget = (end: Finish): string | undefined => {
+    const key = endKey(end.id, end.attempt)
+    const name = names.get(key)
+    if (name !== undefined) names.delete(key)
+    return name ?? end.name
+  }
+  yield* facts.listen({
+    // Also while names are left: their ends forget them.
+    wants: () => subscribers > 0 || names.size > 0,
+    claimed: (rows, workerId, nowUs) => {
+      if (subscribers === 0) return
+      for (const row of rows) {
+        names.set(endKey(row.id, row.attempts), row.name)
+        publish(WorkerEvent.Claimed({ id: row.id, name: row.name, attempt: row.attempts, workerId, at: microsToDate(nowUs) }))
+      }
+    },
+    ended: (end) => {
+      const name = forget(end)
+      if (subscribers === 0 || end.state === "released") return
+      const atUs = Number(clock.unsafeCurrentTimeNanos() / 1000n)
+      if (name !== undefined) return void publish(endEvent(end, name, atUs)!)
+      // An end this process neither claimed nor named (rare): its name is read from its row.
+      Runtime.runFork(runtime)(statements.jobGet(end.id).pipe(
+        Effect.map((row) => publish(endEvent(end, row?.name ?? "", atUs)!)),
+        Effect.catchAllCause(() => Effect.void)
+      ))
+    },
+    // A stale attempt's end changed nothing (the job was cancelled or rescued meanwhile): no event.
+    stale: (end) => void forget(end)
+  })
   return {
     stream: Stream.unwrapScoped(Effect.map(subscribe, (queue) => Stream.fromQueue(queue))),
     subscribe,
-    publish: (event) => subscribers === 0 ? Effect.void : Effect.asVoid(PubSub.publish(hub, event)),
-    unsafePublish: (event) => void (subscribers > 0 && hub.unsafeOffer(event)),
-    unsafeHasSubscribers: () => subscribers > 0
+    publish: (event) => Effect.sync(() => publish(event))
   }
 })
 
@@ -128,118 +180,4 @@ export const make: Effect.Effect<EventsShape, never, Scope.Scope> = Effect.gen(f
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Events> = Layer.scoped(Events, make)
-
-/**
- * Wraps a `Claimer` and a `Completer` so that claims and attempt ends are published as events.
- * `QueueLive` builds its services this way.
- *
- * @since 0.1.0
- * @category layers
- */
-export const observe: Layer.Layer<Claimer | Completer, never, Claimer | Completer | Events | Database> = Layer
-  .effectContext(
-    Effect.gen(function*() {
-      const claimer = yield* Claimer
-      const completer = yield* Completer
-      const events = yield* Events
-      const { statements } = yield* Database
-      const clock = yield* Effect.clock
-      /**
-       * Names of the attempts claimed in this process and not yet ended, by `<id>:<attempt>`: a retry
-       * can be claimed before the end of the attempt before it has been reported.
-       */
-      const names = new Map<string, string>()
-      const keyOf = endKey
-      const nameOf = (id: string, attempt: number) => {
-        const known = names.get(keyOf(id, attempt))
-        if (known !== undefined) return Effect.succeed(known)
-        // A job of a lost worker, rescued here: look its name up (rare).
-        return statements.jobGet(id).pipe(
-          Effect.map((row) => row?.name ?? ""),
-          Effect.orElseSucceed(() => "")
-        )
-      }
-      const ended = (outcome: Outcome, name: string, atUs: number): WorkerEvent | undefined => {
-        if (outcome.state === "released") return undefined
-        const common = { id: outcome.id, name, attempt: outcome.attempt, at: microsToDate(outcome.finishedAtUs ?? outcome.endedAtUs ?? atUs) }
-        return outcome.state === "completed"
-          ? WorkerEvent.Completed(common)
-          : outcome.state === "dead"
-          ? WorkerEvent.Dead({ ...common, error: outcome.lastError ?? "" })
-          : WorkerEvent.Failed({ ...common, error: outcome.lastError ?? "", retryAt: microsToDate(outcome.runAtUs ?? atUs) })
-      }
-      const claimed = (rows: ReadonlyArray<ClaimedJob>, workerId: string, nowUs: number) => {
-        if (!events.unsafeHasSubscribers()) return
-        for (const row of rows) {
-          names.set(keyOf(row.id, row.attempts), row.name)
-          events.unsafePublish(WorkerEvent.Claimed({
-            id: row.id,
-            name: row.name,
-            attempt: row.attempts,
-            workerId,
-            at: microsToDate(nowUs)
-          }))
-        }
-      }
-      /** Each worker's rider, wrapped once (the completer groups a batch's ends by rider). */
-      const riders = new WeakMap<Rider, Rider>()
-      const wrap = (rider: Rider | undefined): Rider | undefined => {
-        if (rider === undefined) return undefined
-        let wrapped = riders.get(rider)
-        if (wrapped === undefined) {
-          let claim: RiderClaim | undefined
-          wrapped = {
-            claimWith: (ended) => (claim = rider.claimWith(ended)),
-            claimed: (rows) => {
-              rider.claimed(rows)
-              if (claim !== undefined) claimed(rows, claim.workerId, claim.nowUs)
-            },
-            passed: () => rider.passed()
-          }
-          riders.set(rider, wrapped)
-        }
-        return wrapped
-      }
-      return Context.make(Claimer, {
-        ...claimer,
-        claim: (groups, limit, nowUs, workerId, keyed) =>
-          Effect.tap(
-            claimer.claim(groups, limit, nowUs, workerId, keyed),
-            (rows) => Effect.sync(() => claimed(rows, workerId, nowUs))
-          )
-      }).pipe(Context.add(Completer, {
-        ...completer,
-        // The worker's hot path: published from the completer's callback once the end is written.
-        // An end is published if someone subscribed before it was queued, also when its claim came
-        // earlier (its name then comes with the outcome).
-        unsafeFinish: (outcome, onWritten, rider) =>
-          names.size === 0 && !events.unsafeHasSubscribers()
-            ? completer.unsafeFinish(outcome, onWritten, wrap(rider))
-            : completer.unsafeFinish(outcome, (changed, unwritten) => {
-              onWritten(changed, unwritten)
-              const key = keyOf(outcome.id, outcome.attempt)
-              const name = names.get(key) ?? outcome.name
-              names.delete(key)
-              // A stale attempt's end changed nothing (the job was cancelled or rescued meanwhile).
-              if (name === undefined || changed === false) return
-              const event = ended(outcome, name, Number(clock.unsafeCurrentTimeNanos() / 1000n))
-              if (event !== undefined) events.unsafePublish(event)
-            }, wrap(rider)),
-        finish: (outcome) =>
-          Effect.gen(function*() {
-            const changed = (yield* completer.finish(outcome)) !== false
-            const key = keyOf(outcome.id, outcome.attempt)
-            if (!changed || outcome.state === "released" || !events.unsafeHasSubscribers()) {
-              names.delete(key)
-              return changed
-            }
-            const name = outcome.name ?? (yield* nameOf(outcome.id, outcome.attempt))
-            names.delete(key)
-            const event = ended(outcome, name, yield* nowMicros)
-            if (event !== undefined) yield* events.publish(event)
-            return changed
-          })
-      }))
-    })
-  )
+export const layer: Layer.Layer<Events, never, Facts | Database> = Layer.scoped(Events, make)

@@ -21,6 +21,7 @@ import Pg from "pg"
 import * as MysqlMigrations from "../../src/internal/driver/mysql/migrations.js"
 import * as PgMigrations from "../../src/internal/driver/pg/migrations.js"
 import { Database } from "../../src/internal/Database.js"
+import { Facts } from "../../src/internal/facts.js"
 import { nowMicros } from "../../src/internal/time.js"
 import * as Claimer from "../../src/services/Claimer.js"
 import * as Completer from "../../src/services/Completer.js"
@@ -456,7 +457,7 @@ export const conformance = (target: Target) => {
           const done = yield* Deferred.make<void>()
           yield* Effect.sync(() => {
             for (const delayUs of [60_000_000, 120_000_000]) {
-              completer.unsafeFinish({
+              completer.submit({
                 id,
                 attempt: 1,
                 state: "pending",
@@ -737,37 +738,23 @@ export const conformance = (target: Target) => {
     it.live(name("with a backlog, most claims ride on end writes, and the slots are never over-filled"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          // On both dialects: a Completer wrapper that passes each rider on and counts the jobs its
-          // claims took (on MySQL/MariaDB the ride is the ends written in the claim's transaction).
+          // On both dialects: a Claimer wrapper that counts the jobs claimed with the writes of ends
+          // (on MySQL/MariaDB the ride is the ends written in the claim's transaction).
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const jobs = sql(prefix + "jobs")
           let rode = 0
-          const spied = new WeakMap<Completer.Rider, Completer.Rider>()
-          const spy = (rider: Completer.Rider): Completer.Rider => {
-            const known = spied.get(rider)
-            if (known !== undefined) return known
-            const wrapped: Completer.Rider = {
-              claimWith: (ended) => rider.claimWith(ended),
-              claimed: (rows) => {
-                rode += rows.length
-                rider.claimed(rows)
-              },
-              passed: () => rider.passed()
-            }
-            spied.set(rider, wrapped)
-            return wrapped
-          }
-          const spying = Layer.scoped(
-            Completer.Completer,
-            Effect.map(Completer.make, (completer) => ({
-              ...completer,
-              unsafeFinish: (outcome: Completer.Outcome, onWritten: () => void, rider?: Completer.Rider) =>
-                completer.unsafeFinish(outcome, onWritten, rider === undefined ? undefined : spy(rider))
+          const spying = Layer.effect(
+            Claimer.Claimer,
+            Effect.map(Claimer.make, (claimer) => ({
+              ...claimer,
+              finishAndClaim: (...args: Parameters<typeof claimer.finishAndClaim>) =>
+                Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
             }))
           )
           const services = yield* Layer.build(
-            Layer.mergeAll(Claimer.layer, spying).pipe(
-              Layer.provide(Layer.succeedContext(yield* Effect.context<Database>()))
+            Completer.layer.pipe(
+              Layer.provideMerge(spying),
+              Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
             )
           )
           const total = 200
@@ -801,22 +788,22 @@ export const conformance = (target: Target) => {
           assert.isAtMost(maxInHandler, 4)
         })), 60_000)
 
-    it.live(name("a Completer wrapper that does not pass the rider on: the worker still drains its backlog"), () =>
+    it.live(name("a Completer wrapper that does not pass the claimant on: the worker still drains its backlog"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          // A wrapper written against the two-argument `unsafeFinish`: the worker must not arm a
+          // A wrapper written against the two-argument `submit`: the worker must not arm a
           // ride that no write will take and wait for it for ever.
           const dropping = Layer.scoped(
             Completer.Completer,
             Effect.map(Completer.make, (completer) => ({
               ...completer,
-              unsafeFinish: (outcome: Completer.Outcome, onWritten: () => void) =>
-                completer.unsafeFinish(outcome, onWritten)
+              submit: (outcome: Completer.Outcome, onWritten: () => void) => completer.submit(outcome, onWritten)
             }))
           )
           const services = yield* Layer.build(
-            Layer.mergeAll(Claimer.layer, dropping).pipe(
-              Layer.provide(Layer.succeedContext(yield* Effect.context<Database>()))
+            dropping.pipe(
+              Layer.provideMerge(Claimer.layer),
+              Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
             )
           )
           const queue = yield* Queue.Queue

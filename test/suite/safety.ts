@@ -288,8 +288,8 @@ export const safety = (target: Target) => {
           yield* Effect.scoped(Effect.gen(function*() {
             const completer = yield* Completer.make
             const end = { runAtUs: null, finishedAtUs: nowUs, lastError: null, errors: null, result: null }
-            completer.unsafeFinish({ ...end, id: ids[0], attempt: 1, state: "completed" }, () => written++)
-            completer.unsafeFinish({ ...end, id: ids[1], attempt: 0, state: "released" }, () => written++)
+            completer.submit({ ...end, id: ids[0], attempt: 1, state: "completed" }, () => written++)
+            completer.submit({ ...end, id: ids[1], attempt: 0, state: "released" }, () => written++)
           }))
           assert.strictEqual(written, 2)
           assert.strictEqual((yield* queue.get(ids[0])).state, "completed")
@@ -390,7 +390,7 @@ export const safety = (target: Target) => {
             const started = Date.now()
             yield* Effect.scoped(Effect.gen(function*() {
               const completer = yield* Completer.make
-              completer.unsafeFinish({
+              completer.submit({
                 id,
                 attempt: 1,
                 state: "completed",
@@ -422,7 +422,7 @@ export const safety = (target: Target) => {
             const calls: Array<boolean | undefined> = []
             yield* Effect.scoped(Effect.gen(function*() {
               const completer = yield* Completer.make
-              completer.unsafeFinish({
+              completer.submit({
                 id,
                 attempt: 1,
                 state: "completed",

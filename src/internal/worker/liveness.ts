@@ -14,11 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as os from "node:os"
-import { Database } from "../../internal/Database.js"
-import { bounded, forkScopedBounded } from "../../internal/outage.js"
-import { nowMicros } from "../../internal/time.js"
-import { wallSleep } from "../../internal/wallClock.js"
-import { QueueConfig } from "../QueueConfig.js"
+import { Database } from "../Database.js"
+import { bounded, forkScopedBounded } from "../outage.js"
+import { nowMicros } from "../time.js"
+import { wallSleep } from "../wallClock.js"
+import { QueueConfig } from "../../services/QueueConfig.js"
 
 /**
  * How often, at least, a worker checks its lock's connection (`SELECT 1` on it): every

@@ -1,0 +1,322 @@
+/**
+ * A worker's claim loop: wait for a free slot; probe which names have due jobs; claim up to the free
+ * slots; if the claim filled every slot, claim again as soon as slots free (without a probe);
+ * otherwise sleep until a wake-up (in-process hint, PostgreSQL `NOTIFY`, or `LISTEN` re-established),
+ * the next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
+ *
+ * While a backlog lasts, the claims are made with the writes of the worker's ends: the worker is the
+ * Completer's `Claimant` (`internal/claimsOnEnds.ts`), and the loop starts the jobs those writes
+ * claimed (`answers`). One transaction and one commit end a batch of attempts and claim the slots
+ * they free, so the slots are never over-filled and the claim costs no commit of its own.
+ *
+ * How many jobs to claim is decided here, from the slots (`Slots.free`); claimed jobs take their
+ * slots and start in `took`.
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import type { Claimant, ClaimAnswer } from "../claimsOnEnds.js"
+import { Database } from "../Database.js"
+import type { ClaimedRow, Group } from "../driver/Driver.js"
+import type * as Pauses from "../pauses.js"
+import { stepper } from "../schedule.js"
+import { nowMicros } from "../time.js"
+import { wallSleep } from "../wallClock.js"
+import { Claimer } from "../../services/Claimer.js"
+import { ofJobName } from "../../services/Metrics.js"
+import { keyReleased, Notifier } from "../../services/Notifier.js"
+import { QueueConfig } from "../../services/QueueConfig.js"
+import type { Slots } from "./slots.js"
+
+/** `extra` groups (first, so a claim that takes only the first few groups sees them) and then `groups`, each once. */
+const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>): ReadonlyArray<Group> => {
+  const seen = new Set(extra.map((g) => `${g.priority}:${g.name}`))
+  return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
+}
+
+/** In a worker's answers: a write of its ends carried no claim of it (or the ride ended). */
+const passed = "passed" as const
+
+/** What the claim loop needs of its worker. */
+export interface LoopHost {
+  readonly workerId: string
+  readonly names: ReadonlyArray<string>
+  /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
+  readonly keyed: ReadonlySet<string>
+  readonly slots: Slots
+  /** Paused job names, left out of every probe and claim. */
+  readonly paused: Pauses.PausedView
+  /** Starts the attempt of a claimed job whose slot is taken. */
+  readonly start: (row: ClaimedRow) => void
+  /** Releases a claimed job whose slot is taken (back to pending, not run). */
+  readonly release: (row: ClaimedRow) => void
+  /** The worker's scope is closing: jobs a claim in flight brings back are released. */
+  readonly stopping: () => boolean
+  /** Another live worker took this worker's id: claim no more. */
+  readonly idTaken: () => boolean
+}
+
+export interface ClaimLoop {
+  /** The loop, restarted after a failure; it runs until interrupted. */
+  readonly run: Effect.Effect<never, unknown>
+  /** Given with each end the worker submits, for its next claim (undefined: claims do not ride). */
+  readonly claimant: Claimant | undefined
+  /**
+   * Called before an end is submitted; `written` with what it returned once the end is written: a
+   * Completer (a wrapper of it) that did not pass the claimant on stops the ride, or the loop would
+   * wait for a claim that never comes.
+   */
+  readonly submitting: () => number
+  readonly written: (submitted: number) => void
+  /** Wakes the loop (an attempt was rescheduled, a name resumed): it probes again. */
+  readonly wake: Effect.Effect<void>
+}
+
+export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | Notifier | QueueConfig | Database> =>
+  Effect.gen(function*() {
+    const config = yield* QueueConfig
+    const claimer = yield* Claimer
+    const notifier = yield* Notifier
+    const { reachability } = yield* Database
+    const { keyed, names, paused, slots, workerId } = host
+    const concurrency = slots.concurrency
+    /** Effect's Clock (TestClock in tests), read outside a fiber in the hot path. */
+    const clock = yield* Effect.clock
+    /** Wakes this worker's loop, once it has subscribed to wake-ups. */
+    let wakeSelf: Effect.Effect<void> = Effect.void
+
+    const batchMin = Math.ceil(concurrency / 2)
+    const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
+
+    /** Starts the jobs a claim took; returns how many. */
+    const took = (rows: ReadonlyArray<ClaimedRow>) => {
+      slots.take(rows)
+      const nowMs = clock.unsafeCurrentTimeMillis()
+      for (const row of rows) {
+        // A claim that was in flight when the worker began to stop: back to pending, not run.
+        if (host.stopping()) {
+          host.release(row)
+          continue
+        }
+        const metrics = ofJobName(row.name)
+        metrics.claimed.unsafeUpdate(1, [])
+        metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
+        host.start(row)
+      }
+      return rows.length
+    }
+
+    /**
+     * The claim made with the write of this worker's ends (`internal/claimsOnEnds.ts`).
+     * While a backlog lasts (`rideArmed`: set when a claim fills every slot it asked for), each
+     * write of this worker's ends claims, in the same transaction and commit, every slot those ends
+     * free; the loop then claims nothing itself and reads `answers`: the jobs a write claimed (it
+     * starts them), or `passed` when a write of its ends carried no claim of it. A claim that comes
+     * back short ends the ride (the groups are drained), and so does the loop when it has to probe.
+     */
+    const riding = claimer.claimsOnEnds && keyed.size === 0
+    let rideArmed = false
+    /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
+    let rideInFlight = false
+    let rideGroups: ReadonlyArray<Group> = []
+    const answers = yield* Queue.unbounded<ClaimAnswer | typeof passed>()
+    /** Calls of the claimant by the completer: a write of this worker's ends that made none did not pass it on. */
+    let claimantCalls = 0
+    /** Ends the ride: the loop claims again itself. */
+    const pass = () => {
+      if (!rideArmed) return undefined
+      rideArmed = false
+      Queue.unsafeOffer(answers, passed)
+      return undefined
+    }
+    const claimant: Claimant | undefined = !riding ? undefined : {
+      answers,
+      claimWith: (ended, offered) => {
+        claimantCalls++
+        // The last answer is not taken yet (its jobs are not counted): claim with a later write.
+        if (rideInFlight) return undefined
+        if (!rideArmed || !offered || host.stopping() || host.idTaken()) return pass()
+        const groups = paused.claimableGroups(rideGroups)
+        const limit = slots.free() + ended
+        if (groups.length === 0 || limit <= 0) return pass()
+        slots.claimStarted(true)
+        rideInFlight = true
+        return { groups, limit, nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n), workerId }
+      }
+    }
+    /** Starts the jobs a write of this worker's ends claimed. */
+    const answered = (answer: ClaimAnswer) => {
+      rideInFlight = false
+      if (answer.rows.length < answer.asked) rideArmed = false
+      try {
+        took(answer.rows)
+      } finally {
+        slots.claimEnded(true)
+      }
+    }
+
+    /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
+    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
+      // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
+      Effect.uninterruptible(Effect.suspend(() => {
+        slots.claimStarted(false)
+        return Effect.ensuring(
+          Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
+            if (riding && rows.length === free) {
+              // A backlog: the writes of these jobs' ends claim the slots they free (armed before
+              // the jobs start, so that even their first ends carry a claim).
+              rideArmed = true
+              rideGroups = groups
+            }
+            return took(rows)
+          }),
+          Effect.sync(() => slots.claimEnded(false))
+        )
+      }))
+
+    const loop = Effect.gen(function*() {
+      // A worker with keyed names also wakes when a keyed job of any name ends (its key may be one
+      // that jobs of this worker's names wait for).
+      const wakeups = yield* notifier.subscribe(keyed.size > 0 ? [...names, keyReleased] : names)
+      wakeSelf = wakeups.wake
+      /** Groups believed to have due jobs, claimed from without a probe. */
+      let due: ReadonlyArray<Group> = []
+      let probeNext = true
+      /** The last claim filled every slot: jobs are waiting, claim in batches. */
+      let backlog = false
+      /** The earliest `run_at` (µs) of the pending jobs not yet due at the last probe. */
+      let laterUs: number | undefined
+      /**
+       * Claims from the same groups while a backlog lasts must not starve other names: take in the
+       * groups that got due jobs meanwhile (hints, NOTIFY), and probe again when a job that was not
+       * yet due at the last probe now is (or when a wake-up asks for a probe).
+       */
+      const takeWakes = (nowUs: number) =>
+        Effect.map(wakeups.poll, (wake) => {
+          if (wake !== undefined) {
+            if (wake.probe) probeNext = true
+            else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
+          }
+          if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
+        })
+      while (true) {
+        // Running jobs still finish and their ends are written (guarded by attempt and state).
+        if (host.idTaken()) return yield* Effect.never
+        if (rideArmed || rideInFlight) {
+          // Riding (see `claimant`): the writes of this worker's ends claim for it.
+          let signal: ClaimAnswer | typeof passed | undefined
+          if (!rideInFlight && slots.free() > 0) {
+            // Slots free beside the ride (the last claim asked for half the slots, or slots were
+            // freed while it was in flight): the next write of this worker's ends claims them too.
+            // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
+            // the half-slot rule does: no slot idle for long while jobs wait.
+            signal = yield* Effect.raceFirst(Queue.take(answers), Effect.as(wallSleep(2), undefined))
+            if (signal === undefined) {
+              if (!rideInFlight) rideArmed = false
+              continue
+            }
+          } else {
+            signal = yield* Queue.take(answers)
+          }
+          if (signal === passed) continue // a write passed without the claim: claim as below
+          answered(signal)
+          backlog = signal.rows.length === signal.asked
+          if (!backlog) {
+            probeNext = true
+            continue
+          }
+          yield* takeWakes(yield* nowMicros)
+          if (probeNext) rideArmed = false
+          else rideGroups = paused.claimableGroups(due)
+          continue
+        }
+        if (slots.free() <= 0) {
+          yield* slots.slotFreed
+          continue
+        }
+        if (backlog && slots.free() < batchMin) {
+          // Jobs are waiting: claim when half the slots are free (fewer, larger claims), but
+          // leave no slot idle for more than about 2 ms (wall-clock: this is not job timing).
+          const deadline = Date.now() + 2
+          while (slots.free() < batchMin && slots.running() > 0 && Date.now() < deadline) {
+            yield* Effect.raceFirst(slots.slotFreed, wallSleep(Math.max(1, deadline - Date.now())))
+          }
+        }
+        const nowUs = yield* nowMicros
+        if (backlog && !probeNext) yield* takeWakes(nowUs)
+        const probed = probeNext
+        let nextUs: number | undefined
+        if (probeNext) {
+          const probe = yield* claimer.probe(paused.claimable(names), nowUs)
+          due = probe.due
+          nextUs = probe.nextUs
+          laterUs = probe.nextUs
+          probeNext = false
+        }
+        // With a backlog, claim at most half the slots at a time: two halves in flight, one being
+        // claimed or run while the other's ends are written, so round trips overlap.
+        const free: number = backlog ? Math.min(slots.free(), batchMin) : slots.free()
+        // Names paused since they were found due (or hinted) are left out.
+        due = paused.claimableGroups(due)
+        const claimed: number = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
+        // Every slot asked for filled: more jobs are likely due; claim again from the same groups
+        // when slots free, without a probe.
+        backlog = claimed === free
+        if (backlog) continue
+        if (claimed > 0 || !probed) {
+          // A short claim: these groups are drained (or were taken by other workers). Probe before
+          // sleeping, to learn what else is due and when the next pending job is.
+          probeNext = true
+          continue
+        }
+        // Sleep until an absolute time, read against the clock again just before sleeping: the
+        // clock may have moved during the probe (under TestClock, by a whole `adjust`).
+        const nowMs = Math.floor(nowUs / 1000)
+        const poll = Option.getOrElse(yield* pollDelay(nowMs), () => 5000)
+        const wakeAtMs = Math.min(nowMs + poll, nextUs === undefined ? Infinity : Math.ceil(nextUs / 1000))
+        // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
+        const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
+        const wake = yield* Effect.timeoutOption(wakeups.take, sleepMs)
+        if (Option.isSome(wake) && !wake.value.probe && wake.value.groups.length > 0) {
+          // Jobs enqueued due now, with their priorities: claim them at once (no probe first).
+          due = wake.value.groups
+        } else {
+          probeNext = true
+        }
+      }
+    }).pipe(
+      // A stopped (or restarting) loop takes no more claims from the writes of its ends, and,
+      // like its own claims, waits for a ride claim in flight, so that shutdown accounts for its jobs.
+      Effect.ensuring(Effect.suspend(() => {
+        rideArmed = false
+        return Effect.whileLoop({
+          while: () => rideInFlight,
+          body: () => Queue.take(answers),
+          step: (signal) => signal === passed ? undefined : answered(signal)
+        })
+      })),
+      Effect.scoped,
+      // A defect must not end the loop for good: log it and restart like any failure.
+      Effect.catchAllDefect((defect) => Effect.fail(defect)),
+      Effect.tapErrorCause((cause) => reachability.failed("worker loop", "sqlane: worker loop failed; restarting", cause)),
+      Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))),
+      Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId })
+    )
+
+    return {
+      run: loop,
+      claimant,
+      submitting: () => claimantCalls,
+      written: (submitted) => {
+        if (rideArmed && !rideInFlight && claimantCalls === submitted) {
+          rideArmed = false
+          Queue.unsafeOffer(answers, passed)
+        }
+      },
+      wake: Effect.suspend(() => wakeSelf)
+    } satisfies ClaimLoop
+  })
