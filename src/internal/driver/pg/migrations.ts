@@ -116,7 +116,7 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
   "10_worker_relocking": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // relocking: the worker found its lock connection lost and is taking its lock again; relocks: how
-    // many times it took it again. Rescuers read both (see the rescuer, services/worker/rescuer.ts).
+    // many times it took it again. Rescuers read both (see the rescuer, internal/worker/rescuer.ts).
     // job_names: the job names it has handlers for, as a JSON array (`sqlane pause` reads them).
     yield* sql`ALTER TABLE ${sql(`${prefix}workers`)}
       ADD COLUMN relocking boolean NOT NULL DEFAULT false,
