@@ -11,7 +11,7 @@
  * 2. For each database, vitest runs test/matrix/suites.matrix.ts (test/matrix/vitest.config.ts) with
  *    SQLANE_MATRIX_TARGETS naming that database only, and writes its JSON report.
  * 3. The table: one row per database (MySQL 8 last, "not tested here"), one column per suite — taken
- *    from the reports (the outermost describe, `conformance [postgres-16]` → `conformance`), so a
+ *    from the reports (the outermost describe, `core [postgres-16]` → `core`), so a
  *    suite added to test/suite/index.ts shows up by itself. A cell is `passed ✓` or
  *    `passed/failed ✗` with skipped tests noted.
  *
@@ -174,7 +174,7 @@ const runVitest = (id: string, url: string, dir: string) =>
     })
   })
 
-/** `conformance [postgres-16]` → `conformance`; a test outside any describe counts as `(top level)`. */
+/** `core [postgres-16]` → `core`; a test outside any describe counts as `(top level)`. */
 const suiteOf = (test: AssertionResult, id: string) =>
   (test.ancestorTitles[0] ?? "(top level)").replace(` [${id}]`, "").trim()
 

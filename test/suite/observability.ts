@@ -13,9 +13,8 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { Job, Metrics, Queue, Worker } from "../../src/index.js"
-import { waitUntil } from "../support/helpers.js"
+import { waitUntil, withQueue } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 /** The value of a metric for one job name, from Effect's metric registry. */
 const metricOf = (metricName: string, jobName: string) =>

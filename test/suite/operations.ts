@@ -16,11 +16,10 @@ import * as Schema from "effect/Schema"
 import { Admin, Events, Job, Migrations, Pruner, Queue, QueueLive, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import * as MigrationsInternal from "../../src/internal/migrations.js"
-import { countJobs, dropTables, realSleep, waitUntil } from "../support/helpers.js"
+import { countJobs, dropTables, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
 import { binScript, runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 /** Always fails; one attempt: dead at once. */
 const Fail = Job.make("fail", { payload: Schema.Struct({ n: Schema.Number }), retry: Job.attempts(1) })

@@ -21,11 +21,10 @@ import * as TestClock from "effect/TestClock"
 import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import { dropTables, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 const ledgerOf = (prefix: string) =>
   Effect.gen(function*() {
