@@ -73,6 +73,57 @@ const otherWorker = <R>(
     Worker.layer(options).pipe(Layer.provide(testLayer(target, { ...queueOptions, prefix, migrate: false }).layer))
   ).pipe(Effect.forkScoped)
 
+const Busy = Job.make("busy", { payload: Schema.Struct({ i: Schema.Number }) })
+const Other = Job.make("other", { payload: Schema.Struct({ i: Schema.Number }) })
+
+/**
+ * A worker (concurrency 2) works through a backlog of the job name "busy" that a producer keeps
+ * growing (about 200 jobs/s; the worker runs < 100/s) when `due` puts a job of `Other` (its id,
+ * and how many busy jobs had been enqueued when it came due). Asserts that it ran before every
+ * busy job enqueued after it came due (10 more: one batch of the producer in flight).
+ */
+const busyBacklog = (
+  due: (
+    queue: Queue.Queue["Type"],
+    produced: () => number
+  ) => Effect.Effect<{ readonly id: string; readonly producedAtDue: number }, unknown>
+) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.Queue
+    const order: Array<number | "other"> = []
+    let stop = false
+    let produced = 0
+    yield* Worker.make({
+      handlers: [
+        Job.handler(Busy, (p) => Effect.zipRight(Effect.sync(() => order.push(p.i)), realSleep(20))),
+        Job.handler(Other, () => Effect.sync(() => order.push("other")))
+      ],
+      concurrency: 2
+    })
+    const producer = Effect.gen(function*() {
+      while (!stop) {
+        yield* queue.enqueueMany(Busy, Array.from({ length: 10 }, () => ({ i: produced++ })))
+        yield* realSleep(50)
+      }
+    })
+    yield* Effect.forkScoped(producer)
+    yield* realSleep(300)
+    const { id, producedAtDue } = yield* due(queue, () => produced)
+    // stop the producer after 8 s whatever happens, so the test ends
+    yield* Effect.forkScoped(Effect.zipRight(realSleep(8_000), Effect.sync(() => {
+      stop = true
+    })))
+    yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 25_000, "the other name's job to run")
+    stop = true
+    const before = order.slice(0, order.indexOf("other")) as Array<number>
+    const later = before.filter((i) => i >= producedAtDue + 10)
+    assert.strictEqual(
+      later.length,
+      0,
+      `the other job (due when ${producedAtDue} busy jobs existed) ran after ${later.length} busy jobs enqueued after it`
+    )
+  })
+
 /** The claim's groups for job names of the default priority. */
 const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
 
@@ -543,80 +594,20 @@ export const scheduling = (target: Target) => {
 
     it.live(name("priorities: a job of another name that became due during a backlog runs before later jobs of the busy name"), () =>
       withQueue(target, () =>
-        Effect.gen(function*() {
-          const queue = yield* Queue.Queue
-          const A = Job.make("busy", { payload: Schema.Struct({ i: Schema.Number }) })
-          const B = Job.make("other", { payload: Schema.Struct({ i: Schema.Number }) })
-          const order: Array<number | "b"> = []
-          let stop = false
-          let produced = 0
-          yield* Worker.make({
-            handlers: [
-              Job.handler(A, (p) => Effect.zipRight(Effect.sync(() => order.push(p.i)), realSleep(20))),
-              Job.handler(B, () => Effect.sync(() => order.push("b")))
-            ],
-            concurrency: 2
-          })
-          // a producer that keeps name A's backlog growing (about 200 jobs/s; the worker runs < 100/s)
-          const producer = Effect.gen(function*() {
-            while (!stop) {
-              yield* queue.enqueueMany(A, Array.from({ length: 10 }, () => ({ i: produced++ })))
-              yield* realSleep(50)
-            }
-          })
-          yield* Effect.forkScoped(producer)
-          yield* realSleep(300)
-          const producedAtB = produced
-          const b = yield* queue.enqueue(B, { i: 0 })
-          // stop the producer after 8 s whatever happens, so the test ends
-          yield* Effect.forkScoped(Effect.zipRight(realSleep(8_000), Effect.sync(() => {
-            stop = true
-          })))
-          yield* waitUntil(Effect.map(queue.get(b), (j) => j.state === "completed"), 25_000, "b to run")
-          stop = true
-          const before = order.slice(0, order.indexOf("b")) as Array<number>
-          const later = before.filter((i) => i >= producedAtB + 10)
-          assert.strictEqual(later.length, 0, `b (enqueued when ${producedAtB} A jobs existed) ran after ${later.length} A jobs enqueued after it`)
-        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
+        busyBacklog((queue, produced) =>
+          Effect.gen(function*() {
+            const producedAtDue = produced()
+            return { id: yield* queue.enqueue(Other, { i: 0 }), producedAtDue }
+          })), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
 
     it.live(name("priorities: a delayed job of another name that comes due during a backlog is not starved"), () =>
       withQueue(target, () =>
-        Effect.gen(function*() {
-          const queue = yield* Queue.Queue
-          const A = Job.make("busy", { payload: Schema.Struct({ i: Schema.Number }) })
-          const B = Job.make("other", { payload: Schema.Struct({ i: Schema.Number }) })
-          const order: Array<number | "b"> = []
-          let stop = false
-          let produced = 0
-          yield* Worker.make({
-            handlers: [
-              Job.handler(A, (p) => Effect.zipRight(Effect.sync(() => order.push(p.i)), realSleep(20))),
-              Job.handler(B, () => Effect.sync(() => order.push("b")))
-            ],
-            concurrency: 2
-          })
-          // a producer that keeps name A's backlog growing (about 200 jobs/s; the worker runs < 100/s)
-          const producer = Effect.gen(function*() {
-            while (!stop) {
-              yield* queue.enqueueMany(A, Array.from({ length: 10 }, () => ({ i: produced++ })))
-              yield* realSleep(50)
-            }
-          })
-          yield* Effect.forkScoped(producer)
-          yield* realSleep(300)
-          const b = yield* queue.enqueue(B, { i: 0 }, { delay: "500 millis" })
-          yield* realSleep(600)
-          const producedAtB = produced
-          // stop the producer after 8 s whatever happens, so the test ends
-          yield* Effect.forkScoped(Effect.zipRight(realSleep(8_000), Effect.sync(() => {
-            stop = true
-          })))
-          yield* waitUntil(Effect.map(queue.get(b), (j) => j.state === "completed"), 25_000, "b to run")
-          stop = true
-          const before = order.slice(0, order.indexOf("b")) as Array<number>
-          const later = before.filter((i) => i >= producedAtB + 10)
-          assert.strictEqual(later.length, 0, `b (enqueued when ${producedAtB} A jobs existed) ran after ${later.length} A jobs enqueued after it`)
-        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
+        busyBacklog((queue, produced) =>
+          Effect.gen(function*() {
+            const id = yield* queue.enqueue(Other, { i: 0 }, { delay: "500 millis" })
+            yield* realSleep(600)
+            return { id, producedAtDue: produced() }
+          })), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
 
     // ---------------------------------------------------------------- no deadlocks
 
