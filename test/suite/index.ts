@@ -1,7 +1,7 @@
 /**
- * Runs every suite against one database (the driver conformance suite of test/driver first, then the
- * behaviour suites), or reports it loudly as skipped when the global setup
- * could not reach it (with CI=true the global setup fails the run instead).
+ * Runs every suite against one database — the driver conformance suite (test/driver) first, then
+ * the behaviour suites — or reports it loudly as skipped when the global setup could not reach it
+ * (with CI=true the global setup fails the run instead).
  */
 import { inject, it } from "vitest"
 import { driverSuite } from "../driver/index.js"
