@@ -12,7 +12,7 @@ import { inject } from "vitest"
 import { Job, Worker } from "../src/index.js"
 import { isTransient, retryTransient } from "../src/internal/driver/errors.js"
 import { Database } from "../src/internal/Database.js"
-import { withQueue } from "./suite/conformance.js"
+import { withQueue } from "./support/helpers.js"
 
 const sqlError = (cause: object) => new SqlError({ cause, message: "Failed to execute statement" })
 

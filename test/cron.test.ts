@@ -6,10 +6,13 @@
  * (02:00 PDT → 01:00 PST); Europe/Berlin 03-29 01:00Z (02:00 CET → 03:00 CEST) and 10-25 01:00Z
  * (03:00 CEST → 02:00 CET); Australia/Sydney 04-04 16:00Z (03:00 AEDT → 02:00 AEST) and 10-03
  * 16:00Z (02:00 AEST → 03:00 AEDT).
+ *
+ * Also what a periodic job's declaration accepts (its time zone, its priority).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Job, PeriodicJob } from "../src/index.js"
@@ -178,6 +181,20 @@ describe("nextTick: the clock jumps ahead (a skipped hour): each skipped wall ti
     assert.strictEqual(latestTick(cron, Date.parse("2026-03-08T12:00:00Z"), lastUs)?.toISOString(), z("03-08T10:40"))
   })
 
+  it("latestTick survives Cron.prev throwing after a DST gap (30 2 * * * Europe/Berlin)", () => {
+    const cron = Either.getOrThrow(Cron.parse("30 2 * * *", "Europe/Berlin"))
+    const now = Date.parse("2026-03-29T03:00:00Z")
+    // effect's Cron.prev throws here (the 02:30 of 29 March does not exist in Berlin)
+    assert.throws(() => Cron.prev(cron, new Date(now)))
+    const lastUs = Date.parse("2026-03-28T01:30:00Z") * 1000
+    assert.strictEqual(latestTick(cron, now, lastUs)?.toISOString(), "2026-03-29T01:30:00.000Z")
+    // and the ordinary path
+    assert.strictEqual(
+      latestTick(cron, Date.parse("2026-03-31T12:00:00Z"), lastUs)?.toISOString(),
+      "2026-03-31T00:30:00.000Z"
+    )
+  })
+
   it("America/Los_Angeles: no real minute is lost; 02:30 fires once, at 03:30 PDT", () => {
     const [from, to] = ["2026-03-08T08:00:00Z", "2026-03-08T12:00:00Z"]
     assert.deepStrictEqual(ticks("* * * * *", LA, from, to), every(1, from, to))
@@ -283,5 +300,13 @@ describe("nextTick: helpers", () => {
     const Tick = Job.make("tick", { payload: Schema.Struct({}) })
     const p = PeriodicJob.unsafeMake("p", { cron: "0 9 * * *", job: Tick, payload: {} })
     assert.strictEqual(Option.getOrUndefined(Option.map(p.cron.tz, DateTime.zoneToString)), "UTC")
+  })
+
+  it("a periodic job's priority may be any 32-bit integer, like an enqueue's", () => {
+    const J = Job.make("sched-p", { payload: Schema.Struct({}) })
+    for (const priority of [-2147483648, 2147483647]) {
+      assert.isTrue(Either.isRight(PeriodicJob.make("p", { cron: "* * * * *", job: J, payload: {}, priority })))
+    }
+    assert.isTrue(Either.isLeft(PeriodicJob.make("p", { cron: "* * * * *", job: J, payload: {}, priority: 2147483648 })))
   })
 })

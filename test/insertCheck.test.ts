@@ -2,7 +2,7 @@
  * The MySQL/MariaDB insert check's own timing logic (`Notifier.layer` on a driver without `listenNotify`): when it reads, when it
  * wakes, and that no failure ends it. The newest job id comes from a stand-in for the one statement the
  * check runs; what that statement returns on a real MariaDB, and the wake-up across processes, are
- * tested in the conformance suite ("the insert check …").
+ * tested in the core suite (test/suite/core.ts, "the insert check …").
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"

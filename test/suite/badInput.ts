@@ -25,11 +25,10 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { Admin, Errors, Job, Migrations, PeriodicJob, Queue, Worker } from "../../src/index.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
-import { countJobs, dropTables, testLayer, waitUntil } from "../support/helpers.js"
+import { countJobs, dropTables, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { runCli } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 import { Noop } from "../support/jobs.js"
-import { withQueue } from "./conformance.js"
 
 const Strings = Job.make("bi-strings", {
   payload: Schema.Struct({ s: Schema.Array(Schema.String) }),
@@ -40,6 +39,28 @@ const Numbers = Job.make("bi-numbers", {
   success: Schema.Array(Schema.Number)
 })
 const Loose = Job.make("bi-loose", { payload: Schema.Unknown })
+/** A job whose mutex key function returns what its payload names: throws, "", too long, not a string, NUL. */
+const OddKey = Job.make("bi-odd-key", {
+  payload: Schema.Struct({ mode: Schema.String }),
+  mutexKey: (p): any => {
+    switch (p.mode) {
+      case "throw":
+        throw new Error("no key for you")
+      case "empty":
+        return ""
+      case "long":
+        return "k".repeat(256)
+      case "number":
+        return 42
+      case "null":
+        return null
+      case "nul":
+        return "a\u0000b"
+      default:
+        return undefined
+    }
+  }
+})
 interface Tree {
   readonly c?: Tree | undefined
 }
@@ -651,6 +672,31 @@ export const badInput = (target: Target) => {
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
           assert.strictEqual((yield* queue.get(id)).name, Max.name)
           assert.strictEqual(ran, 1)
+        })))
+
+    it.live(name("odd mutex key results are refused with InvalidPayload, nothing written"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          for (const mode of ["throw", "empty", "long", "number", "null", "nul"]) {
+            const error = yield* Effect.flip(queue.enqueue(OddKey, { mode }))
+            assert.strictEqual(error._tag, "InvalidPayload", `mode ${mode}: ${String(error)}`)
+          }
+          const many = yield* Effect.flip(queue.enqueueMany(OddKey, [{ mode: "none" }, { mode: "throw" }]))
+          assert.strictEqual(many._tag, "InvalidPayload")
+          assert.strictEqual(yield* countJobs(prefix), 0)
+          // undefined: no key
+          yield* queue.enqueue(OddKey, { mode: "none" })
+          assert.strictEqual(yield* countJobs(prefix), 1)
+        })))
+
+    it.live(name("a unique key containing NUL is refused with InvalidPayload"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const error = yield* Effect.flip(queue.enqueue(Loose, { i: 1 }, { unique: "a\u0000b" }))
+          assert.strictEqual(error._tag, "InvalidPayload", String(error))
+          assert.strictEqual(yield* countJobs(prefix), 0)
         })))
 
     it.live(name("options the types cannot see (unique: 42, delay \"banana\" or NaN, an invalid runAt, priority NaN): a typed error naming the option and what it got, before any SQL"), () =>

@@ -1,10 +1,12 @@
 /**
- * Runs every suite against one database, or reports it loudly as skipped when the global setup
- * could not reach it (with CI=true the global setup fails the run instead).
+ * Runs every suite against one database — the driver conformance suite (test/driver) first, then
+ * the behaviour suites — or reports it loudly as skipped when the global setup could not reach it
+ * (with CI=true the global setup fails the run instead).
  */
 import { inject, it } from "vitest"
+import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
-import { conformance } from "./conformance.js"
+import { core } from "./core.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { operations } from "./operations.js"
@@ -16,7 +18,8 @@ import { scheduling } from "./scheduling.js"
 export const suitesFor = (id: string) => {
   const target = inject("targets").find((t) => t.id === id)
   if (target) {
-    conformance(target)
+    driverSuite(target)
+    core(target)
     safety(target)
     plans(target)
     observability(target)

@@ -13,9 +13,8 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { Job, Metrics, Queue, Worker } from "../../src/index.js"
-import { waitUntil } from "../support/helpers.js"
+import { waitUntil, withQueue } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 /** The value of a metric for one job name, from Effect's metric registry. */
 const metricOf = (metricName: string, jobName: string) =>
@@ -152,5 +151,22 @@ export const observability = (target: Target) => {
             assert.strictEqual(Option.getOrThrow(work!.parent).spanId, job!.spanId)
           }), { pollInterval: "1 hour" }).pipe(Effect.withTracer(tracer))
       }))
+
+    // docs/observability.md: sqlane_jobs_enqueued counts jobs written by enqueue, enqueueMany and
+    // insert, not unique duplicates.
+    it.live(name("metrics: sqlane_jobs_enqueued counts written jobs, not unique duplicates"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const Counted = Job.make(`${prefix}counted`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const enqueued = Metric.tagged(Metrics.jobsEnqueued, Metrics.jobNameTag, Counted.name)
+          yield* queue.enqueue(Counted, { i: 1 }, { unique: `${prefix}u` })
+          yield* queue.enqueue(Counted, { i: 2 }, { unique: `${prefix}u` }) // duplicate
+          const dup = yield* queue.insert(Counted, { i: 3 }, { unique: `${prefix}u` })
+          assert.isTrue(dup.duplicate)
+          yield* queue.enqueueMany(Counted, [{ i: 4 }, { i: 5 }, { i: 6 }])
+          yield* queue.insert(Counted, { i: 7 })
+          assert.strictEqual((yield* Metric.value(enqueued)).count, 5)
+        })))
   })
 }

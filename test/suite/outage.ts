@@ -11,11 +11,10 @@ import { spawn } from "node:child_process"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import { Job, Queue, Worker } from "../../src/index.js"
-import { countJobs, waitUntil } from "../support/helpers.js"
+import { countJobs, waitUntil, withQueue } from "../support/helpers.js"
 import { Slow } from "../support/jobs.js"
 import { proxyTo } from "../support/proxy.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 const workerScript = path.join(import.meta.dirname, "..", "support", "worker-process.ts")
 

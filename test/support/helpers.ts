@@ -1,5 +1,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { QueueLive } from "../../src/index.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
@@ -33,6 +35,27 @@ export const testLayer = (target: Target, options: QueueOptions & { maxConnectio
   }
 }
 
+/**
+ * Runs `body` with a fresh QueueLive on its own table prefix (given to `body`), in a scope of its
+ * own, and drops the prefix's tables afterwards, whatever the outcome.
+ *
+ * Tests under `TestClock` use a poll interval of 1 hour: the worker still wakes exactly at the
+ * next known `run_at` and on hints, and `TestClock.adjust` does not have to replay a poll (each a
+ * real database round trip) every 5 simulated seconds.
+ */
+export const withQueue = <A, E>(
+  target: Target,
+  body: (prefix: string) => Effect.Effect<A, E, any>,
+  options: Parameters<typeof testLayer>[1] = {}
+) => {
+  const t = testLayer(target, options)
+  return body(t.prefix).pipe(
+    Effect.scoped,
+    Effect.provide(t.layer),
+    Effect.ensuring(dropTables(t.prefix).pipe(Effect.provide(t.client), Effect.ignore))
+  ) as Effect.Effect<A, E | Error, never>
+}
+
 /** Drops a test's tables (best effort). */
 export const dropTables = (prefix: string) =>
   Effect.gen(function*() {
@@ -50,4 +73,19 @@ export const countJobs = (prefix: string, state?: string) =>
       ? yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}`
       : yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")} WHERE state = ${state}`
     return Number(rows[0].n)
+  })
+
+/** Holds a lock on job `id`'s row in a transaction of its own; the effect returned ends it. */
+export const holdJobRow = (prefix: string, id: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const holding = yield* Deferred.make<void>()
+    const done = yield* Deferred.make<void>()
+    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`UPDATE ${sql(prefix + "jobs")} SET progress = NULL WHERE id = ${id}`
+      yield* Deferred.succeed(holding, undefined)
+      yield* Deferred.await(done)
+    })).pipe(Effect.fork)
+    yield* Deferred.await(holding)
+    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
   })

@@ -1,5 +1,5 @@
 /**
- * A database the conformance suite runs on, and the layers to reach it.
+ * A database the suites run on, and the layers to reach it.
  */
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"

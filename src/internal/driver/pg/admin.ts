@@ -87,11 +87,13 @@ export const make = (ctx: PgContext): AdminOps => {
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(
         // Jobs with a unique key are left to `jobRetry`, one by one (another job may hold the key).
+        // `= ANY(ARRAY(…))` reads the ids once: as `IN (…)` the planner may make the locking subquery
+        // the inner side of a nested loop, run again per outer row, each run taking the next `limit`.
         sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts
-            WHERE id IN (
+            WHERE id = ANY(ARRAY(
               SELECT id FROM ${jobs} WHERE state = ${state} AND name = ${name} AND unique_key IS NULL
                 AND finished_at <= ${ts(finishedByUs)}
-              ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))} FOR UPDATE SKIP LOCKED)
+              ORDER BY id LIMIT ${sql.literal(String(Math.floor(limit)))} FOR UPDATE SKIP LOCKED))
               AND state = ${state} AND unique_key IS NULL AND finished_at <= ${ts(finishedByUs)}
             RETURNING id`,
         (rows) => rows.length

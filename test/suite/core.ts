@@ -1,6 +1,7 @@
 /**
- * The conformance suite: one set of tests, run against every database (see test/*.test.ts).
- * Every test name carries the database id, e.g. `[postgres-15]`.
+ * The core suite: what sqlane does for its users (enqueue, claims, workers, retries, migrations,
+ * the notifier), run against every database (see test/*.test.ts). Every test name carries the
+ * database id, e.g. `[postgres-15]`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
@@ -10,7 +11,6 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
@@ -28,33 +28,13 @@ import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
 import { endKey } from "../../src/internal/driver/shared.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
-import { countJobs, dropTables, realSleep, testLayer, waitUntil } from "../support/helpers.js"
+import { countJobs, dropTables, holdJobRow, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
 import { Noop } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 
 class Flaky extends Schema.TaggedError<Flaky>()("Flaky", { reason: Schema.String }) {}
-
-/**
- * Runs `body` with a fresh QueueLive on its own prefix, and drops its tables afterwards.
- *
- * Tests under `TestClock` use a poll interval of 1 hour: the worker still wakes exactly at the
- * next known `run_at` and on hints, and `TestClock.adjust` does not have to replay a poll (each a
- * real database round trip) every 5 simulated seconds.
- */
-export const withQueue = <A, E>(
-  target: Target,
-  body: (prefix: string) => Effect.Effect<A, E, any>,
-  options: Parameters<typeof testLayer>[1] = {}
-) => {
-  const t = testLayer(target, options)
-  return body(t.prefix).pipe(
-    Effect.scoped,
-    Effect.provide(t.layer),
-    Effect.ensuring(dropTables(t.prefix).pipe(Effect.provide(t.client), Effect.ignore))
-  ) as Effect.Effect<A, E | Error, never>
-}
 
 /** Runs test/support/worker-process.ts in a child process; succeeds with its exit code. */
 export const runProcess = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
@@ -72,25 +52,10 @@ const completedEnd = (row: { readonly id: string; readonly attempts: number }, f
   result: null
 })
 
-/** Holds a lock on job `id`'s row in a transaction of its own; the effect returned ends it. */
-const holdJobRow = (prefix: string, id: string) =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const holding = yield* Deferred.make<void>()
-    const done = yield* Deferred.make<void>()
-    const holder = yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`UPDATE ${sql(prefix + "jobs")} SET progress = NULL WHERE id = ${id}`
-      yield* Deferred.succeed(holding, undefined)
-      yield* Deferred.await(done)
-    })).pipe(Effect.fork)
-    yield* Deferred.await(holding)
-    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
-  })
-
-export const conformance = (target: Target) => {
+export const core = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
 
-  describe(`conformance [${target.id}]`, () => {
+  describe(`core [${target.id}]`, () => {
     it.live(name("migrations run from several connections at once, once"), () =>
       Effect.gen(function*() {
         const prefix = uniquePrefix("mig")

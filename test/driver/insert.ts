@@ -1,0 +1,214 @@
+/**
+ * Inserting jobs: `jobInsertMany`, `jobInsertUnique`, `jobNewestId`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import Pg from "pg"
+import type { UniqueInsertRow } from "../../src/internal/driver/Driver.js"
+import { stateBits } from "../../src/internal/driver/shared.js"
+import { countJobs, realSleep, waitUntil } from "../support/helpers.js"
+import type { Target } from "../support/targets.js"
+import { claim, end, insert, row, s, stateOf, t0, withDriver } from "./fixtures.js"
+
+/** A unique row of job `name` holding `key` while pending or running. */
+const unique = (name: string, key: string, fields: Partial<UniqueInsertRow> = {}): UniqueInsertRow => ({
+  ...row(name),
+  uniqueKey: key,
+  uniqueStates: stateBits.pending | stateBits.running,
+  ...fields
+})
+
+export const insertOps = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+
+  describe("jobInsertMany", () => {
+    it.live(name("one row: its id, and the row as given, pending, created now"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const ids = yield* driver.jobInsertMany(
+            [row("a", { payload: `{"x":1}`, priority: -7, runAtUs: t0 + s(5), traceContext: "t:s:1" })],
+            t0,
+            undefined
+          )
+          assert.strictEqual(ids.length, 1)
+          assert.deepStrictEqual(yield* driver.jobGet(ids[0]), {
+            id: ids[0],
+            name: "a",
+            payload: `{"x":1}`,
+            attempts: 0,
+            attemptBase: 0,
+            priority: -7,
+            runAtUs: t0 + s(5),
+            createdAtUs: t0,
+            errors: null,
+            traceContext: "t:s:1",
+            keepsKey: false,
+            state: "pending",
+            claimedAtUs: null,
+            finishedAtUs: null,
+            lastError: null,
+            result: null
+          })
+        })))
+
+    it.live(name("many rows of one name: ascending ids in input order"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const payloads = Array.from({ length: 25 }, (_, i) => JSON.stringify({ i }))
+          const ids = yield* insert(driver, ...payloads.map((payload) => row("a", { payload })))
+          assert.strictEqual(ids.length, 25)
+          assert.deepStrictEqual([...ids].sort((x, y) => Number(x) - Number(y)), ids)
+          const read = yield* Effect.forEach(ids, (id) => driver.jobGet(id))
+          assert.deepStrictEqual(read.map((j) => j?.payload), payloads)
+          assert.deepStrictEqual(read.map((j) => j?.createdAtUs), payloads.map(() => t0))
+        })))
+
+    it.live(name("rows that differ in every field: each row as given, ids in input order"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const rows = [
+            row("a", { payload: `{"sep":"\u001e"}`, priority: 3, runAtUs: t0 - s(1), mutexKey: "k1" }),
+            row("b", { payload: "{}", priority: -3, runAtUs: t0 + s(9), traceContext: "t:s:0" }),
+            row("a", { payload: `{"q":"it's"}`, mutexKey: "k2" })
+          ]
+          const ids = yield* insert(driver, ...rows)
+          assert.deepStrictEqual([...ids].sort((x, y) => Number(x) - Number(y)), ids)
+          const read = yield* Effect.forEach(ids, (id) => driver.jobGet(id))
+          assert.deepStrictEqual(
+            read.map((j) => [j?.name, j?.payload, j?.priority, j?.runAtUs, j?.traceContext]),
+            rows.map((r) => [r.name, r.payload, r.priority, r.runAtUs, r.traceContext])
+          )
+        })))
+
+    // More bytes than one MySQL/MariaDB statement carries (`maxStatementBytes`): cut into statements.
+    it.live(name("rows larger than one statement together: every row, ids in input order"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          // Six rows of an eighth of the limit each: at least two multi-row statements.
+          const size = Math.min(driver.capabilities.maxStatementBytes ?? 16_777_216, 16_777_216) / 8
+          const payloads = Array.from({ length: 6 }, (_, i) => JSON.stringify({ i, pad: "x".repeat(size) }))
+          const ids = yield* insert(driver, ...payloads.map((payload) => row("big", { payload })))
+          assert.strictEqual(ids.length, 6)
+          assert.deepStrictEqual([...ids].sort((x, y) => Number(x) - Number(y)), ids)
+          const read = yield* Effect.forEach(ids, (id) => driver.jobGet(id))
+          assert.deepStrictEqual(read.map((j) => j?.payload.length), payloads.map((p) => p.length))
+          assert.deepStrictEqual(read.map((j) => JSON.parse(j!.payload).i), [0, 1, 2, 3, 4, 5])
+        })))
+
+    // With LISTEN/NOTIFY, the insert itself notifies `<prefix>jobs` with the payload given.
+    it.live(name("notifies <prefix>jobs with the payload given, where the database delivers notifications"), () =>
+      withDriver(target, ({ driver, prefix }) =>
+        Effect.gen(function*() {
+          if (!driver.capabilities.listenNotify) {
+            // Nothing to deliver to: the insert goes through all the same.
+            assert.strictEqual((yield* driver.jobInsertMany([row("a"), row("a")], t0, "a")).length, 2)
+            return
+          }
+          const heard: Array<[string, string | undefined]> = []
+          const listener = yield* Effect.acquireRelease(
+            Effect.promise(async () => {
+              const client = new Pg.Client({ connectionString: target.url })
+              await client.connect()
+              client.on("notification", (n) => heard.push([n.channel, n.payload]))
+              await client.query(`LISTEN "${prefix}jobs"`)
+              return client
+            }),
+            (client) => Effect.promise(() => client.end())
+          )
+          assert.isDefined(listener)
+          yield* driver.jobInsertMany([row("a")], t0, "one")
+          yield* driver.jobInsertMany([row("b"), row("b")], t0, "many")
+          yield* driver.jobInsertUnique(unique("c", "k"), t0, "unique")
+          yield* waitUntil(Effect.sync(() => heard.length >= 3), 5_000, "three notifications")
+          assert.deepStrictEqual(heard, [[`${prefix}jobs`, "one"], [`${prefix}jobs`, "many"], [`${prefix}jobs`, "unique"]])
+        })))
+  })
+
+  describe("jobInsertUnique", () => {
+    it.live(name("inserts once; while the job holds its key, returns its id and writes nothing"), () =>
+      withDriver(target, ({ driver, prefix }) =>
+        Effect.gen(function*() {
+          const first = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":1}` }), t0, undefined)
+          assert.isTrue(first.inserted)
+          const again = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":2}` }), t0, undefined)
+          assert.deepStrictEqual(again, { id: first.id, inserted: false })
+          // Running holds it too; another key is another job.
+          yield* claim(driver, "a")
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("b", "k"), t0, undefined), { id: first.id, inserted: false })
+          assert.isTrue((yield* driver.jobInsertUnique(unique("a", "k2"), t0, undefined)).inserted)
+          assert.strictEqual(yield* countJobs(prefix), 2)
+          assert.strictEqual((yield* driver.jobGet(first.id))?.payload, `{"n":1}`)
+        })))
+
+    it.live(name("a key is free once its job leaves the states of its mask"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const free = yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)
+          const kept = yield* driver.jobInsertUnique(
+            unique("a", "kept", { uniqueStates: stateBits.pending | stateBits.running | stateBits.completed }),
+            t0,
+            undefined
+          )
+          assert.isTrue((yield* driver.jobGet(kept.id))?.keepsKey)
+          const claimed = yield* claim(driver, "a")
+          yield* driver.jobFinishMany(claimed.map((job) => end(job, "completed")))
+          const afterFree = yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)
+          assert.isTrue(afterFree.inserted)
+          assert.notStrictEqual(afterFree.id, free.id)
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("a", "kept"), t0, undefined), { id: kept.id, inserted: false })
+          // Cancelled is outside the default mask.
+          assert.isTrue(yield* driver.jobCancel(afterFree.id, t0))
+          assert.isTrue((yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)).inserted)
+        })))
+
+    it.live(name("keys that differ by trailing spaces are one key exactly where the database pads them"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const a = yield* driver.jobInsertUnique(unique("a", "k"), t0, undefined)
+          const b = yield* driver.jobInsertUnique(unique("a", "k "), t0, undefined)
+          assert.deepStrictEqual(
+            b.inserted ? "two keys" : b.id === a.id ? "one key" : "?",
+            driver.capabilities.padSpaceKeys ? "one key" : "two keys"
+          )
+        })))
+
+    it.live(name("waits for an uncommitted insert of the key; inserts when that rolls back"), () =>
+      withDriver(target, ({ driver, sql }) =>
+        Effect.gen(function*() {
+          const inserted = yield* Deferred.make<string>()
+          const rollBack = yield* Deferred.make<void>()
+          const holder = yield* sql.withTransaction(Effect.gen(function*() {
+            const r = yield* driver.jobInsertUnique(unique("a", "k"), t0, undefined)
+            yield* Deferred.succeed(inserted, r.id)
+            yield* Deferred.await(rollBack)
+            return yield* Effect.fail("roll back" as const)
+          })).pipe(Effect.fork)
+          const uncommitted = yield* Deferred.await(inserted)
+          const waiting = yield* Effect.fork(driver.jobInsertUnique(unique("a", "k"), t0, undefined))
+          yield* realSleep(300)
+          assert.isTrue(Option.isNone(yield* waiting.poll), "the insert waited")
+          yield* Deferred.succeed(rollBack, undefined)
+          assert.strictEqual(yield* Effect.flip(Fiber.join(holder)), "roll back")
+          const result = yield* Fiber.join(waiting)
+          assert.isTrue(result.inserted)
+          assert.notStrictEqual(result.id, uncommitted)
+          assert.strictEqual(yield* stateOf(driver, uncommitted), undefined)
+          assert.strictEqual(yield* stateOf(driver, result.id), "pending")
+        })))
+  })
+
+  describe("jobNewestId", () => {
+    it.live(name("null on an empty table, then the largest id"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          assert.isNull(yield* driver.jobNewestId())
+          const ids = yield* insert(driver, row("a"), row("a"), row("b"))
+          assert.strictEqual(yield* driver.jobNewestId(), ids[2])
+          const [more] = yield* insert(driver, row("c"))
+          assert.strictEqual(yield* driver.jobNewestId(), more)
+        })))
+  })
+}
