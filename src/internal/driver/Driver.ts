@@ -11,122 +11,29 @@
  *
  * @internal
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Effect from "effect/Effect"
 import type { SetupError, UniqueKeyContended } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
+import type {
+  ClaimedRow,
+  Finish,
+  Group,
+  InsertRow,
+  JobListFilter,
+  JobRow,
+  JobSummaryRow,
+  Migration,
+  OrphanedRow,
+  PausedRow,
+  ProbeRow,
+  StaleEnds,
+  StatsRow,
+  UniqueInsertResult,
+  UniqueInsertRow
+} from "./rows.js"
 
-/** A claimed job row. Times are microseconds since the epoch. */
-export interface ClaimedRow {
-  readonly id: string
-  readonly name: string
-  readonly payload: string
-  readonly attempts: number
-  /** Attempts made before the last manual retry: the retry schedule counts from here. */
-  readonly attemptBase: number
-  readonly priority: number
-  readonly runAtUs: number
-  readonly createdAtUs: number
-  readonly errors: string | null
-  /** The span that enqueued the job, `<trace id>:<span id>:<sampled 1|0>`, if a tracer was installed. */
-  readonly traceContext: string | null
-  /** Whether the job holds its unique key while completed (its row outlives its completion). */
-  readonly keepsKey: boolean
-}
-
-/** A running job the rescuer looks at (`Driver.jobListOrphaned`), with what it knows of its worker. */
-export interface OrphanedRow extends ClaimedRow {
-  readonly workerId: string | null
-  readonly claimedAtUs: number
-  /** Its worker has no row, or a heartbeat older than the lease's cutoff (not just a free lock). */
-  readonly expired: boolean
-  /** Its worker's row says it is taking its lock again (see {@link Driver.workerRelocking}). */
-  readonly relocking: boolean
-  /** How many times its worker took its lock again (see {@link Driver.workerRelocked}). */
-  readonly relocks: number
-}
-
-/** A job row as read by `jobGet`. */
-export interface JobRow extends ClaimedRow {
-  readonly state: string
-  readonly claimedAtUs: number | null
-  readonly finishedAtUs: number | null
-  readonly lastError: string | null
-  readonly result: string | null
-}
-
-/** One row to insert. */
-export interface InsertRow {
-  readonly name: string
-  readonly payload: string
-  readonly priority: number
-  readonly runAtUs: number
-  /** Jobs that share a mutex key never run at the same time (null: no key). */
-  readonly mutexKey: string | null
-  /** The enqueueing span, `<trace id>:<span id>:<sampled 1|0>` (null: none). */
-  readonly traceContext: string | null
-}
-
-/** A row inserted unless another job holds its unique key. */
-export interface UniqueInsertRow extends InsertRow {
-  readonly uniqueKey: string
-  /** Bit mask of the states in which a job holds its key: pending 1, running 2, completed 4, dead 8, cancelled 16. */
-  readonly uniqueStates: number
-}
-
-/** What `jobInsertUnique` did: inserted a job, or found the job that holds the key. */
-export interface UniqueInsertResult {
-  readonly id: string
-  readonly inserted: boolean
-}
-
-/**
- * The end of one attempt, written by the Completer. Guarded by `id`, `attempt` and
- * `state = 'running'`. `released` puts the job back to pending without counting the attempt.
- */
-export interface Finish {
-  readonly id: string
-  readonly attempt: number
-  readonly state: "pending" | "completed" | "dead" | "released"
-  /** New `run_at` (retries) or null to keep it. */
-  readonly runAtUs: number | null
-  readonly finishedAtUs: number | null
-  /** When a failed attempt ended (not written; the `at` of its `Failed` event). */
-  readonly endedAtUs?: number | undefined
-  /** New last error, or null to keep it. */
-  readonly lastError: string | null
-  /** New error history (JSON array), or null to keep it. */
-  readonly errors: string | null
-  readonly result: string | null
-  /**
-   * A completed job whose row must outlive its completion even when completed rows are deleted at
-   * once (`retention.completed` 0): it holds its unique key while completed (`ClaimedRow.keepsKey`).
-   */
-  readonly keep?: boolean | undefined
-  /**
-   * The job's name, when the writer knows it (not written): the events of a job this process did
-   * not claim (a rescue) carry it without reading the row, which may be gone by then.
-   */
-  readonly name?: string | undefined
-}
-
-/**
- * The ends of a write that changed nothing, by `endKey`: their attempt was stale (the job was
- * cancelled, or rescued from a worker taken for lost, while the attempt ran). Usually empty.
- */
-export type StaleEnds = ReadonlySet<string>
-
-/** A job name and a priority: the unit the probe reports and the claim reads. */
-export interface Group {
-  readonly name: string
-  readonly priority: number
-}
-
-/** The earliest pending `run_at` of a job name at one priority. */
-export interface ProbeRow extends Group {
-  readonly nextUs: number
-}
+export type * from "./rows.js"
 
 /** What a database can do, for the services that decide by it. */
 export interface Capabilities {
@@ -419,49 +326,6 @@ export interface Driver {
    * commits (at once outside one). Does nothing without `capabilities.listenNotify`.
    */
   readonly channelNotify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
-}
-
-/** One migration: statements run on the `SqlClient` of its context. */
-export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
-
-/** A paused job name. */
-export interface PausedRow {
-  readonly name: string
-  readonly pausedAtUs: number
-}
-
-/** Filters of `jobList`. */
-export interface JobListFilter {
-  readonly name?: string | undefined
-  readonly state?: string | undefined
-  readonly beforeId?: string | undefined
-  readonly limit: number
-}
-
-/** A job without its payload, errors and result, as `jobList` reads it. Times are µs. */
-export interface JobSummaryRow {
-  readonly id: string
-  readonly name: string
-  readonly state: string
-  readonly attempts: number
-  readonly priority: number
-  readonly runAtUs: number
-  readonly createdAtUs: number
-  readonly claimedAtUs: number | null
-  readonly finishedAtUs: number | null
-  readonly workerId: string | null
-  readonly lastError: string | null
-  readonly progress: string | null
-}
-
-/** One job name and state of `jobStats`. */
-export interface StatsRow {
-  readonly name: string
-  readonly state: string
-  readonly count: number
-  readonly due: number
-  readonly oldestDueUs: number | null
-  readonly recent: number
 }
 
 /**
