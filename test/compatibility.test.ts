@@ -66,8 +66,8 @@ for (const target of inject("targets")) {
       withQueue(target, () =>
         Effect.gen(function*() {
           const longest = "w".repeat(55)
-          const { statements } = yield* Database
-          const workerLockName = statements.workerLockName
+          const { driver } = yield* Database
+          const workerLockName = driver.workerLockName
           assert.strictEqual(workerLockName(longest).length, 64)
           yield* Worker.make({ id: longest, handlers: [Job.handler(Noop, () => Effect.void)] })
           if (target.dialect === "mysql") {

@@ -21,7 +21,7 @@ const notifierWith = (newest: () => Effect.Effect<string | null>) =>
   Notifier.layer.pipe(
     Layer.provide(QueueConfig.layer({ prefix: `ic${prefixes++}_`, insertCheckInterval: "20 millis" })),
     Layer.provide(Layer.succeed(Database, {
-      statements: { capabilities: { listenNotify: false }, jobNewestId: newest } as unknown as Driver,
+      driver: { capabilities: { listenNotify: false }, jobNewestId: newest } as unknown as Driver,
       version: "test",
       identity: `insert-check-test-${process.pid}`,
       reachability: makeReachability(Effect.void)

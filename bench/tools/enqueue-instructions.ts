@@ -51,7 +51,7 @@ if (variant === "espq") {
   } else {
     const rt = runtime(env, { pool: 2 })
     const pool2: any = dialect === "mysql" ? Mysql.createPool({ uri: env.target.url, connectionLimit: 2 }) : undefined
-    const { statements } = await rt.runPromise(Database)
+    const { driver } = await rt.runPromise(Database)
     const sql = await rt.runPromise(SqlClient.SqlClient)
     const queue = await rt.runPromise(Queue.Queue)
     const row = (i: number) => ({ name: "bench", payload: JSON.stringify(payload(i)), priority: 0, runAtUs: Date.now() * 1000, mutexKey: null, traceContext: null })
@@ -60,7 +60,7 @@ if (variant === "espq") {
       : variant === "fast" ? (i) => { const st: any = sql.unsafe(text, params(i)); return rt.runPromise(Effect.flatMap(st.acquirer, (c: any) => c.executeRaw(text, params(i)))) }
       : variant === "fast-scoped" ? (i) => { const st: any = sql.unsafe(text, params(i)); return rt.runPromise(Effect.scoped(Effect.flatMap(st.acquirer, (c: any) => c.executeRaw(text, params(i))))) }
       : variant === "void" ? (i) => rt.runPromise(Effect.promise(() => pool2.execute(text, params(i))))
-      : variant === "insert" ? (i) => rt.runPromise(statements.jobInsertMany([row(i) as any], Date.now() * 1000, undefined))
+      : variant === "insert" ? (i) => rt.runPromise(driver.jobInsertMany([row(i) as any], Date.now() * 1000, undefined))
       : (i) => rt.runPromise(queue.enqueue(BenchJob, payload(i)))
     close = async () => { await pool2?.end(); await rt.dispose(); await sqlane.drop(env) }
   }

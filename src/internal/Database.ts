@@ -9,7 +9,7 @@ import type { Driver } from "./driver/Driver.js"
 
 export interface DatabaseShape {
   /** The driver of this database (driver/pg, driver/mysql), its operations retried on transient errors. */
-  readonly statements: Driver
+  readonly driver: Driver
   /** The server's version string, e.g. `15.19` or `10.11.19-MariaDB`. */
   readonly version: string
   /**

@@ -42,17 +42,17 @@ export const watch = (
   onResume: Effect.Effect<void>
 ): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
-    const { reachability, statements } = yield* Database
+    const { reachability, driver } = yield* Database
     const notifier = yield* Notifier
     const config = yield* QueueConfig
     // Names are matched as the database matches them: on MySQL/MariaDB the paused table's
     // collation is PAD SPACE, so "name " and "name" are one name there (`pause "name"` after
     // `pause "name "` answers "already paused").
-    const key = nameKey(statements.capabilities.padSpaceKeys)
+    const key = nameKey(driver.capabilities.padSpaceKeys)
     const mine = new Set(names.map(key))
     let paused: ReadonlySet<string> = new Set()
     const refresh = Effect.gen(function*() {
-      const rows = yield* statements.pausedList()
+      const rows = yield* driver.pausedList()
       const next = new Set(rows.map((r) => key(r.name)).filter((n) => mine.has(n)))
       const resumed = Array.from(paused).some((n) => !next.has(n))
       paused = next

@@ -79,7 +79,7 @@ const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["T
       listen: Option.isSome(pg) ? pg.value.config : undefined
     })
     return {
-      statements: withTransientRetry(driver, direct),
+      driver: withTransientRetry(driver, direct),
       version,
       identity: session.identity,
       reachability: makeReachability(PgSession.ping(sql))
@@ -100,7 +100,7 @@ const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig
       deleteCompleted: Duration.isZero(config.retention.completed)
     })
     return {
-      statements: withTransientRetry(driver, direct),
+      driver: withTransientRetry(driver, direct),
       version,
       identity: session.identity,
       reachability: makeReachability(MysqlSession.ping(sql))

@@ -205,9 +205,9 @@ const toSummary = (r: JobSummaryRow): JobSummary => ({
 export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue | QueueConfig | SqlClient.SqlClient> =
   Effect.gen(function*() {
     const database = yield* Database
-    const { statements } = database
+    const { driver } = database
     const notifier = yield* Notifier
-    const nameKey = Pauses.nameKey(statements.capabilities.padSpaceKeys)
+    const nameKey = Pauses.nameKey(driver.capabilities.padSpaceKeys)
     const queue = yield* Queue
     const config = yield* QueueConfig
     const context = yield* Effect.context<Database | QueueConfig | SqlClient.SqlClient>()
@@ -218,8 +218,8 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       status: Effect.gen(function*() {
         const nowUs = yield* nowMicros
         const sinceUs = nowUs - Math.round(Duration.toMillis(config.retention.completed) * 1000)
-        const rows = yield* statements.jobStats(nowUs, Number.isFinite(sinceUs) ? sinceUs : -62135596800000000)
-        const pausedRows = yield* statements.pausedList()
+        const rows = yield* driver.jobStats(nowUs, Number.isFinite(sinceUs) ? sinceUs : -62135596800000000)
+        const pausedRows = yield* driver.pausedList()
         const pausedKeys = new Set(pausedRows.map((p) => nameKey(p.name)))
         const byName = new Map<string, { -readonly [K in keyof NameStatus]: NameStatus[K] }>()
         const entry = (name: string) => {
@@ -266,7 +266,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         // database compares them).
         const listed = new Set(Array.from(byName.keys(), nameKey))
         for (const p of pausedRows) if (!listed.has(nameKey(p.name))) entry(p.name)
-        const running = yield* statements.jobList({ state: "running", limit: 50 })
+        const running = yield* driver.jobList({ state: "running", limit: 50 })
         return {
           names: Array.from(byName.values()).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
           running: running.map(toSummary)
@@ -274,7 +274,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       }),
       list: (options = {}) =>
         Effect.map(
-          statements.jobList({
+          driver.jobList({
             name: options.name,
             state: options.state,
             beforeId: options.beforeId !== undefined && /^\d{1,19}$/.test(options.beforeId) ? options.beforeId : undefined,
@@ -285,7 +285,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       show: (id) =>
         Effect.gen(function*() {
           const job = yield* queue.get(id)
-          const progress = progressOf(yield* statements.jobProgressGet(id))
+          const progress = progressOf(yield* driver.jobProgressGet(id))
           return { job, progress }
         }),
       retry: (ids) =>
@@ -302,7 +302,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           const startUs = yield* nowMicros
           let total = 0
           while (true) {
-            const n = yield* statements.jobRetryByName(name, state, yield* nowMicros, 1000, startUs)
+            const n = yield* driver.jobRetryByName(name, state, yield* nowMicros, 1000, startUs)
             total += n
             if (n < 1000) break
           }
@@ -310,9 +310,9 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           // stays (the unique index would refuse a bulk update as a whole).
           let afterId = "0"
           while (true) {
-            const ids = yield* statements.jobKeyedIdsByName(name, state, afterId, startUs, 1000)
+            const ids = yield* driver.jobKeyedIdsByName(name, state, afterId, startUs, 1000)
             for (const id of ids) {
-              if (yield* statements.jobRetry(id, yield* nowMicros)) total++
+              if (yield* driver.jobRetry(id, yield* nowMicros)) total++
             }
             if (ids.length < 1000) break
             afterId = ids[ids.length - 1]
@@ -328,22 +328,22 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         }),
       pause: (name) =>
         Effect.gen(function*() {
-          const changed = yield* statements.pausedInsert(name, yield* nowMicros)
+          const changed = yield* driver.pausedInsert(name, yield* nowMicros)
           yield* notifier.namePaused(name)
           return changed
         }),
       resume: (name) =>
         Effect.gen(function*() {
-          const changed = yield* statements.pausedDelete(name)
+          const changed = yield* driver.pausedDelete(name)
           yield* notifier.pausesChanged
           if (changed) yield* notifier.announce([name])
           return changed
         }),
       // Every worker row, whatever its heartbeat's age: the heartbeat interval and lease are the
       // workers' own options, which this process may not share.
-      handledNames: statements.workerJobNames(0),
+      handledNames: driver.workerJobNames(0),
       paused: Effect.map(
-        statements.pausedList(),
+        driver.pausedList(),
         (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))
       ),
       prune: Effect.provide(Pruner.run, context)

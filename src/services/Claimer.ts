@@ -134,19 +134,19 @@ export const claimGroups = (groups: ReadonlyArray<Group>, limit: number): Readon
  * @category constructors
  */
 export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect.gen(function*() {
-  const { statements } = yield* Database
+  const { driver } = yield* Database
   const facts = yield* Facts
   /** Tells the hub what a claim that committed took. */
   const told = (workerId: string, nowUs: number) => (rows: ReadonlyArray<ClaimedRow>) => {
     if (rows.length > 0 && facts.wanted()) facts.claimed(rows, workerId, nowUs)
   }
-  const finishAndClaim = statements.capabilities.claimsRideOnEnds ? statements.jobFinishManyAndClaim : undefined
+  const finishAndClaim = driver.capabilities.claimsRideOnEnds ? driver.jobFinishManyAndClaim : undefined
   const claimsOnEnds = finishAndClaim !== undefined
   return {
     probe: (names, nowUs) =>
       names.length === 0
         ? Effect.succeed({ due: [], nextUs: undefined })
-        : Effect.map(statements.jobProbe(names), (rows) => {
+        : Effect.map(driver.jobProbe(names), (rows) => {
           const due: Array<ProbeRow> = []
           let nextUs: number | undefined
           for (const row of rows) {
@@ -159,19 +159,19 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
     claim: (groups, limit, nowUs, workerId, keyed) => {
       if (groups.length === 0 || limit <= 0) return Effect.succeed([])
       const claimed = keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
-        ? statements.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
-        : statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
+        ? driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
+        : driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
       return Effect.tap(claimed, told(workerId, nowUs))
     },
     claimsOnEnds,
     finishAndClaim: (ends, groups, limit, nowUs, workerId) => {
       const claimed = finishAndClaim !== undefined && groups.length > 0 && limit > 0
         ? finishAndClaim(ends, claimGroups(groups, limit), limit, nowUs, workerId)
-        : Effect.flatMap(statements.jobFinishMany(ends), (stale: StaleEnds) =>
+        : Effect.flatMap(driver.jobFinishMany(ends), (stale: StaleEnds) =>
           groups.length === 0 || limit <= 0
             ? Effect.succeed({ claimed: [], stale })
             : Effect.map(
-              statements.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId),
+              driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId),
               (claimed) => ({ claimed, stale })
             ))
       return Effect.tap(claimed, ({ claimed }) => told(workerId, nowUs)(claimed))

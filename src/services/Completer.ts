@@ -126,7 +126,7 @@ const saidWhy = (error: SqlError): string => {
  * @category constructors
  */
 export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Facts | Scope.Scope> = Effect.gen(function*() {
-  const { reachability, statements } = yield* Database
+  const { reachability, driver } = yield* Database
   const claimer = yield* Claimer
   const facts = yield* Facts
   /** The ends queued and not yet taken by a write. */
@@ -170,7 +170,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
   const notHeld = (ends: ReadonlyArray<Outcome>, stale: StaleEnds): Effect.Effect<StaleEnds> =>
     stale.size === 0
       ? Effect.succeed(stale)
-      : statements.jobEndsNotHeld(ends.filter((o) => stale.has(endKey(o.id, o.attempt)))).pipe(
+      : driver.jobEndsNotHeld(ends.filter((o) => stale.has(endKey(o.id, o.attempt)))).pipe(
         Effect.orElseSucceed(() => stale)
       )
 
@@ -188,7 +188,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
    */
   const deadLetter = (outcome: Outcome, refusal: SqlError): Effect.Effect<Single> => {
     const dead = unrecorded(outcome, saidWhy(refusal))
-    return whileUnavailable(statements.jobFinishMany([dead])).pipe(
+    return whileUnavailable(driver.jobFinishMany([dead])).pipe(
       Effect.map((stale): Single => ({ end: dead, stale: stale.size > 0 })),
       Effect.tap(() =>
         Effect.logWarning(`sqlane: the database refused this attempt's end; the job is dead-lettered: ${dead.lastError}`)
@@ -223,7 +223,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           Effect.as(Deferred.await(closing), false)
         )
         if (!again) break
-        const tried = yield* Effect.either(whileUnavailable(statements.jobFinishMany([outcome])))
+        const tried = yield* Effect.either(whileUnavailable(driver.jobFinishMany([outcome])))
         if (Either.isRight(tried)) result = { end: outcome, stale: tried.right.size > 0 }
         else if (errorKind((refusal = tried.left)) !== "refused") break
       }
@@ -246,7 +246,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
    * fiber of its own (`retryRefused`), or while closing dead-lettered at once.
    */
   const writeOne = (entry: Entry): Effect.Effect<Single | "retrying"> =>
-    whileUnavailable(statements.jobFinishMany([entry[0]])).pipe(
+    whileUnavailable(driver.jobFinishMany([entry[0]])).pipe(
       Effect.map((stale): Single | "retrying" => ({ end: entry[0], stale: stale.size > 0 })),
       Effect.catchAll((error): Effect.Effect<Single | "retrying"> =>
         errorKind(error) === "data" || closed
@@ -293,7 +293,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
     })
 
   const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
-    statements.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(Effect.catchAll(() => writeEach(batch)))
+    driver.jobFinishMany(batch.map(([outcome]) => outcome)).pipe(Effect.catchAll(() => writeEach(batch)))
 
   /**
    * Writes a batch of ends and, when a worker with ends in it asks, that worker's claim in the same

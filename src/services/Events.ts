@@ -113,7 +113,7 @@ export class Events extends Context.Tag("sqlane/Events")<Events, EventsShape>() 
 export const make: Effect.Effect<EventsShape, never, Facts | Database | Scope.Scope> = Effect.gen(function*() {
   const hub = yield* Effect.acquireRelease(PubSub.sliding<WorkerEvent>(bufferSize), PubSub.shutdown)
   const facts = yield* Facts
-  const { statements } = yield* Database
+  const { driver } = yield* Database
   const clock = yield* Effect.clock
   const runtime = yield* Effect.runtime<never>()
   let subscribers = 0
@@ -161,7 +161,7 @@ export const make: Effect.Effect<EventsShape, never, Facts | Database | Scope.Sc
       const atUs = Number(clock.unsafeCurrentTimeNanos() / 1000n)
       if (name !== undefined) return void publish(endEvent(end, name, atUs)!)
       // An end this process neither claimed nor named (rare): its name is read from its row.
-      Runtime.runFork(runtime)(statements.jobGet(end.id).pipe(
+      Runtime.runFork(runtime)(driver.jobGet(end.id).pipe(
         Effect.map((row) => publish(endEvent(end, row?.name ?? "", atUs)!)),
         Effect.catchAllCause(() => Effect.void)
       ))

@@ -193,12 +193,12 @@ export const keyReleased = "\u0001sqlane:key-released"
  */
 export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | Scope.Scope> = Effect.gen(function*() {
   const config = yield* QueueConfig
-  const { identity, statements } = yield* Database
+  const { identity, driver } = yield* Database
   const scope = yield* Effect.scope
   const key = `${identity}/${config.prefix}`
   const hub = Hub.make(key)
   const control = Control.make(key)
-  const peers = statements.capabilities.listenNotify
+  const peers = driver.capabilities.listenNotify
     ? yield* PgListen.make(hub, control)
     : yield* InsertCheck.make(hub)
   const hintDelayMillis = Duration.toMillis(config.hintDelay)

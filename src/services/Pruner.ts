@@ -67,8 +67,8 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
   function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* QueueConfig
-    const { statements } = yield* Database
-    const { lock, unlock } = statements.prunerLock
+    const { driver } = yield* Database
+    const { lock, unlock } = driver.prunerLock
     const conn = yield* sql.reserve
     // Taking the lock and registering its release are one uninterruptible step: interrupted in
     // between (a worker shutting down), the connection would go back to the pool still holding
@@ -95,7 +95,7 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
         if (!Number.isFinite(keepMs)) continue
         const cutoffUs = nowUs - Math.round(keepMs * 1000)
         while (true) {
-          const n = yield* statements.jobPruneFinished(state, cutoffUs, config.pruneBatchSize)
+          const n = yield* driver.jobPruneFinished(state, cutoffUs, config.pruneBatchSize)
           batches++
           largestBatch = Math.max(largestBatch, n)
           deleted[state] += n

@@ -216,8 +216,8 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
  * @category constructors
  */
 export const make = Effect.gen(function*() {
-  const { statements } = yield* Database
-  const { maxStatementBytes } = statements.capabilities
+  const { driver } = yield* Database
+  const { maxStatementBytes } = driver.capabilities
   const notifier = yield* Notifier
   /** The largest payload (UTF-8 bytes of JSON) one statement can carry on this database, if limited. */
   const maxPayloadBytes = maxStatementBytes === undefined ? undefined : maxStatementBytes - statementOverheadBytes
@@ -237,7 +237,7 @@ export const make = Effect.gen(function*() {
     const notify = notifier.takeNotifyPayload(signal)
     // The driver cuts rows that do not fit one statement (`maxStatementBytes`) into several, in one transaction.
     return Effect.flatMap(
-      statements.jobInsertMany(rows, nowUs, notify),
+      driver.jobInsertMany(rows, nowUs, notify),
       (ids) => announce(rows, signal, notify, inTransaction, ids)
     )
   }
@@ -296,7 +296,7 @@ export const make = Effect.gen(function*() {
       const signal = signalOf([row], nowUs)
       const notify = notifier.takeNotifyPayload(signal)
       return Effect.flatMap(
-        statements.jobInsertUnique({ ...row, uniqueKey: uniqueKey.right, uniqueStates }, nowUs, notify),
+        driver.jobInsertUnique({ ...row, uniqueKey: uniqueKey.right, uniqueStates }, nowUs, notify),
         (result): Effect.Effect<InsertResult> => {
           const r = { id: result.id, duplicate: !result.inserted }
           return result.inserted ? announce([row], signal, notify, inTransaction, r) : Effect.succeed(r)
@@ -383,14 +383,14 @@ export const make = Effect.gen(function*() {
     cancel: (id) =>
       Effect.gen(function*() {
         const info = yield* service.get(id)
-        const cancelled = yield* statements.jobCancel(id, yield* nowMicros)
+        const cancelled = yield* driver.jobCancel(id, yield* nowMicros)
         if (cancelled && info.state === "running") yield* notifier.cancelled([id])
         return cancelled
       }),
     retry: (id) =>
       Effect.gen(function*() {
         const info = yield* service.get(id)
-        const retried = yield* statements.jobRetry(id, yield* nowMicros)
+        const retried = yield* driver.jobRetry(id, yield* nowMicros)
         if (retried) {
           const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
           // The retry's UPDATE sends no NOTIFY: other processes get the trailing one.
@@ -410,7 +410,7 @@ export const make = Effect.gen(function*() {
           attempt: attempt.attempt,
           at: microsToDate(nowUs).toISOString()
         })
-        yield* statements.jobProgressSet(attempt.id, attempt.attempt, json)
+        yield* driver.jobProgressSet(attempt.id, attempt.attempt, json)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("sqlane: cannot record progress", cause)),
         Effect.annotateLogs({ package: "sqlane", "sqlane.job.id": attempt.id })
@@ -418,7 +418,7 @@ export const make = Effect.gen(function*() {
     get: (id) =>
       Effect.gen(function*() {
         if (!/^\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return yield* new JobNotFound({ id })
-        const row = yield* statements.jobGet(id)
+        const row = yield* driver.jobGet(id)
         if (row === undefined) return yield* new JobNotFound({ id })
         return new JobInfo({
           id: row.id,

@@ -66,7 +66,7 @@ const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedul
 export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, never, Scope.Scope | Queue | Database> =>
   Effect.gen(function*() {
     const queue = yield* Queue
-    const { reachability, statements } = yield* Database
+    const { reachability, driver } = yield* Database
     const seen = new Set<string>()
     for (const p of options.schedules) {
       if (seen.has(p.name)) return yield* Effect.dieMessage(`sqlane: two periodic jobs named "${p.name}"`)
@@ -86,7 +86,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         })
         // The schedule's row orders the schedulers of one name; the tick's unique key guards the
         // job as well (a scheduler of an older version records its ticks but does not check them).
-        const result = yield* statements.scheduleFire(
+        const result = yield* driver.scheduleFire(
           p.name,
           tick.getTime() * 1000,
           yield* nowMicros,
@@ -111,7 +111,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
     const run = (p: PeriodicJob) =>
       Effect.gen(function*() {
         const startMs = yield* Clock.currentTimeMillis
-        const lastUs = yield* statements.scheduleGet(p.name).pipe(Effect.retry(untilDone))
+        const lastUs = yield* driver.scheduleGet(p.name).pipe(Effect.retry(untilDone))
         if (p.missed === "runOnce" && lastUs !== undefined) {
           // The latest tick at or before now, if no scheduler enqueued it.
           const latest = latestTick(p.cron, startMs, lastUs)

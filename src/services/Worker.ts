@@ -124,8 +124,8 @@ export const make = <R>(
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
-    const { statements } = yield* Database
-    const { maxStatementBytes } = statements.capabilities
+    const { driver } = yield* Database
+    const { maxStatementBytes } = driver.capabilities
     // Each worker's lock holds one connection for the worker's life: with none left over, the
     // first claim would wait forever for one.
     const client = yield* SqlClient.SqlClient
@@ -150,7 +150,7 @@ export const make = <R>(
     // Every heartbeat also sets the `sqlane_jobs_due` gauge of the names this worker handles.
     const gaugeDue = Effect.gen(function*() {
       if (names.length === 0) return
-      const counts = yield* statements.jobCountDue(names, yield* nowMicros, 10_000)
+      const counts = yield* driver.jobCountDue(names, yield* nowMicros, 10_000)
       for (const { due, name } of counts) ofJobName(name).due.unsafeUpdate(due, [])
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
     /** Another live worker took this worker's id (see `liveness`): claim and rescue no more. */

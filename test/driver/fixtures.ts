@@ -33,9 +33,9 @@ export const withDriver = <A, E>(
     target,
     (prefix) =>
       Effect.gen(function*() {
-        const { statements } = yield* Database
+        const { driver } = yield* Database
         const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-        return yield* body({ driver: statements, prefix, sql })
+        return yield* body({ driver, prefix, sql })
       }),
     { prune: false, ...options }
   )

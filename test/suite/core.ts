@@ -210,7 +210,7 @@ export const core = (target: Target) => {
               assert.strictEqual(v, s)
               assert.strictEqual(MysqlText.literalBytes(s), Buffer.byteLength(MysqlText.literal(s)))
             }
-            const { statements } = yield* Database
+            const { driver } = yield* Database
             const queue = yield* Queue.Queue
             const Odd = Job.make("odd\\name'", { payload: Schema.Struct({ s: Schema.String }) })
             const ids = yield* queue.enqueueMany(Odd, nasty.map((s) => ({ s })))
@@ -218,13 +218,13 @@ export const core = (target: Target) => {
             const listed = yield* (yield* Admin.Admin).list({ name: Odd.name })
             assert.deepStrictEqual(listed.map((j) => j.id).sort(), [...ids].sort())
             const laterUs = (yield* nowMicros) + 1_000_000
-            assert.deepStrictEqual(yield* statements.jobCountDue([Odd.name], laterUs, 100), [{ name: Odd.name, due: nasty.length }])
+            assert.deepStrictEqual(yield* driver.jobCountDue([Odd.name], laterUs, 100), [{ name: Odd.name, due: nasty.length }])
             const worker = "w\\'1"
-            const claimed = yield* statements.jobClaim([{ name: Odd.name, priority: 0 }], 100, laterUs, worker)
+            const claimed = yield* driver.jobClaim([{ name: Odd.name, priority: 0 }], 100, laterUs, worker)
             assert.strictEqual(claimed.length, nasty.length)
-            const orphans = yield* statements.jobListOrphaned([Odd.name], 0, worker, 100)
+            const orphans = yield* driver.jobListOrphaned([Odd.name], 0, worker, 100)
             assert.strictEqual(orphans.length, nasty.length)
-            yield* statements.jobFinishMany(ids.map((id, i) => ({
+            yield* driver.jobFinishMany(ids.map((id, i) => ({
               id,
               attempt: 1,
               state: "completed" as const,
@@ -235,7 +235,7 @@ export const core = (target: Target) => {
               result: nasty[i]
             })))
             for (const [i, id] of ids.entries()) {
-              const row = yield* statements.jobGet(id)
+              const row = yield* driver.jobGet(id)
               assert.strictEqual(row?.state, "completed")
               assert.strictEqual(row?.result, nasty[i])
               assert.strictEqual(row?.lastError, nasty[i])
@@ -251,16 +251,16 @@ export const core = (target: Target) => {
     it.live(name("one completion write and one due count take values with and without backslashes and quotes together"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const Mixed = Job.make("mixed", { payload: Schema.Struct({ n: Schema.Number }) })
           const queue = yield* Queue.Queue
           const ids = yield* queue.enqueueMany(Mixed, [{ n: 1 }, { n: 2 }, { n: 3 }])
           const nowUs = (yield* nowMicros)
-          const claimed = yield* statements.jobClaim([{ name: Mixed.name, priority: 0 }], 10, nowUs, "w-mixed")
+          const claimed = yield* driver.jobClaim([{ name: Mixed.name, priority: 0 }], 10, nowUs, "w-mixed")
           assert.strictEqual(claimed.length, 3)
           // JSON of a string with a quote or a line break holds a backslash; the others do not.
           const results = [JSON.stringify({ s: "a \"quoted\" word" }), JSON.stringify({ s: "plain" }), "{\"s\":\"it's\"}"]
-          yield* statements.jobFinishMany(ids.map((id, i) => ({
+          yield* driver.jobFinishMany(ids.map((id, i) => ({
             id,
             attempt: 1,
             state: "completed" as const,
@@ -271,13 +271,13 @@ export const core = (target: Target) => {
             result: results[i]
           })))
           for (const [i, id] of ids.entries()) {
-            const row = yield* statements.jobGet(id)
+            const row = yield* driver.jobGet(id)
             assert.strictEqual(row?.state, "completed")
             assert.strictEqual(row?.result, results[i])
           }
           const Odd = Job.make("odd\\due'", { payload: Schema.Struct({}) })
           yield* queue.enqueue(Odd, {})
-          const due = yield* statements.jobCountDue(["plain-due", Odd.name], (yield* nowMicros) + 1_000_000, 100)
+          const due = yield* driver.jobCountDue(["plain-due", Odd.name], (yield* nowMicros) + 1_000_000, 100)
           assert.deepStrictEqual([...due].sort((a, b) => a.name.localeCompare(b.name)), [
             { name: Odd.name, due: 1 },
             { name: "plain-due", due: 0 }
@@ -289,16 +289,16 @@ export const core = (target: Target) => {
         Effect.gen(function*() {
           // On MySQL/MariaDB the claim's locking reads run after the ends in one transaction and see
           // them; PostgreSQL's one statement reads one snapshot. Both must leave such a job alone.
-          const { statements } = yield* Database
-          assert.isDefined(statements.jobFinishManyAndClaim)
+          const { driver } = yield* Database
+          assert.isDefined(driver.jobFinishManyAndClaim)
           const queue = yield* Queue.Queue
           const [first, second] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
           const group = [{ name: Noop.name, priority: 0 }]
           const nowUs = (yield* nowMicros) + 1_000_000
-          const claimed = yield* statements.jobClaim(group, 1, nowUs, "w-ride")
+          const claimed = yield* driver.jobClaim(group, 1, nowUs, "w-ride")
           assert.deepStrictEqual(claimed.map((r) => r.id), [first])
           // The release puts the first job back, due and first in claim order, at its attempt 0.
-          const rode = yield* statements.jobFinishManyAndClaim!([{
+          const rode = yield* driver.jobFinishManyAndClaim!([{
             id: first,
             attempt: 1,
             state: "released",
@@ -310,10 +310,10 @@ export const core = (target: Target) => {
           }], group, 2, nowUs, "w-ride")
           assert.deepStrictEqual(rode.claimed.map((r) => [r.id, r.attempts]), [[second, 1]])
           assert.strictEqual(rode.stale.size, 0)
-          const row = yield* statements.jobGet(first)
+          const row = yield* driver.jobGet(first)
           assert.strictEqual(row?.state, "pending")
           assert.strictEqual(row?.attempts, 0)
-          const later = yield* statements.jobClaim(group, 2, nowUs, "w-ride")
+          const later = yield* driver.jobClaim(group, 2, nowUs, "w-ride")
           assert.deepStrictEqual(later.map((r) => [r.id, r.attempts]), [[first, 1]])
         })))
 
@@ -328,12 +328,12 @@ export const core = (target: Target) => {
               // A job cancelled (or rescued) while its attempt ran: the attempt's end changes nothing,
               // and the worker must know it (no Completed event, no count). Alone, on a ride that
               // claims nothing, and on a ride that claims.
-              const { statements } = yield* Database
+              const { driver } = yield* Database
               const queue = yield* Queue.Queue
               yield* queue.enqueueMany(Noop, [1, 2, 3, 4, 5, 6].map((i) => ({ i })))
               const group = [{ name: Noop.name, priority: 0 }]
               const nowUs = (yield* nowMicros) + 1_000_000
-              const [a, b, c, d, e, f] = yield* statements.jobClaim(group, 6, nowUs, "w-stale")
+              const [a, b, c, d, e, f] = yield* driver.jobClaim(group, 6, nowUs, "w-stale")
               assert.isTrue(yield* queue.cancel(a.id))
               assert.isTrue(yield* queue.cancel(d.id))
               type Row = typeof a
@@ -349,59 +349,59 @@ export const core = (target: Target) => {
               })
               const keys = (set: ReadonlySet<string>) => Array.from(set).sort()
               // Two ends of c in one batch: the one of a wrong attempt is stale.
-              const alone = yield* statements.jobFinishMany([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])
+              const alone = yield* driver.jobFinishMany([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])
               assert.deepStrictEqual(keys(alone), [endKey(a.id, 1), endKey(c.id, 2)].sort())
               // Read back by value (for a batch that may have committed unseen): the same answer.
               assert.deepStrictEqual(
-                keys(yield* statements.jobEndsNotHeld([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])),
+                keys(yield* driver.jobEndsNotHeld([end(a), end(b), end(c, "dead", 2), end(c), end(e, "pending")])),
                 [endKey(a.id, 1), endKey(c.id, 2)].sort()
               )
               // Every end stale, and every end written.
-              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(a)])), [endKey(a.id, 1)])
+              assert.deepStrictEqual(keys(yield* driver.jobFinishMany([end(a)])), [endKey(a.id, 1)])
               const [j] = yield* queue.enqueueMany(Noop, [{ i: 10 }], { priority: 2 })
-              const [claimedJ] = yield* statements.jobClaim([{ name: Noop.name, priority: 2 }], 1, nowUs, "w-stale")
+              const [claimedJ] = yield* driver.jobClaim([{ name: Noop.name, priority: 2 }], 1, nowUs, "w-stale")
               assert.strictEqual(claimedJ.id, j)
-              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(claimedJ)])), [])
+              assert.deepStrictEqual(keys(yield* driver.jobFinishMany([end(claimedJ)])), [])
               // A ride with nothing due to claim (e is due in a minute).
-              const idle = yield* statements.jobFinishManyAndClaim!([end(d), end(f, "dead")], group, 2, nowUs, "w-stale")
+              const idle = yield* driver.jobFinishManyAndClaim!([end(d), end(f, "dead")], group, 2, nowUs, "w-stale")
               assert.deepStrictEqual(idle.claimed, [])
               assert.deepStrictEqual(keys(idle.stale), [endKey(d.id, 1)])
               // A ride with a stale end (g's, a wrong attempt) and a job to claim (h): PostgreSQL claims
               // it; MySQL/MariaDB write the ends alone then (their rows locked first) and claim nothing.
               const [g, h] = yield* queue.enqueueMany(Noop, [{ i: 7 }, { i: 8 }])
-              const [claimedG] = yield* statements.jobClaim(group, 1, nowUs, "w-stale")
+              const [claimedG] = yield* driver.jobClaim(group, 1, nowUs, "w-stale")
               assert.strictEqual(claimedG.id, g)
-              const rode = yield* statements.jobFinishManyAndClaim!([end(claimedG, "completed", 5)], group, 1, nowUs, "w-stale")
+              const rode = yield* driver.jobFinishManyAndClaim!([end(claimedG, "completed", 5)], group, 1, nowUs, "w-stale")
               assert.deepStrictEqual(rode.claimed.map((r) => r.id), target.dialect === "pg" ? [h] : [])
               assert.deepStrictEqual(keys(rode.stale), [endKey(g, 5)])
-              const [claimedH] = target.dialect === "pg" ? rode.claimed : yield* statements.jobClaim(group, 1, nowUs, "w-stale")
+              const [claimedH] = target.dialect === "pg" ? rode.claimed : yield* driver.jobClaim(group, 1, nowUs, "w-stale")
               assert.strictEqual(claimedH.id, h)
-              const rodeWritten = yield* statements.jobFinishManyAndClaim!([end(claimedG), end(claimedH, "released")], group, 1, nowUs, "w-stale")
+              const rodeWritten = yield* driver.jobFinishManyAndClaim!([end(claimedG), end(claimedH, "released")], group, 1, nowUs, "w-stale")
               assert.deepStrictEqual(keys(rodeWritten.stale), [])
               assert.deepStrictEqual(rodeWritten.claimed, [])
               // A release beside a stale end.
               const [i] = yield* queue.enqueueMany(Noop, [{ i: 9 }], { priority: 1 })
-              const [claimedI] = yield* statements.jobClaim([{ name: Noop.name, priority: 1 }], 1, nowUs, "w-stale")
+              const [claimedI] = yield* driver.jobClaim([{ name: Noop.name, priority: 1 }], 1, nowUs, "w-stale")
               assert.strictEqual(claimedI.id, i)
-              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(claimedI, "released"), end(a)])), [endKey(a.id, 1)])
-              const state = (id: string) => Effect.map(statements.jobGet(id), (r) => r?.state ?? "gone")
+              assert.deepStrictEqual(keys(yield* driver.jobFinishMany([end(claimedI, "released"), end(a)])), [endKey(a.id, 1)])
+              const state = (id: string) => Effect.map(driver.jobGet(id), (r) => r?.state ?? "gone")
               assert.deepStrictEqual(
                 yield* Effect.forEach([a, b, c, d, e, f].map((r) => r.id), state),
                 ["cancelled", deleted ? "gone" : "completed", deleted ? "gone" : "completed", "cancelled", "pending", "dead"]
               )
               assert.deepStrictEqual(yield* Effect.forEach([g, h, i], state), [deleted ? "gone" : "completed", "pending", "pending"])
-              assert.strictEqual((yield* statements.jobGet(i))?.attempts, 0)
+              assert.strictEqual((yield* driver.jobGet(i))?.attempts, 0)
               // Another attempt ended the job first (with retention.completed 0 its end deleted the row).
               const [k] = yield* queue.enqueueMany(Noop, [{ i: 11 }], { priority: 3 })
               const groupK = [{ name: Noop.name, priority: 3 }]
-              const [k1] = yield* statements.jobClaim(groupK, 1, nowUs, "w-stale")
+              const [k1] = yield* driver.jobClaim(groupK, 1, nowUs, "w-stale")
               assert.isTrue(yield* queue.cancel(k))
               assert.isTrue(yield* queue.retry(k))
-              const [k2] = yield* statements.jobClaim(groupK, 1, nowUs, "w-stale")
+              const [k2] = yield* driver.jobClaim(groupK, 1, nowUs, "w-stale")
               assert.deepStrictEqual([k1.id, k1.attempts, k2.id, k2.attempts], [k, 1, k, 2])
-              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(k2)])), [])
-              assert.deepStrictEqual(keys(yield* statements.jobFinishMany([end(k1)])), [endKey(k, 1)])
-              const late = yield* statements.jobFinishManyAndClaim!([end(k1)], groupK, 1, nowUs, "w-stale")
+              assert.deepStrictEqual(keys(yield* driver.jobFinishMany([end(k2)])), [])
+              assert.deepStrictEqual(keys(yield* driver.jobFinishMany([end(k1)])), [endKey(k, 1)])
+              const late = yield* driver.jobFinishManyAndClaim!([end(k1)], groupK, 1, nowUs, "w-stale")
               assert.deepStrictEqual(keys(late.stale), [endKey(k, 1)])
               assert.strictEqual(yield* state(k), deleted ? "gone" : "completed")
             }), deleted ? { retention: { completed: 0 } } : {})
@@ -412,11 +412,11 @@ export const core = (target: Target) => {
       withQueue(target, () =>
         Effect.gen(function*() {
           // A write tells its stale ends by attempt: the completer must not put both in one write.
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const completer = yield* Completer.Completer
           const queue = yield* Queue.Queue
           const [id] = yield* queue.enqueueMany(Noop, [{ i: 1 }])
-          const [row] = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, (yield* nowMicros) + 1_000_000, "w-dup")
+          const [row] = yield* driver.jobClaim([{ name: Noop.name, priority: 0 }], 1, (yield* nowMicros) + 1_000_000, "w-dup")
           assert.strictEqual(row.id, id)
           const changed: Array<boolean> = []
           const done = yield* Deferred.make<void>()
@@ -448,16 +448,16 @@ export const core = (target: Target) => {
         Effect.gen(function*() {
           // On MySQL/MariaDB a DELETE whose subquery reads the jobs table locked every row it read:
           // the prune waited for any claim, ride or enqueue in flight (and blocked them).
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const queue = yield* Queue.Queue
           const [first] = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
-          yield* statements.workerRegister("w-stale", 0, "host", 1)
-          yield* statements.workerRegister("w-busy", 0, "host", 2)
+          yield* driver.workerRegister("w-stale", 0, "host", 1)
+          yield* driver.workerRegister("w-busy", 0, "host", 2)
           const nowUs = (yield* nowMicros) + 1_000_000
-          assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 1, nowUs, "w-busy")).length, 1)
+          assert.strictEqual((yield* driver.jobClaim([{ name: Noop.name, priority: 0 }], 1, nowUs, "w-busy")).length, 1)
           const release = yield* holdJobRow(prefix, first)
-          const pruned = yield* statements.workerPrune(nowUs).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          const pruned = yield* driver.workerPrune(nowUs).pipe(Effect.timeout("3 seconds"), Effect.exit)
           yield* release
           assert.isTrue(Exit.isSuccess(pruned), "the prune finished while another transaction held a job row")
           const left = yield* sql<{ id: string }>`SELECT id FROM ${sql(prefix + "workers")} ORDER BY id`
@@ -470,7 +470,7 @@ export const core = (target: Target) => {
         Effect.gen(function*() {
           // On MariaDB a lone `(id, attempts) IN ((?, ?))` reads no key: the delete scanned (and
           // locked) every running row, so it waited for any transaction holding one of them.
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const jobs = sql(prefix + "jobs")
           const queue = yield* Queue.Queue
@@ -479,13 +479,13 @@ export const core = (target: Target) => {
           yield* queue.enqueueMany(Noop, Array.from({ length: 500 }, (_, i) => ({ i })), { delay: "1 hour" })
           if (target.dialect === "mysql") yield* sql`ANALYZE TABLE ${jobs}`.unprepared
           const nowUs = (yield* nowMicros) + 1_000_000
-          const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
+          const claimed = yield* driver.jobClaim([{ name: Noop.name, priority: 0 }], 3, nowUs, "w")
           assert.strictEqual(claimed.length, 3)
           const [held, ended, ridden] = claimed
           const release = yield* holdJobRow(prefix, held.id)
           const end = (row: typeof ended) => completedEnd(row, nowUs)
-          const alone = yield* statements.jobFinishMany([end(ended)]).pipe(Effect.timeout("3 seconds"), Effect.exit)
-          const ride = yield* statements.jobFinishManyAndClaim!([end(ridden)], [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
+          const alone = yield* driver.jobFinishMany([end(ended)]).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          const ride = yield* driver.jobFinishManyAndClaim!([end(ridden)], [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
             .pipe(Effect.timeout("3 seconds"), Effect.exit)
           yield* release
           assert.isTrue(Exit.isSuccess(alone), "an end alone finished while another transaction held a running row")
@@ -499,16 +499,16 @@ export const core = (target: Target) => {
         Effect.gen(function*() {
           // On MariaDB an update of 8 ends among 20 running jobs read every running row first and
           // locked each: it waited for any transaction holding one of them (an app's cancel).
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           yield* queue.enqueueMany(Noop, Array.from({ length: 20 }, (_, i) => ({ i })))
           const nowUs = (yield* nowMicros) + 1_000_000
-          const claimed = yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 20, nowUs, "w")
+          const claimed = yield* driver.jobClaim([{ name: Noop.name, priority: 0 }], 20, nowUs, "w")
           assert.strictEqual(claimed.length, 20)
           const release = yield* holdJobRow(prefix, claimed[0].id)
           const end = (row: typeof claimed[number]) => completedEnd(row, nowUs)
-          const alone = yield* statements.jobFinishMany(claimed.slice(2, 10).map(end)).pipe(Effect.timeout("3 seconds"), Effect.exit)
-          const ride = yield* statements.jobFinishManyAndClaim!(claimed.slice(10, 18).map(end), [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
+          const alone = yield* driver.jobFinishMany(claimed.slice(2, 10).map(end)).pipe(Effect.timeout("3 seconds"), Effect.exit)
+          const ride = yield* driver.jobFinishManyAndClaim!(claimed.slice(10, 18).map(end), [{ name: Noop.name, priority: 0 }], 1, nowUs, "w")
             .pipe(Effect.timeout("3 seconds"), Effect.exit)
           yield* release
           assert.isTrue(Exit.isSuccess(alone), "the ends alone finished while another transaction held a running row")

@@ -464,14 +464,14 @@ export const operations = (target: Target) => {
 
           // Another process holds the pruner's lock: this pass does nothing.
           const sql = yield* SqlClient.SqlClient
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const skipped = yield* Effect.scoped(Effect.gen(function*() {
             const conn = yield* sql.reserve
-            const [lockSql, lockParams] = statements.prunerLock.lock
+            const [lockSql, lockParams] = driver.prunerLock.lock
             const got = (yield* conn.executeValues(lockSql, lockParams))[0]?.[0]
             assert.isTrue(got === true || Number(got) === 1)
             const result = yield* Pruner.run
-            yield* conn.executeRaw(statements.prunerLock.unlock[0], statements.prunerLock.unlock[1])
+            yield* conn.executeRaw(driver.prunerLock.unlock[0], driver.prunerLock.unlock[1])
             return result
           }))
           assert.isFalse(skipped.ran)

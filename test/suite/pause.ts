@@ -32,10 +32,10 @@ const elsewhere = (target: Target, prefix: string) =>
   Effect.map(
     Layer.build(QueueLive({ prefix, migrate: false }).pipe(Layer.provideMerge(clientLayer(target, { maxConnections: 2 })))),
     (context) => {
-      const { statements } = Context.get(context, Database)
+      const { driver } = Context.get(context, Database)
       return {
-        pause: (name: string) => Effect.flatMap(nowMicros, (us) => statements.pausedInsert(name, us)),
-        resume: (name: string) => statements.pausedDelete(name),
+        pause: (name: string) => Effect.flatMap(nowMicros, (us) => driver.pausedInsert(name, us)),
+        resume: (name: string) => driver.pausedDelete(name),
         queue: Context.get(context, Queue.Queue)
       }
     }
@@ -112,7 +112,7 @@ export const pause = (target: Target) => {
     it.live(name("the claims leave out a name paused by another connection, whatever the caller's view says"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const other = yield* elsewhere(target, prefix)
           const held = yield* queue.enqueueMany(Held, [{ i: 1 }, { i: 2 }])
@@ -124,12 +124,12 @@ export const pause = (target: Target) => {
           assert.isTrue(yield* other.pause(HeldKeyed.name))
 
           // The claim of one group (PostgreSQL: its arm alone) and of several (UNION ALL of arms).
-          assert.deepStrictEqual(yield* statements.jobClaim([group(Held.name)], 10, nowUs, "w"), [])
-          const first = yield* statements.jobClaim([group(Held.name), group(Free.name)], 1, nowUs, "w")
+          assert.deepStrictEqual(yield* driver.jobClaim([group(Held.name)], 10, nowUs, "w"), [])
+          const first = yield* driver.jobClaim([group(Held.name), group(Free.name)], 1, nowUs, "w")
           assert.deepStrictEqual(first.map((r) => r.id), [free[0]])
           // The keyed claim.
-          assert.deepStrictEqual(yield* statements.jobClaimKeyed([group(HeldKeyed.name)], 10, nowUs, "w"), [])
-          const second = yield* statements.jobClaimKeyed(
+          assert.deepStrictEqual(yield* driver.jobClaimKeyed([group(HeldKeyed.name)], 10, nowUs, "w"), [])
+          const second = yield* driver.jobClaimKeyed(
             [group(HeldKeyed.name), group(Held.name), group(Free.name)],
             1,
             nowUs,
@@ -137,8 +137,8 @@ export const pause = (target: Target) => {
           )
           assert.deepStrictEqual(second.map((r) => r.id), [free[1]])
           // The claim riding on the write of ends: the end is written, nothing paused is claimed.
-          assert.isDefined(statements.jobFinishManyAndClaim)
-          const ride = yield* statements.jobFinishManyAndClaim!(
+          assert.isDefined(driver.jobFinishManyAndClaim)
+          const ride = yield* driver.jobFinishManyAndClaim!(
             [completed(first[0], nowUs)],
             [group(Held.name), group(HeldKeyed.name), group(Free.name)],
             5,
@@ -147,8 +147,8 @@ export const pause = (target: Target) => {
           )
           assert.deepStrictEqual(ride.claimed.map((r) => r.id), [free[2]])
           assert.strictEqual(ride.stale.size, 0)
-          assert.strictEqual((yield* statements.jobGet(first[0].id))?.state, "completed")
-          const idle = yield* statements.jobFinishManyAndClaim!(
+          assert.strictEqual((yield* driver.jobGet(first[0].id))?.state, "completed")
+          const idle = yield* driver.jobFinishManyAndClaim!(
             [completed(second[0], nowUs)],
             [group(Held.name), group(HeldKeyed.name)],
             5,
@@ -156,22 +156,22 @@ export const pause = (target: Target) => {
             "w"
           )
           assert.deepStrictEqual([idle.claimed, idle.stale.size], [[], 0])
-          assert.strictEqual((yield* statements.jobGet(second[0].id))?.state, "completed")
+          assert.strictEqual((yield* driver.jobGet(second[0].id))?.state, "completed")
           assert.deepStrictEqual(yield* statesOf(prefix, [...held, ...keyed]), ["pending", "pending", "pending", "pending"])
 
           // Names compare as the database compares them: on MySQL/MariaDB (PAD SPACE) a pause of
           // "held " holds "held"; on PostgreSQL it is another name.
           assert.isTrue(yield* other.resume(Held.name))
           assert.isTrue(yield* other.pause(`${Held.name} `))
-          const padded = yield* statements.jobClaim([group(Held.name)], 1, nowUs, "w")
+          const padded = yield* driver.jobClaim([group(Held.name)], 1, nowUs, "w")
           assert.deepStrictEqual(padded.map((r) => r.id), target.dialect === "mysql" ? [] : [held[0]])
           assert.isTrue(yield* other.resume(`${Held.name} `))
 
           // Resumed: the claims take them again.
           assert.isTrue(yield* other.resume(HeldKeyed.name))
-          const after = yield* statements.jobClaim([group(Held.name)], 10, nowUs, "w")
+          const after = yield* driver.jobClaim([group(Held.name)], 10, nowUs, "w")
           assert.deepStrictEqual(after.map((r) => r.id), target.dialect === "mysql" ? held : [held[1]])
-          const afterKeyed = yield* statements.jobClaimKeyed([group(HeldKeyed.name)], 10, nowUs, "w")
+          const afterKeyed = yield* driver.jobClaimKeyed([group(HeldKeyed.name)], 10, nowUs, "w")
           assert.deepStrictEqual(afterKeyed.map((r) => r.id), keyed)
         })))
 

@@ -138,13 +138,13 @@ export const plans = (target: Target) => {
             yield* fill(target, prefix)
             // The claimed names paused, so that MySQL/MariaDB's EXPLAIN of the paused check reads
             // the table (a key that is not there is answered from the index before the plan).
-            const { statements } = yield* Database
-            for (const paused of ["plan.name.0100", "plan.name.0200"]) yield* statements.pausedInsert(paused, (yield* nowMicros))
+            const { driver } = yield* Database
+            for (const paused of ["plan.name.0100", "plan.name.0200"]) yield* driver.pausedInsert(paused, (yield* nowMicros))
             yield* checkPlans(target, prefix, "before ANALYZE")
             yield* analyze(target, prefix)
             yield* checkPlans(target, prefix, "after ANALYZE")
             // And the probe answers: the 10 names with pending jobs, nothing else.
-            const rows = yield* statements.jobProbe(names)
+            const rows = yield* driver.jobProbe(names)
             assert.deepStrictEqual(
               rows.map((r) => r.name).sort(),
               Array.from({ length: 10 }, (_, i) => `plan.name.${String(i * 100).padStart(4, "0")}`)

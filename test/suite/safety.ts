@@ -96,7 +96,7 @@ const refuseEndsOf = (target: Target, prefix: string, which: "completion" | "eve
 const cutLockConnection = (target: Target, workerId: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const lockName = (yield* Database).statements.workerLockName(workerId)
+    const lockName = (yield* Database).driver.workerLockName(workerId)
     if (target.dialect === "pg") {
       const ended = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
         WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
@@ -173,7 +173,7 @@ export const safety = (target: Target) => {
           const id = yield* queue.enqueue(Noop, { i: 1 })
           // A frozen worker: its session lock is held (by a connection of ours) but it never heartbeats.
           const conn = yield* sql.reserve
-          const lockName = (yield* Database).statements.workerLockName("frozen")
+          const lockName = (yield* Database).driver.workerLockName("frozen")
           yield* target.dialect === "pg"
             ? conn.executeRaw("SELECT pg_advisory_lock($1, hashtext($2))", [0x5a1a7e, lockName])
             : conn.executeRaw("SELECT GET_LOCK(?, 0)", [lockName])
@@ -275,11 +275,11 @@ export const safety = (target: Target) => {
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const ids = yield* queue.enqueueMany(Noop, [{ i: 1 }, { i: 2 }])
           const nowUs = (yield* nowMicros)
-          assert.strictEqual((yield* statements.jobClaim([{ name: Noop.name, priority: 0 }], 10, nowUs, "w-final")).length, 2)
+          assert.strictEqual((yield* driver.jobClaim([{ name: Noop.name, priority: 0 }], 10, nowUs, "w-final")).length, 2)
           // Releasing the second would take its attempt count below 0: the check constraint refuses
           // the statement that holds it.
           yield* sql`UPDATE ${sql(`${prefix}jobs`)} SET attempts = 0 WHERE id = ${ids[1]}`
@@ -378,13 +378,13 @@ export const safety = (target: Target) => {
     it.live(name("at shutdown, an end the database refuses is dead-lettered at once, within the completer's 5 s bound"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const drop = yield* refuseEndsOf(target, prefix, "completion")
           yield* Effect.gen(function*() {
             const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
             const nowUs = (yield* nowMicros)
-            assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-final")).length, 1)
+            assert.strictEqual((yield* driver.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-final")).length, 1)
             const calls: Array<[boolean | undefined, boolean | undefined]> = []
             const started = Date.now()
             yield* Effect.scoped(Effect.gen(function*() {
@@ -411,13 +411,13 @@ export const safety = (target: Target) => {
     it.effect(name("a refused end's retries wait on Effect's Clock (TestClock): written once the clock passes them"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const drop = yield* refuseEndsOf(target, prefix, "completion")
           yield* Effect.gen(function*() {
             const [id] = yield* queue.enqueueMany(Poisonable, [{ poison: true, i: 0 }])
             const nowUs = (yield* nowMicros)
-            assert.strictEqual((yield* statements.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-clock")).length, 1)
+            assert.strictEqual((yield* driver.jobClaim([{ name: Poisonable.name, priority: 0 }], 1, nowUs, "w-clock")).length, 1)
             const calls: Array<boolean | undefined> = []
             yield* Effect.scoped(Effect.gen(function*() {
               const completer = yield* Completer.make
@@ -531,7 +531,7 @@ export const safety = (target: Target) => {
           // No NOTIFY and no local cancel: the statements alone, as another process's `sqlane cancel`
           // then `sqlane retry` on MySQL/MariaDB. The row is pending again (not cancelled) by the time
           // the worker looks; the attempt running here is stale all the same.
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const Twice = Job.make(`${prefix}twice`, { payload: Schema.Struct({}) })
           const started: Array<number> = []
@@ -547,8 +547,8 @@ export const safety = (target: Target) => {
           yield* waitUntil(Effect.sync(() => started.length === 1), 10_000, "attempt 1")
           yield* Worker.make({ concurrency: 1, handlers })
           const nowUs = (yield* nowMicros)
-          assert.isTrue(yield* statements.jobCancel(id, nowUs))
-          assert.isTrue(yield* statements.jobRetry(id, nowUs))
+          assert.isTrue(yield* driver.jobCancel(id, nowUs))
+          assert.isTrue(yield* driver.jobRetry(id, nowUs))
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 20_000, "the retry to complete")
           yield* waitUntil(Effect.sync(() => interrupted.includes(1)), 5_000, "attempt 1 interrupted")
           assert.deepStrictEqual(started, [1, 2])
@@ -758,7 +758,7 @@ export const safety = (target: Target) => {
             yield* realSleep(2000)
             yield* queue.enqueue(Noop, { i: 2 })
             yield* waitUntil(Effect.sync(() => ran.length === 2), 10_000, "a job after the cut")
-            const holder = yield* (yield* Database).statements.workerLockHolder("cut")
+            const holder = yield* (yield* Database).driver.workerLockHolder("cut")
             assert.isNotNull(holder)
           }))
       }).pipe(Effect.scoped), 60_000)
@@ -776,7 +776,7 @@ export const safety = (target: Target) => {
           yield* queue.enqueue(Noop, { i: 1 })
           yield* waitUntil(Effect.sync(() => ran.length === 1), 10_000, "the first job")
           // Cut the worker's lock connection, and take its lock at once from another connection.
-          const lockName = (yield* Database).statements.workerLockName("dup")
+          const lockName = (yield* Database).driver.workerLockName("dup")
           const conn = yield* sql.reserve
           if (target.dialect === "pg") {
             const [holder] = yield* sql<{ pid: number }>`SELECT pid FROM pg_locks
@@ -972,7 +972,7 @@ export const safety = (target: Target) => {
           yield* Worker.make({ id: "rescuer", handlers: [handler("rescuer")] })
           yield* realSleep(300)
           // Terminate the connection that holds the holder's session lock.
-          const lockName = (yield* Database).statements.workerLockName("holder")
+          const lockName = (yield* Database).driver.workerLockName("holder")
           const killed = target.dialect === "pg"
             ? yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
                 WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}

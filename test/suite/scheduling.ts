@@ -764,13 +764,13 @@ export const scheduling = (target: Target) => {
         Effect.gen(function*() {
           // With `retention.completed` 0 the pruner deletes a tick's job within a minute, and with it
           // the tick's unique key: a scheduler that was late (a paused process) enqueued it again.
-          const { statements } = yield* Database
+          const { driver } = yield* Database
           const queue = yield* Queue.Queue
           const Tick = Job.make("tick", { payload: Schema.Struct({ us: Schema.Number }) })
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const t = 1_800_000_000_000_000
           const fire = (tickUs: number) =>
-            statements.scheduleFire("every-second", tickUs, Date.now() * 1000, queue.insert(Tick, { us: tickUs }))
+            driver.scheduleFire("every-second", tickUs, Date.now() * 1000, queue.insert(Tick, { us: tickUs }))
           const first = yield* fire(t)
           assert.isTrue(first !== undefined && !first.duplicate)
           yield* sql`DELETE FROM ${sql(prefix + "jobs")}`
@@ -780,13 +780,13 @@ export const scheduling = (target: Target) => {
           const next = yield* Effect.all(Array.from({ length: 5 }, () => fire(t + 1_000_000)), { concurrency: "unbounded" })
           assert.strictEqual(next.filter((r) => r !== undefined).length, 1)
           assert.strictEqual(yield* countJobs(prefix), 1)
-          assert.strictEqual(yield* statements.scheduleGet("every-second"), t + 1_000_000)
+          assert.strictEqual(yield* driver.scheduleGet("every-second"), t + 1_000_000)
           // A failed enqueue records nothing: the tick is tried again.
           const failed = yield* Effect.either(
-            statements.scheduleFire("every-second", t + 2_000_000, Date.now() * 1000, Effect.fail("no"))
+            driver.scheduleFire("every-second", t + 2_000_000, Date.now() * 1000, Effect.fail("no"))
           )
           assert.isTrue(Either.isLeft(failed))
-          assert.strictEqual(yield* statements.scheduleGet("every-second"), t + 1_000_000)
+          assert.strictEqual(yield* driver.scheduleGet("every-second"), t + 1_000_000)
           assert.isDefined(yield* fire(t + 2_000_000))
         }), { maxConnections: 8 }))
 

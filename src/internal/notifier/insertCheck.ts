@@ -24,7 +24,7 @@ import { type Peers, silent } from "./peers.js"
 export const make = (hub: Hub): Effect.Effect<Peers, never, QueueConfig | Database | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
-    const { reachability, statements } = yield* Database
+    const { reachability, driver } = yield* Database
     const scope = yield* Effect.scope
     let started = false
     const intervalMillis = Duration.toMillis(config.insertCheckInterval)
@@ -40,7 +40,7 @@ export const make = (hub: Hub): Effect.Effect<Peers, never, QueueConfig | Databa
           seen = undefined
           return Effect.void
         }
-        return statements.jobNewestId().pipe(
+        return driver.jobNewestId().pipe(
           Effect.map((newest) => {
             if (newest !== seen) hub.deliverOwn("*")
             seen = newest

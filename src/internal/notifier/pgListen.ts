@@ -68,12 +68,12 @@ const decodeSignal = (payload: string): Signal | undefined => {
 export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, QueueConfig | Database | Scope.Scope> =>
   Effect.gen(function*() {
     const config = yield* QueueConfig
-    const { reachability, statements } = yield* Database
+    const { reachability, driver } = yield* Database
     const scope = yield* Effect.scope
     // Log lines from the LISTEN client's callbacks go through the app's logger, not the default one.
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const channel = `${config.prefix}jobs`
-    const send = (message: string) => Effect.ignore(statements.channelNotify(channel, message))
+    const send = (message: string) => Effect.ignore(driver.channelNotify(channel, message))
 
     // The limiter: a leading NOTIFY inside the enqueue, then one trailing NOTIFY (outside any
     // transaction, from this Notifier's own fiber) for the names enqueued during the window.
@@ -129,7 +129,7 @@ export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, Qu
         const signal = decodeSignal(payload)
         if (signal !== undefined) hub.deliverOwn(signal)
       }
-      return statements.channelListen(channel, onReady, onPayload).pipe(
+      return driver.channelListen(channel, onReady, onPayload).pipe(
         Effect.tapErrorCause((cause) =>
           reachability.failed("LISTEN", "sqlane: LISTEN connection lost; reconnecting", cause)
         ),

@@ -102,8 +102,8 @@ export const liveness = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* QueueConfig
-    const { reachability, statements } = yield* Database
-    const [lockSql, lockParams] = statements.workerLockStatement(workerId)
+    const { reachability, driver } = yield* Database
+    const [lockSql, lockParams] = driver.workerLockStatement(workerId)
     /** How often the lock's connection is checked, and the longest wait between attempts to take the lock again. */
     const checkMillis = Math.max(
       10,
@@ -111,7 +111,7 @@ export const liveness = (
     )
     /** How long the check waits for an answer (wall clock) before it counts the connection as lost. */
     const checkAnswerMillis = Math.max(2000, 4 * checkMillis)
-    const unlockSql = statements.workerUnlockSql
+    const unlockSql = driver.workerUnlockSql
     /** The connection that held the lock last (`pg_backend_pid()` / `CONNECTION_ID()`). */
     let heldBy: number | undefined
     /**
@@ -128,14 +128,14 @@ export const liveness = (
       if (steadySinceMs === undefined && !relocking) return Effect.void // not taken yet: the start
       steadySinceMs = undefined
       relocking = true
-      return marked(statements.workerRelocking(workerId))
+      return marked(driver.workerRelocking(workerId))
     })
     /** The lock was taken: when again, the mark is cleared and `relocks` counts it. */
     const lockTaken = Effect.suspend(() => {
       if (!relocking) return Effect.sync(() => void (steadySinceMs = 0))
       relocking = false
       steadySinceMs = Date.now()
-      return marked(statements.workerRelocked(workerId))
+      return marked(driver.workerRelocked(workerId))
     })
     /**
      * The lock is held by someone else. If that is this worker's own earlier connection — cut on the
@@ -143,9 +143,9 @@ export const liveness = (
      * it and try again; otherwise another live worker has this id.
      */
     const lockHeld = Effect.gen(function*() {
-      const holder = yield* statements.workerLockHolder(workerId)
+      const holder = yield* driver.workerLockHolder(workerId)
       if (holder !== null && holder === heldBy) {
-        yield* Effect.ignore(statements.endConnection(holder))
+        yield* Effect.ignore(driver.endConnection(holder))
         return yield* Effect.fail(new Error("sqlane: the worker's earlier lock connection still held its lock; ended it"))
       }
       // Freed meanwhile: try again.
@@ -159,7 +159,7 @@ export const liveness = (
         const conn = yield* sql.reserve
         /** The lock connection's check got no answer. */
         let silent = false
-        const connectionId = Number((yield* conn.executeValues(statements.connectionIdStatement, []))[0]?.[0])
+        const connectionId = Number((yield* conn.executeValues(driver.connectionIdStatement, []))[0]?.[0])
         yield* Effect.acquireRelease(
           conn.executeValues(lockSql, lockParams).pipe(
             Effect.flatMap((rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
@@ -189,7 +189,7 @@ export const liveness = (
           // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
           yield* wallSleep(checkMillis)
           // A connection that does not answer (packets dropped) counts as lost, like a closed one.
-          const answered = yield* bounded(conn.executeRaw(statements.connectionCheckStatement, []), checkAnswerMillis)
+          const answered = yield* bounded(conn.executeRaw(driver.connectionCheckStatement, []), checkAnswerMillis)
           if (Option.isNone(answered)) {
             silent = true
             return yield* Effect.fail(
@@ -199,17 +199,17 @@ export const liveness = (
           yield* reachability.succeeded
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
-          yield* statements.workerHeartbeat(workerId, yield* nowMicros)
+          yield* driver.workerHeartbeat(workerId, yield* nowMicros)
           yield* onHeartbeat
         }
       }).pipe(Effect.scoped)
     /** The lock was lost and is not yet taken again (logged once per loss). */
     let lost = false
     const nowUs = yield* nowMicros
-    yield* statements.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames)
+    yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames)
     // With the database gone the row stays; rescuers and the pruner of worker rows handle it.
     yield* Effect.addFinalizer(() =>
-      reachability.unreachable() ? Effect.void : Effect.ignore(bounded(statements.workerRemove(workerId), 500))
+      reachability.unreachable() ? Effect.void : Effect.ignore(bounded(driver.workerRemove(workerId), 500))
     )
     const acquired = yield* Deferred.make<void>()
     // A defect (the id is taken) fails the start; connection failures are retried. After the start,

@@ -61,7 +61,7 @@ export const start = (
   Effect.gen(function*() {
     const config = yield* QueueConfig
     const completer = yield* Completer
-    const { reachability, statements } = yield* Database
+    const { reachability, driver } = yield* Database
     const { names, workerId } = host
     /**
      * Jobs (`id:attempt`) whose worker's lock the last passes found free: in how many passes in a row
@@ -81,7 +81,7 @@ export const start = (
       return inflight.size === 0
         ? Effect.void
         : Effect.map(
-          statements.jobStaleAttempts(Array.from(inflight, ([id, entry]) => ({ id, attempt: entry.attempt }))),
+          driver.jobStaleAttempts(Array.from(inflight, ([id, entry]) => ({ id, attempt: entry.attempt }))),
           (stale) => host.cancel(stale.filter((s) => host.running().get(s.id)?.attempt === s.attempt).map((s) => s.id))
         )
     })
@@ -104,7 +104,7 @@ export const start = (
       const claimsBefore = host.claimsStarted()
       /** Before the listing is sent and after it is answered: it read the locks between the two. */
       const sentMs = Date.now()
-      const orphans = yield* statements.jobListOrphaned(
+      const orphans = yield* driver.jobListOrphaned(
         names,
         nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
         workerId,
@@ -178,7 +178,7 @@ export const start = (
         yield* host.wake
       }
       yield* cancelFromTable
-      yield* statements.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
+      yield* driver.workerPrune(nowUs - 10 * Duration.toMillis(config.leaseTimeout) * 1000)
       return graceEndsMs
     })
     const pass = (quick: boolean) =>
