@@ -1,5 +1,6 @@
 /**
- * The dialect-specific driver and facts of the database one `QueueLive` runs on.
+ * The driver of the database one `QueueLive` runs on, and what is known of that database (its
+ * version, the session's identity, whether it answers).
  *
  * @internal
  */

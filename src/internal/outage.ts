@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { errorKind, isTransient } from "./driver/errors.js"
+import { errorKind, errorKindOfCause, isTransient, isTransientCause } from "./driver/errors.js"
 import { wallSleep } from "./wallClock.js"
 
 /**
@@ -31,7 +31,10 @@ export const isConnectionError = (error: unknown): boolean => {
   const tag = (error as { _tag?: unknown })._tag
   if (tag === "TimeoutException") return true
   // The LISTEN connection's failures carry the driver's error as their cause.
-  if (tag === "ListenError") return isConnectionError(new SqlError({ cause: (error as Error).cause, message: "LISTEN" }))
+  if (tag === "ListenError") {
+    const cause = (error as Error).cause
+    return errorKindOfCause(cause) === "unavailable" && !isTransientCause(cause)
+  }
   if (!(error instanceof SqlError)) return false
   return errorKind(error) === "unavailable" && !isTransient(error)
 }

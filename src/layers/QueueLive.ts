@@ -64,7 +64,7 @@ const services = Layer.mergeAll(Queue.layer, Completer.layer).pipe(
   (base) => Layer.merge(base, Pruner.layer)
 )
 
-/** The PostgreSQL driver on `sql`, and the facts of its database. */
+/** The PostgreSQL driver on `sql`, and what is known of its database. */
 const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
   Effect.gen(function*() {
     const session = yield* PgSession.serverSession(sql)
@@ -86,7 +86,7 @@ const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["T
     }
   })
 
-/** The MySQL/MariaDB driver on `sql`, and the facts of its database. */
+/** The MySQL/MariaDB driver on `sql`, and what is known of its database. */
 const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
   Effect.gen(function*() {
     const session = yield* MysqlSession.serverSession(sql)

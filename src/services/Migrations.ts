@@ -41,13 +41,6 @@ export interface ServerInfo {
 }
 
 /**
- * Reads the server's dialect and version; fails with `UnsupportedDatabase` when it lacks
- * `FOR UPDATE SKIP LOCKED` or is not PostgreSQL, MySQL or MariaDB.
- *
- * @since 0.1.0
- * @category checks
- */
-/**
  * Decides whether a server version has `FOR UPDATE SKIP LOCKED`. Pure: `version` is what the
  * server reports (`SELECT version()` / `SELECT VERSION()`).
  *
@@ -71,6 +64,13 @@ export const checkVersion = (dialect: "pg" | "mysql", version: string): Either.E
     : Either.left(new UnsupportedDatabase({ found: `MySQL ${version}`, needed: "MySQL 8.0.1" }))
 }
 
+/**
+ * Reads the server's dialect and version; fails with `UnsupportedDatabase` when it lacks
+ * `FOR UPDATE SKIP LOCKED` or is not PostgreSQL, MySQL or MariaDB.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
 export const checkServer: Effect.Effect<ServerInfo, UnsupportedDatabase | SqlError, SqlClient.SqlClient> = Effect.gen(
   function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()

@@ -121,7 +121,7 @@ export interface QueueOptions {
    * PostgreSQL: whether a claim's commit waits for the WAL flush, as every other write does.
    * Default `false`: a claim commits with `synchronous_commit = off` (for its own transaction
    * only), so a job's round — claim, run, end written — waits for one flush instead of two
-   * (a flush is 1–2 ms on this project's bench machine). The cost: if the database server crashes
+   * (a flush takes 1–2 ms on the machine of docs/performance.md). The cost: if the database server crashes
    * (a crash, not a clean shutdown or restart) within about 3 × `wal_writer_delay` (600 ms by
    * default) of a claim, that claim may be lost, and the job is pending again and runs again — the
    * at-least-once outcome of a worker crash. A later synchronous commit — the attempt's end, or any

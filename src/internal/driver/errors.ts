@@ -32,8 +32,11 @@ export const isUniqueViolation = (error: SqlError): boolean => {
  * default since MariaDB 11.6.2; it rolls the transaction back like a deadlock. MariaDB 11.8 raises
  * it even in the keyed claim at READ COMMITTED (its locking read has a subquery on the jobs table).
  */
-export const isTransient = (error: SqlError): boolean => {
-  const cause = error.cause as { code?: unknown; errno?: unknown } | undefined
+export const isTransient = (error: SqlError): boolean => isTransientCause(error.cause)
+
+/** `isTransient` of a driver's error (a `SqlError`'s or a `ListenError`'s cause). */
+export const isTransientCause = (u: unknown): boolean => {
+  const cause = u as { code?: unknown; errno?: unknown } | undefined
   const code = cause?.code
   const errno = cause?.errno
   return code === "40P01" || code === "40001" || errno === 1213 || errno === 1205 || errno === 1020 ||
@@ -76,8 +79,11 @@ const unavailableErrnos = new Set([
  *   (PostgreSQL `RAISE EXCEPTION`, MySQL/MariaDB `SIGNAL`), a missing privilege (42501, 1142): it
  *   may not last (a trigger may decide by other rows), or it may.
  */
-export const errorKind = (error: SqlError): "data" | "unavailable" | "refused" => {
-  const cause = error.cause as
+export const errorKind = (error: SqlError): "data" | "unavailable" | "refused" => errorKindOfCause(error.cause)
+
+/** `errorKind` of a driver's error (a `SqlError`'s or a `ListenError`'s cause). */
+export const errorKindOfCause = (u: unknown): "data" | "unavailable" | "refused" => {
+  const cause = u as
     | { code?: unknown; errno?: unknown; sqlState?: unknown; severity?: unknown; fatal?: unknown }
     | undefined
   if (cause === undefined || cause === null || typeof cause !== "object") return "unavailable"
@@ -86,7 +92,7 @@ export const errorKind = (error: SqlError): "data" | "unavailable" | "refused" =
     // mysql2: errors the server sent carry its errno and SQLSTATE (the driver's own, `fatal` ones
     // and the socket's do not, or carry errno 2000 and up).
     if ([1153, 1264, 1366, 1406, 3140].includes(errno) || /^2[23]/.test(sqlState)) return "data"
-    if (isTransient(error) || unavailableErrnos.has(errno) || cause.fatal === true) return "unavailable"
+    if (isTransientCause(cause) || unavailableErrnos.has(errno) || cause.fatal === true) return "unavailable"
     return errno > 0 && errno < 2000 && !/^(08|40)/.test(sqlState) ? "refused" : "unavailable"
   }
   // pg: errors the server sent carry a severity and a SQLSTATE.

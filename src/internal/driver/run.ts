@@ -146,11 +146,10 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     jobPruneFinished: cold(d.jobPruneFinished),
     migrationList: cold(d.migrationList),
     channelNotify: cold(d.channelNotify),
-    // Not operations: data, the migration lock (migrations are not retried), and the LISTEN
-    // connection (opened again by its caller, on a schedule)
+    // Not retried: data, the migration lock (migrations are not retried), the LISTEN connection
+    // (opened again by its caller, on a schedule), and the lock statements' texts
     migrations: d.migrations,
     migrationLocked: d.migrationLocked,
-    // Not operations (the LISTEN connection is opened again by its caller, on a schedule)
     channelListen: d.channelListen,
     workerLockStatement: d.workerLockStatement,
     workerUnlockSql: d.workerUnlockSql,
