@@ -212,6 +212,8 @@ export const nextTick = (cron: Cron.Cron, after: Date): Date => {
  * repeated wall time as its second copy, or jumps an hour back), nor near a spring-forward (it finds
  * at most one of the skipped wall times), so there the ticks are walked forward with `nextTick` from
  * before the change.
+ *
+ * @internal
  */
 export const latestTick = (cron: Cron.Cron, nowMs: number, lastUs: number): Date | undefined => {
   const estimate = prevTick(cron, nowMs, lastUs)
