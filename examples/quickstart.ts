@@ -1,20 +1,16 @@
-// The README's quick start. `npm test` type-checks it (tsc) and runs it (test/quickstart.test.ts).
+import { NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted, Schema } from "effect"
-import { Job, Queue, QueueLive, type QueueOptions, Worker } from "sqlane"
+import { Config, Effect, Layer, Schema } from "effect"
+import { Job, Queue, QueueLive, Worker } from "sqlane"
 
-// 1. A job: a name, a payload schema (Date, bigint, brands round-trip), optional retry Schedule.
-export const SendEmail = Job.make("send-email", {
+// A job: a name and a payload schema (Date, bigint and branded types round-trip).
+const SendEmail = Job.make("send-email", {
   payload: Schema.Struct({ orderId: Schema.Number, to: Schema.String, placedAt: Schema.Date })
 })
 
-// 2. QueueLive on top of your SqlClient (PgClient or MysqlClient); it migrates its tables.
-export const AppLive = (url = "postgres://postgres@127.0.0.1:5432/postgres", options: QueueOptions = {}) =>
-  QueueLive(options).pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(url) })))
-
-// 3. Enqueue inside your own transaction: the job commits or rolls back with the order.
-export const placeOrder = (to: string) =>
+// Enqueue inside your own transaction: the job commits or rolls back with the order.
+const placeOrder = (to: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const queue = yield* Queue.Queue
@@ -24,8 +20,24 @@ export const placeOrder = (to: string) =>
     }))
   })
 
-// 4. A worker: handlers run on fibers, at most 10 at a time.
-export const WorkerLive = Worker.layer({
+// A worker: handlers run on fibers, at most 10 at a time, for as long as its layer lives.
+const WorkerLive = Worker.layer({
   concurrency: 10,
   handlers: [Job.handler(SendEmail, ({ orderId, to }) => Effect.log(`emailing ${to} about order ${orderId}`))]
 })
+
+// QueueLive on your SqlClient (PgClient here, MysqlClient for MySQL/MariaDB); it migrates its tables.
+const AppLive = WorkerLive.pipe(
+  Layer.provideMerge(QueueLive()),
+  Layer.provideMerge(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") }))
+)
+
+const main = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, email text NOT NULL)`
+  const jobId = yield* placeOrder("ada@example.com")
+  yield* Effect.log(`order placed; job ${jobId} enqueued`)
+  return yield* Effect.never // the worker runs until Ctrl-C, which lets running jobs finish
+})
+
+main.pipe(Effect.provide(AppLive), NodeRuntime.runMain)

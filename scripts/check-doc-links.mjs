@@ -7,14 +7,17 @@ import * as path from "node:path"
 const root = path.resolve(import.meta.dirname, "..")
 const pages = ["README.md", ...readdirSync(path.join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)]
 
+/** The text outside fenced code blocks. */
+const outsideFences = (text) => text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, "")
+
 /** The text outside fenced code blocks and inline code, where links are links. */
-const prose = (text) => text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, "").replace(/`[^`\n]*`/g, "")
+const prose = (text) => outsideFences(text).replace(/`[^`\n]*`/g, "")
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes, repeats numbered. */
 const anchors = (text) => {
   const seen = new Map()
   const result = new Set()
-  for (const [, heading] of prose(text).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+  for (const [, heading] of outsideFences(text).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const base = heading
       .replace(/`/g, "")
       .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")

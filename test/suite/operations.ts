@@ -615,7 +615,7 @@ export const operations = (target: Target) => {
           assert.isTrue(after._tag === "Left" && after.left._tag === "JobNotFound")
         }), { retention: { completed: 0 } }))
 
-    // `Queue.retry` of a dead job whose unique key another job now holds returns false (README,
+    // `Queue.retry` of a dead job whose unique key another job now holds returns false (docs/jobs.md,
     // *Unique jobs*). `Admin.retryAll` / `sqlane retry --name N` retried in one bulk UPDATE, which the
     // unique index refused as a whole: the command failed with a database error and retried none.
     it.live(name("retryAll skips a dead job whose unique key another job now holds, and retries the rest"), () =>

@@ -307,7 +307,7 @@ export const scheduling = (target: Target) => {
     // KNOWN DIVERGENCE (not fixed): on MySQL/MariaDB the key columns are VARCHAR utf8mb4_bin, a PAD SPACE
     // collation, so keys that differ only by trailing spaces are one key there (and two on PostgreSQL).
     // A fix needs a migration (VARBINARY key columns, or a NO PAD collation where the server has one).
-    // Documented in the README (*Unique jobs*).
+    // Documented in docs/jobs.md (*Unique jobs*).
     ;(target.dialect === "mysql" ? it.live.fails : it.live)(name("unique keys are compared exactly: 'a' and 'a ' are two keys"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
