@@ -22,12 +22,26 @@ import * as Schema from "effect/Schema"
  *   not a valid `Date`/`DateTime`, `delay` not a finite duration, both `runAt` and `delay` given,
  *   `unique.states`).
  *
+ * @example
+ * ```ts
+ * queue.enqueue(SendEmail, payload).pipe(
+ *   Effect.catchTag("InvalidPayload", (e) =>
+ *     e.reason === "size" ? Effect.fail("payload too large") : Effect.die(e)))
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
 export const InvalidPayloadReason = Schema.Literal("schema", "json", "size", "name", "key", "option")
 
 /**
+ * Why an enqueue was refused: `schema`, `json`, `size`, `name`, `key` or `option`.
+ *
+ * @example
+ * ```ts
+ * const tooLarge = (reason: Errors.InvalidPayloadReason | undefined) => reason === "size"
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -38,6 +52,13 @@ export type InvalidPayloadReason = typeof InvalidPayloadReason.Type
  * its job's payload `Schema`, or is not JSON as it is, or is too large for the database; or the job
  * name, a key or an option is out of range. `reason` says which (see {@link InvalidPayloadReason}),
  * `path` where in the payload, and `message` says what, with the limit when one was passed.
+ *
+ * @example
+ * ```ts
+ * const id = yield* queue.enqueue(SendEmail, { orderId: 1, to: "ada@example.com", placedAt: new Date(NaN) }).pipe(
+ *   Effect.catchTag("InvalidPayload", (e) => Effect.logError(`${e.job}: ${e.reason} ${e.message}`))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -65,6 +86,13 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
  * cancelled or retried, by other processes at that very moment). Nothing was written; enqueueing again
  * is safe.
  *
+ * @example
+ * ```ts
+ * const id = yield* queue.enqueue(Invoice, { id: 42 }, { unique: "invoice:42" }).pipe(
+ *   Effect.retry({ while: (e) => e._tag === "UniqueKeyContended", times: 3 })
+ * )
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */
@@ -85,6 +113,14 @@ export class UniqueKeyContended extends Schema.TaggedError<UniqueKeyContended>("
 /**
  * `Queue.get` found no job with this id.
  *
+ * @example
+ * ```ts
+ * const state = yield* queue.get(id).pipe(
+ *   Effect.map((job) => job.state),
+ *   Effect.catchTag("JobNotFound", () => Effect.succeed("pruned" as const))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -99,6 +135,15 @@ export class JobNotFound extends Schema.TaggedError<JobNotFound>("sqlane/JobNotF
 /**
  * The database cannot run sqlane: it lacks `FOR UPDATE SKIP LOCKED`
  * (PostgreSQL < 9.5, MySQL < 8.0.1, MariaDB < 10.6), or is not a dialect sqlane supports.
+ *
+ * @example
+ * ```ts
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") })))
+ * const program = main.pipe(
+ *   Effect.provide(AppLive),
+ *   Effect.catchTag("UnsupportedDatabase", (e) => Effect.logError(e.message))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -121,6 +166,15 @@ export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>
  * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
  * (for example a table prefix that is not a plain SQL identifier).
  *
+ * @example
+ * ```ts
+ * // A leaseTimeout not longer than twice heartbeatInterval fails the layer with a SetupError
+ * const program = main.pipe(
+ *   Effect.provide(QueueLive({ heartbeatInterval: "10 seconds", leaseTimeout: "15 seconds" }).pipe(Layer.provideMerge(ClientLive))),
+ *   Effect.catchTag("SetupError", (e) => Effect.logError(e.message))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -132,6 +186,13 @@ export class SetupError extends Schema.TaggedError<SetupError>("sqlane/SetupErro
 /**
  * An attempt ran longer than its job's `timeout`: its handler was interrupted and the attempt
  * failed with this error (retried by the job's schedule like any failure).
+ *
+ * @example
+ * ```ts
+ * const Export = Job.make("export", { payload: Schema.String, timeout: "2 minutes" })
+ * // An attempt that runs longer is interrupted; its error record has kind "timeout"
+ * const timedOut = (yield* queue.get(id)).errors.some((e) => e.kind === "timeout")
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -150,6 +211,12 @@ export class JobTimeout extends Schema.TaggedError<JobTimeout>("sqlane/JobTimeou
  * its time zone is unknown (IANA names such as `"Europe/Berlin"`, or offsets such as `"+02:00"`),
  * its name is out of range, or its constant payload does not encode with the job's schema.
  *
+ * @example
+ * ```ts
+ * const result = PeriodicJob.make("report", { cron: "0 25 * * *", job: Report, payload: {} })
+ * if (Either.isLeft(result)) console.error(result.left.message) // the hour 25 does not parse
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -166,6 +233,16 @@ export class InvalidSchedule extends Schema.TaggedError<InvalidSchedule>("sqlane
 /**
  * sqlane's tables under this prefix are missing or behind this version of sqlane: some migrations
  * are not applied. Run `sqlane migrate` (or start a `QueueLive` with `migrate: true`).
+ *
+ * @example
+ * ```ts
+ * // Deploy runs `sqlane migrate`; the app only checks
+ * const AppLive = QueueLive({ migrate: false }).pipe(Layer.provideMerge(ClientLive))
+ * const program = main.pipe(
+ *   Effect.provide(AppLive),
+ *   Effect.catchTag("SchemaNotMigrated", (e) => Effect.logError(e.message)) // "… run `sqlane migrate`"
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors

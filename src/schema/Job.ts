@@ -15,6 +15,16 @@ import { durationMillis } from "../internal/options.js"
 import { checkJobName } from "../internal/sanitize.js"
 
 /**
+ * A job definition (from {@link make}): its name, the schemas of its payload, result and typed
+ * failure, its retry `Schedule`, default priority, timeout and mutex key.
+ *
+ * @example
+ * ```ts
+ * const SendEmail: Job.Job<"send-email", { readonly to: string }, { readonly to: string }> = Job.make("send-email", {
+ *   payload: Schema.Struct({ to: Schema.String })
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -59,11 +69,27 @@ export interface Job<
 }
 
 /**
+ * Types derived from a job definition: `Job.Any` (any definition), and the payload, encoded
+ * payload, success and failure types of one.
+ *
+ * @example
+ * ```ts
+ * const names = (jobs: ReadonlyArray<Job.Job.Any>) => jobs.map((job) => job.name)
+ * type SendEmailPayload = Job.Job.Payload<typeof SendEmail> // { readonly to: string }
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export declare namespace Job {
-  /** Any job definition. */
+  /**
+   * Any job definition.
+   *
+   * @example
+   * ```ts
+   * const byName = (jobs: ReadonlyArray<Job.Job.Any>) => new Map(jobs.map((job) => [job.name, job]))
+   * ```
+   */
   export interface Any {
     readonly _tag: "sqlane/Job"
     readonly name: string
@@ -76,13 +102,44 @@ export declare namespace Job {
     readonly timeoutMillis: number | undefined
     readonly mutexKey: ((payload: never) => string | undefined) | undefined
   }
-  /** The decoded payload type of a job. */
+  /**
+   * The decoded payload type of a job.
+   *
+   * @example
+   * ```ts
+   * const payload: Job.Job.Payload<typeof SendEmail> = { orderId: 1, to: "ada@example.com", placedAt: new Date() }
+   * ```
+   */
   export type Payload<J extends Any> = Schema.Schema.Type<J["payload"]>
-  /** The encoded (stored) payload type of a job. */
+  /**
+   * The encoded (stored) payload type of a job.
+   *
+   * @example
+   * ```ts
+   * // What `Queue.get(id).payload` holds: `placedAt` as an ISO string
+   * const stored: Job.Job.PayloadEncoded<typeof SendEmail> = { orderId: 1, to: "ada@example.com", placedAt: "2026-12-01T00:00:00.000Z" }
+   * ```
+   */
   export type PayloadEncoded<J extends Any> = Schema.Schema.Encoded<J["payload"]>
-  /** The success type of a job's handler. */
+  /**
+   * The success type of a job's handler.
+   *
+   * @example
+   * ```ts
+   * const Resize = Job.make("resize", { payload: Schema.String, success: Schema.Struct({ bytes: Schema.Number }) })
+   * const result: Job.Job.Success<typeof Resize> = { bytes: 1024 }
+   * ```
+   */
   export type Success<J extends Any> = Schema.Schema.Type<J["success"]>
-  /** The typed failure of a job's handler. */
+  /**
+   * The typed failure of a job's handler.
+   *
+   * @example
+   * ```ts
+   * const Charge = Job.make("charge", { payload: Schema.Number, failure: CardDeclined })
+   * const onFailure = (error: Job.Job.Failure<typeof Charge>) => Effect.logWarning(error.message)
+   * ```
+   */
   export type Failure<J extends Any> = Schema.Schema.Type<J["failure"]>
 }
 
@@ -93,6 +150,15 @@ export declare namespace Job {
  *
  * Source: the shape of Sidekiq's, Oban's and River's defaults (exponential, jittered,
  * about 20–25 attempts).
+ *
+ * @example
+ * ```ts
+ * // Keep the default policy but stop after 10 attempts
+ * const Sync = Job.make("sync", {
+ *   payload: Schema.String,
+ *   retry: Job.defaultRetry.pipe(Schedule.intersect(Schedule.recurs(9)))
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category retry
@@ -109,6 +175,14 @@ export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.expone
  * A helper for writing retry policies by attempt count:
  * `retry: Job.attempts(5, Schedule.spaced("10 seconds"))` allows 5 attempts, 10 s apart.
  * `n` must be a whole number, at least 1: anything else (NaN, 2.5, 0) throws.
+ *
+ * @example
+ * ```ts
+ * const Ping = Job.make("ping", {
+ *   payload: Schema.String,
+ *   retry: Job.attempts(5, Schedule.spaced("10 seconds")) // 5 attempts, 10 s apart
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category retry
@@ -219,6 +293,12 @@ export const make = <
 /**
  * What a handler knows about the attempt it runs.
  *
+ * @example
+ * ```ts
+ * Job.handler(SendEmail, (payload, ctx) =>
+ *   Effect.log(`attempt ${ctx.attempt} of job ${ctx.id}, due at ${ctx.runAt.toISOString()}`))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -238,6 +318,14 @@ export interface JobContext {
 /**
  * A job definition with the function that runs it; give a list of these to `Worker.layer`.
  *
+ * @example
+ * ```ts
+ * const handlers: ReadonlyArray<Job.Handler> = [
+ *   Job.handler(SendEmail, ({ to }) => Effect.log(`emailing ${to}`))
+ * ]
+ * const WorkerLive = Worker.layer({ handlers })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -252,6 +340,19 @@ export interface Handler<R = never> {
  * attempt's {@link JobContext}; it may fail with the job's `failure` type (a typed failure,
  * retried by the job's schedule unless `isPermanent`) and its result is encoded with the
  * job's `success` schema and stored.
+ *
+ * @example
+ * ```ts
+ * const Resize = Job.make("resize", {
+ *   payload: Schema.Struct({ url: Schema.String }),
+ *   success: Schema.Struct({ bytes: Schema.Number })
+ * })
+ * const ResizeHandler = Job.handler(Resize, ({ url }, ctx) =>
+ *   Effect.gen(function*() {
+ *     yield* Effect.log(`resizing ${url}, attempt ${ctx.attempt}`)
+ *     return { bytes: 1024 }
+ *   }))
+ * ```
  *
  * @since 0.1.0
  * @category constructors

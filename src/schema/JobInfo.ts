@@ -15,12 +15,25 @@ import * as Schema from "effect/Schema"
  *   its worker was lost on the last attempt;
  * - `cancelled`: cancelled by `Queue.cancel`; `Queue.retry` puts it back to pending.
  *
+ * @example
+ * ```ts
+ * // A state from a query string, checked before it reaches your code
+ * const state = Schema.decodeUnknownSync(JobInfo.JobState)("dead") // "dead"; "done" throws
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export const JobState = Schema.Literal("pending", "running", "completed", "dead", "cancelled")
 
 /**
+ * A job's state: `pending`, `running`, `completed`, `dead` or `cancelled`.
+ *
+ * @example
+ * ```ts
+ * const finished = (state: JobInfo.JobState) => state === "completed" || state === "dead" || state === "cancelled"
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -28,6 +41,12 @@ export type JobState = typeof JobState.Type
 
 /**
  * One failed attempt, as stored in the job's error history.
+ *
+ * @example
+ * ```ts
+ * const info = yield* queue.get(id)
+ * for (const e of info.errors) yield* Effect.log(`attempt ${e.attempt} (${e.kind}): ${e.message}`)
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -63,12 +82,29 @@ export class AttemptError extends Schema.Class<AttemptError>("sqlane/AttemptErro
 /**
  * A job's error history as stored in its `errors` column: a JSON array of {@link AttemptError}.
  *
+ * @example
+ * ```ts
+ * // The `errors` column of a job row, read with your own SQL
+ * const history = Schema.decodeUnknownSync(JobInfo.ErrorHistory)(row.errors)
+ * const kinds = history.map((e) => e.kind) // e.g. ["failure", "timeout"]
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export const ErrorHistory = Schema.parseJson(Schema.Array(AttemptError))
 
 /**
+ * A job as `Queue.get` returns it: its state, payload (as stored), attempts, times, error history
+ * and result.
+ *
+ * @example
+ * ```ts
+ * const queue = yield* Queue.Queue
+ * const info = yield* queue.get(id)
+ * if (info.state === "dead") yield* Effect.log(`${info.name} ${info.id} died after ${info.attempts} attempts: ${Option.getOrElse(info.lastError, () => "")}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */

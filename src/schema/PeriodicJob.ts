@@ -28,12 +28,31 @@ import { type Job, schemasOf } from "./Job.js"
  * What a scheduler does with ticks that passed while no scheduler ran this periodic job (every
  * process was down): `"skip"` them, or `"runOnce"`: enqueue the latest of them once, at start.
  *
+ * @example
+ * ```ts
+ * // Enqueue the latest missed tick once when the scheduler starts
+ * const Digest = PeriodicJob.unsafeMake("daily-digest", { cron: "0 7 * * *", job: SendDigest, payload: {}, missed: "runOnce" })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type Missed = "skip" | "runOnce"
 
 /**
+ * A periodic job (from {@link make}): a cron expression with its time zone, the job it enqueues at
+ * each tick, and that job's payload.
+ *
+ * @example
+ * ```ts
+ * const Nightly: PeriodicJob.PeriodicJob<typeof Report> = PeriodicJob.unsafeMake("nightly-report", {
+ *   cron: "0 3 * * *",
+ *   timeZone: "Europe/Berlin",
+ *   job: Report,
+ *   payload: (tick) => ({ day: tick })
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -56,6 +75,13 @@ export interface PeriodicJob<J extends Job.Any = Job.Any> {
 
 /**
  * The unique key of one tick's job.
+ *
+ * @example
+ * ```ts
+ * // The unique key of the job of the 03:00 UTC tick of 1 December 2026
+ * const key = PeriodicJob.tickKey("nightly-report", new Date("2026-12-01T03:00:00Z"))
+ * // "sqlane:periodic:nightly-report:1796094000000"
+ * ```
  *
  * @since 0.1.0
  * @category keys
@@ -142,6 +168,17 @@ export const make = <J extends Job.Any>(
 
 /**
  * As {@link make}, throwing the `InvalidSchedule` error: for declarations at module level.
+ *
+ * @example
+ * ```ts
+ * const Nightly = PeriodicJob.unsafeMake("nightly-report", {
+ *   cron: "0 3 * * *",
+ *   timeZone: "Europe/Berlin",
+ *   job: Report,
+ *   payload: (tick) => ({ day: tick })
+ * })
+ * const SchedulerLive = Scheduler.layer({ schedules: [Nightly] })
+ * ```
  *
  * @since 0.1.0
  * @category constructors
