@@ -32,6 +32,17 @@ import { ofJobName } from "./Metrics.js"
 import { type Enqueued, Notifier } from "./Notifier.js"
 
 /**
+ * The options of `enqueue` and `insert`: when the job is due (`runAt` or `delay`), its priority,
+ * and its unique key.
+ *
+ * @example
+ * ```ts
+ * const queue = yield* Queue.Queue
+ * yield* queue.enqueue(SendEmail, payload, { delay: "10 minutes", priority: -1 })
+ * yield* queue.enqueue(SendEmail, payload, { runAt: new Date("2026-12-24T18:00:00Z") })
+ * yield* queue.enqueue(SendEmail, payload, { unique: `order-email:${payload.orderId}` })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -61,6 +72,12 @@ export interface EnqueueOptions {
  * Source: River's unique jobs (`UniqueOpts`: `ByArgs`/`ByPeriod`, states as a bit mask under a
  * unique index), pg-boss's `singletonKey`, Oban's `unique: [states: …]`.
  *
+ * @example
+ * ```ts
+ * // At most one welcome email per user, also once it completed (while the completed job is kept)
+ * yield* queue.enqueue(Welcome, { userId: 7 }, { unique: { key: "welcome:7", states: ["completed"] } })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -80,6 +97,12 @@ export interface UniqueOptions {
 /**
  * What {@link QueueShape.insert} did.
  *
+ * @example
+ * ```ts
+ * const { id, duplicate } = yield* queue.insert(Invoice, { id: 42 }, { unique: "invoice:42" })
+ * if (duplicate) yield* Effect.log(`invoice 42 is already queued as job ${id}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -96,6 +119,11 @@ export interface InsertResult {
 /**
  * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`.
  *
+ * @example
+ * ```ts
+ * const ids = yield* queue.enqueueMany(SendEmail, payloads, { delay: "1 minute" }) // ids in input order
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -103,6 +131,17 @@ export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
 
 
 /**
+ * What the `Queue` service does: enqueue jobs (`enqueue`, `insert`, `enqueueMany`), read one
+ * (`get`), cancel or retry one, and report a running attempt's progress.
+ *
+ * @example
+ * ```ts
+ * const queue = yield* Queue.Queue
+ * const id = yield* queue.enqueue(SendEmail, { orderId: 1, to: "ada@example.com", placedAt: new Date() })
+ * const info = yield* queue.get(id)
+ * if (info.state === "pending") yield* queue.cancel(id)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -168,6 +207,22 @@ export interface QueueShape {
 }
 
 /**
+ * The queue: enqueue jobs, read, cancel and retry them. Provided by `QueueLive`; an enqueue inside
+ * your `sql.withTransaction` commits or rolls back with it.
+ *
+ * @example
+ * ```ts
+ * const placeOrder = (to: string) =>
+ *   Effect.gen(function*() {
+ *     const sql = yield* SqlClient.SqlClient
+ *     const queue = yield* Queue.Queue
+ *     return yield* sql.withTransaction(Effect.gen(function*() {
+ *       const [order] = yield* sql<{ id: number }>`INSERT INTO orders (email) VALUES (${to}) RETURNING id`
+ *       return yield* queue.enqueue(SendEmail, { orderId: order!.id, to, placedAt: new Date() })
+ *     }))
+ *   })
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -212,6 +267,14 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
   withSpanIfTraced(name, { kind: "producer", attributes: { "sqlane.job.name": jobName }, captureStackTrace: false })(self)
 
 /**
+ * Builds the `Queue` service (used by {@link layer}; apps use `QueueLive`).
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Queue; to build it on its own requirements:
+ * const QueueOnly = Layer.effect(Queue.Queue, Queue.make)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -441,6 +504,15 @@ export const make = Effect.gen(function*() {
 })
 
 /**
+ * The `Queue` service as a layer, on sqlane's internal `Database` and the `Notifier`; `QueueLive`
+ * provides it with everything it needs.
+ *
+ * @example
+ * ```ts
+ * // QueueLive includes it; an app provides QueueLive rather than this layer
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") })))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

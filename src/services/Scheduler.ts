@@ -31,6 +31,13 @@ import { type PeriodicJob, tickKey } from "../schema/PeriodicJob.js"
 import { Queue } from "./Queue.js"
 
 /**
+ * The options of a scheduler: the periodic jobs it runs.
+ *
+ * @example
+ * ```ts
+ * const SchedulerLive = Scheduler.layer({ schedules: [Nightly, Hourly] })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -40,6 +47,14 @@ export interface SchedulerOptions {
 }
 
 /**
+ * A running scheduler: the next tick of each of its periodic jobs.
+ *
+ * @example
+ * ```ts
+ * const scheduler = yield* Scheduler.make({ schedules: [Nightly] })
+ * const next = scheduler.next("nightly-report") // a Date once the scheduler has taken its first step
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -59,6 +74,14 @@ const untilDone = Schedule.exponential("100 millis").pipe(Schedule.union(Schedul
 /**
  * Starts the periodic jobs in the current scope; they stop when it closes. Dies when two periodic
  * jobs share a name.
+ *
+ * @example
+ * ```ts
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const scheduler = yield* Scheduler.make({ schedules: [Nightly] })
+ *   yield* Effect.never // the periodic jobs run until the scope closes
+ * }))
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -141,6 +164,15 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
 /**
  * The periodic jobs as a layer: they run while the layer is alive. Provide it with `QueueLive`
  * (it enqueues through `Queue`); workers with handlers for the jobs run them.
+ *
+ * @example
+ * ```ts
+ * const Nightly = PeriodicJob.unsafeMake("nightly-report", { cron: "0 3 * * *", job: Report, payload: (tick) => ({ day: tick }) })
+ * const MainLive = Layer.mergeAll(Scheduler.layer({ schedules: [Nightly] }), Worker.layer({ handlers: [ReportHandler] })).pipe(
+ *   Layer.provideMerge(QueueLive()),
+ *   Layer.provideMerge(ClientLive)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

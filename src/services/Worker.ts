@@ -51,6 +51,19 @@ import * as Shutdown from "../internal/worker/shutdown.js"
 import * as Slots from "../internal/worker/slots.js"
 
 /**
+ * The options of a worker: its handlers, how many jobs it runs at once, its id and how long it
+ * waits for running jobs when it stops.
+ *
+ * @example
+ * ```ts
+ * const WorkerLive = Worker.layer({
+ *   handlers: [Job.handler(SendEmail, ({ to }) => Effect.log(`emailing ${to}`))],
+ *   concurrency: 20,
+ *   id: `web-${process.pid}`,
+ *   shutdownTimeout: "1 minute"
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -77,6 +90,14 @@ export interface WorkerOptions<R> {
 }
 
 /**
+ * A running worker: its id, and how many jobs it holds.
+ *
+ * @example
+ * ```ts
+ * const worker = yield* Worker.make({ handlers: [SendEmailHandler] })
+ * yield* Effect.log(`worker ${worker.id} runs ${yield* worker.running} job(s)`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -93,6 +114,14 @@ const workersOn = new WeakMap<object, number>()
  * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
  * jobs finish for up to `shutdownTimeout` (keeping its liveness and heartbeats meanwhile), then
  * interrupts the rest and releases them to pending without counting the attempt.
+ *
+ * @example
+ * ```ts
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const worker = yield* Worker.make({ handlers: [SendEmailHandler], concurrency: 5 })
+ *   yield* Effect.sleep("1 minute") // the worker runs until the scope closes
+ * }))
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -257,6 +286,13 @@ export const make = <R>(
 
 /**
  * A worker as a layer: it runs while the layer is alive.
+ *
+ * @example
+ * ```ts
+ * const WorkerLive = Worker.layer({ concurrency: 10, handlers: [SendEmailHandler] })
+ * const MainLive = WorkerLive.pipe(Layer.provideMerge(QueueLive()), Layer.provideMerge(ClientLive))
+ * Layer.launch(MainLive).pipe(NodeRuntime.runMain)
+ * ```
  *
  * @since 0.1.0
  * @category layers
