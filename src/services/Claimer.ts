@@ -40,6 +40,16 @@ import { Facts } from "../internal/facts.js"
 export type { Group } from "../internal/driver/Driver.js"
 
 /**
+ * What a probe found: the (name, priority) groups with due jobs, best first, and when the next
+ * pending job not yet due is due.
+ *
+ * @example
+ * ```ts
+ * const claimer = yield* Claimer.Claimer
+ * const probe = yield* claimer.probe(["send-email"], Date.now() * 1000)
+ * if (probe.due.length === 0 && probe.nextUs !== undefined) yield* Effect.log(`next job due at ${new Date(probe.nextUs / 1000).toISOString()}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -56,6 +66,12 @@ export interface Probe {
 /**
  * A claimed job as the worker sees it. Times are µs since the epoch; `payload` is the stored JSON.
  *
+ * @example
+ * ```ts
+ * const jobs: ReadonlyArray<Claimer.ClaimedJob> = yield* claimer.claim(probe.due, 10, Date.now() * 1000, "worker-1")
+ * for (const job of jobs) yield* Effect.log(`claimed ${job.name} ${job.id}, attempt ${job.attempt}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -66,6 +82,12 @@ export type ClaimedJob = ClaimedRow
  * (by `<id>:<attempt>`: their attempt was stale — the job was cancelled, or rescued from a worker
  * taken for lost, while it ran).
  *
+ * @example
+ * ```ts
+ * const { claimed, stale } = yield* claimer.finishAndClaim(ends, groups, 10, Date.now() * 1000, "worker-1")
+ * yield* Effect.log(`${claimed.length} claimed, ${stale.size} stale end(s)`)
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -75,6 +97,16 @@ export interface FinishedAndClaimed {
 }
 
 /**
+ * What the `Claimer` service does: probe for due jobs, claim them for a worker, and write ends and
+ * a claim together. Workers use it; an app rarely does.
+ *
+ * @example
+ * ```ts
+ * const claimer = yield* Claimer.Claimer
+ * const probe = yield* claimer.probe(["send-email"], Date.now() * 1000)
+ * const jobs = yield* claimer.claim(probe.due, 10, Date.now() * 1000, "worker-1")
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -114,6 +146,15 @@ export interface ClaimerShape {
 }
 
 /**
+ * The claim service: finds due jobs and claims them with `FOR UPDATE SKIP LOCKED`. Provided by
+ * `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * // Provided by QueueLive; workers claim through it
+ * const due = Effect.flatMap(Claimer.Claimer, (claimer) => claimer.probe(["send-email"], Date.now() * 1000))
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -124,12 +165,25 @@ export class Claimer extends Context.Tag("sqlane/Claimer")<Claimer, ClaimerShape
  * so at most about 500 rows are locked by one claim. The groups are best first, and those left out
  * are claimed next time.
  *
+ * @example
+ * ```ts
+ * const groups = Claimer.claimGroups(probe.due, 50) // at most 10 groups for a claim of 50 jobs
+ * ```
+ *
  * @since 0.2.0
  */
 export const claimGroups = (groups: ReadonlyArray<Group>, limit: number): ReadonlyArray<Group> =>
   groups.slice(0, Math.max(1, Math.floor(500 / limit)))
 
 /**
+ * Builds the `Claimer` service on sqlane's internal `Database` (used by {@link layer}).
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Claimer; this is how it builds it
+ * const ClaimerLive = Layer.effect(Claimer.Claimer, Claimer.make)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -180,6 +234,14 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
 })
 
 /**
+ * The `Claimer` service as a layer; `QueueLive` includes it.
+ *
+ * @example
+ * ```ts
+ * // Part of QueueLive; an app provides QueueLive instead
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(ClientLive))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

@@ -55,12 +55,29 @@ import { Claimer } from "./Claimer.js"
 /**
  * The end of one attempt.
  *
+ * @example
+ * ```ts
+ * const completer = yield* Completer.Completer
+ * const changed = yield* completer.finish({
+ *   id: job.id, attempt: job.attempt, state: "completed",
+ *   runAtUs: null, finishedAtUs: Date.now() * 1000, lastError: null, errors: null, result: null
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type Outcome = Finish
 
 /**
+ * What the `Completer` service does: writes the ends of attempts, many in one statement.
+ *
+ * @example
+ * ```ts
+ * const completer = yield* Completer.Completer
+ * const changed = yield* completer.finish(outcome) // false: the attempt was stale and nothing changed
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -85,6 +102,15 @@ export interface CompleterShape {
 }
 
 /**
+ * The service that writes the ends of attempts in batches: every end that arrives during one
+ * write goes into the next. Provided by `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * // Provided by QueueLive; workers write their ends through it
+ * const end = (outcome: Completer.Outcome) => Effect.flatMap(Completer.Completer, (c) => c.finish(outcome))
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -121,6 +147,14 @@ const saidWhy = (error: SqlError): string => {
 }
 
 /**
+ * Builds the `Completer` service and its writer fiber in the current scope (used by {@link layer}).
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Completer; this is how it builds it
+ * const CompleterLive = Layer.scoped(Completer.Completer, Completer.make)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -438,6 +472,14 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
 })
 
 /**
+ * The `Completer` service as a layer; `QueueLive` includes it.
+ *
+ * @example
+ * ```ts
+ * // Part of QueueLive; an app provides QueueLive instead
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(ClientLive))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

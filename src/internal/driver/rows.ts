@@ -107,7 +107,16 @@ export interface Finish {
  */
 export type StaleEnds = ReadonlySet<string>
 
-/** A job name and a priority: the unit the probe reports and the claim reads. */
+/**
+ * A job name and a priority: the unit the probe reports and the claim reads.
+ *
+ * @example
+ * ```ts
+ * const claimer = yield* Claimer.Claimer
+ * const groups: ReadonlyArray<Claimer.Group> = [{ name: "send-email", priority: 0 }]
+ * const jobs = yield* claimer.claim(groups, 10, Date.now() * 1000, "worker-1")
+ * ```
+ */
 export interface Group {
   readonly name: string
   readonly priority: number
