@@ -39,6 +39,13 @@ import { QueueConfig } from "./QueueConfig.js"
 /**
  * A worker's subscription: wake-ups for the job names it handles, coalesced.
  *
+ * @example
+ * ```ts
+ * const notifier = yield* Notifier.Notifier
+ * const wakeups = yield* notifier.subscribe(["send-email"]) // scoped
+ * const wake = yield* wakeups.take // waits for the next wake-up
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -62,6 +69,16 @@ export interface Wakeups {
 }
 
 /**
+ * One wake-up of a subscriber: the groups that got jobs due at once, and whether to probe.
+ *
+ * @example
+ * ```ts
+ * const wake: Notifier.Wake = yield* wakeups.take
+ * const jobs = wake.probe
+ *   ? yield* claimer.claim((yield* claimer.probe(["send-email"], nowUs)).due, 10, nowUs, workerId)
+ *   : yield* claimer.claim(wake.groups, 10, nowUs, workerId)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -76,12 +93,28 @@ export interface Wake {
  * What an enqueue tells the workers: a `[name, priority]` pair for jobs due at once (a worker
  * can claim them without probing), a name alone for jobs due later.
  *
+ * @example
+ * ```ts
+ * const notifier = yield* Notifier.Notifier
+ * const entries: ReadonlyArray<Notifier.Enqueued> = [["send-email", 0], "nightly-report"] // due now; due later
+ * yield* notifier.enqueued(entries, true)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type Enqueued = string | readonly [name: string, priority: number]
 
 /**
+ * What the `Notifier` service does: tells workers (of this process, and of others through
+ * `NOTIFY` or the insert check) about enqueued jobs, released keys, cancellations and pauses.
+ *
+ * @example
+ * ```ts
+ * const notifier = yield* Notifier.Notifier
+ * yield* notifier.announce(["send-email"]) // wake every worker of send-email, in every process (NOTIFY on PostgreSQL)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -143,6 +176,15 @@ export interface NotifierShape {
 }
 
 /**
+ * The wake-up service: in-process hints, `LISTEN/NOTIFY` on PostgreSQL, the insert check on
+ * MySQL/MariaDB. Provided by `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * // Provided by QueueLive; wake the workers of a name, e.g. after writing jobs with your own SQL
+ * const wakeSendEmail = Effect.flatMap(Notifier.Notifier, (n) => n.announce(["send-email"]))
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -158,6 +200,12 @@ export class Notifier extends Context.Tag("sqlane/Notifier")<Notifier, NotifierS
  *
  * Source: River's insert notification limiter.
  *
+ * @example
+ * ```ts
+ * // At most notifyBurst NOTIFYs ride inside enqueues per window; the rest share one trailing NOTIFY
+ * const perSecond = Notifier.notifyBurst * (1000 / Notifier.notifyWindowMillis)
+ * ```
+ *
  * @since 0.1.0
  * @category constants
  */
@@ -167,6 +215,11 @@ export const notifyWindowMillis: number = PgListen.notifyWindowMillis
  * `NOTIFY`s that ride inside enqueues within one {@link notifyWindowMillis}: sparse enqueues (a
  * few per window) each wake other processes on their own commit; a burst sends a few and then one
  * trailing `NOTIFY` per window.
+ *
+ * @example
+ * ```ts
+ * const riding = Math.min(enqueuesInWindow, Notifier.notifyBurst) // NOTIFYs sent with their enqueue
+ * ```
  *
  * @since 0.1.0
  * @category constants
@@ -178,6 +231,12 @@ export const notifyBurst: number = PgListen.notifyBurst
  * mutex key is shared by every job name, so workers of other keyed names (which may have jobs
  * waiting for that key) subscribe to it as well. Not a name a job can have in practice.
  *
+ * @example
+ * ```ts
+ * // A worker with keyed job names also listens for released keys
+ * const wakeups = yield* notifier.subscribe([...names, Notifier.keyReleased])
+ * ```
+ *
  * @since 0.1.0
  * @category constants
  */
@@ -187,6 +246,12 @@ export const keyReleased = "\u0001sqlane:key-released"
  * Builds the Notifier of one `QueueLive`: the in-process hub and control plane, and — by the
  * driver's `capabilities.listenNotify` — PostgreSQL `LISTEN/NOTIFY` with its limiter, or the
  * MySQL/MariaDB insert check.
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Notifier; this is how it builds it
+ * const NotifierLive = Layer.scoped(Notifier.Notifier, Notifier.make)
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -235,6 +300,12 @@ export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | 
 
 /**
  * The Notifier of a `QueueLive` (see {@link make}).
+ *
+ * @example
+ * ```ts
+ * // Part of QueueLive; an app provides QueueLive instead
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(ClientLive))
+ * ```
  *
  * @since 0.1.0
  * @category layers

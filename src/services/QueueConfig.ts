@@ -10,6 +10,14 @@ import { durationMillis } from "../internal/options.js"
 import * as Layer from "effect/Layer"
 
 /**
+ * The settings of a `QueueLive`: its `QueueOptions` with the defaults filled in.
+ *
+ * @example
+ * ```ts
+ * const config = yield* QueueConfig.QueueConfig
+ * yield* Effect.log(`jobs table: ${config.prefix}jobs, polled every ${Duration.format(config.pollInterval)}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -54,6 +62,12 @@ export interface QueueConfigShape {
 /**
  * How long finished jobs are kept, per state.
  *
+ * @example
+ * ```ts
+ * const { retention } = yield* QueueConfig.QueueConfig
+ * const keepsCompleted = Duration.greaterThan(retention.completed, Duration.zero)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -64,6 +78,13 @@ export interface Retention {
 }
 
 /**
+ * The settings of the `QueueLive` in scope. Provided by `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * const prefix = Effect.map(QueueConfig.QueueConfig, (config) => config.prefix) // "sqlane_" by default
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -72,6 +93,16 @@ export class QueueConfig extends Context.Tag("sqlane/QueueConfig")<QueueConfig, 
 /**
  * Options accepted by `QueueLive` and {@link make}. Durations take any `Duration.DurationInput`
  * (`"5 seconds"`, `Duration.millis(20)`, a number of milliseconds).
+ *
+ * @example
+ * ```ts
+ * const AppLive = QueueLive({
+ *   prefix: "jobs_",
+ *   pollInterval: "10 seconds",
+ *   retention: { completed: "1 hour", dead: "30 days" },
+ *   migrate: false // run `sqlane migrate` at deploy time instead
+ * }).pipe(Layer.provideMerge(ClientLive))
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -156,6 +187,11 @@ export interface QueueOptions {
  * The largest `pruneBatchSize` honoured (larger values are lowered to it): on MySQL/MariaDB a
  * batch's delete binds one placeholder per id, and a prepared statement takes at most 65,535.
  *
+ * @example
+ * ```ts
+ * const batch = Math.min(wanted, QueueConfig.maxPruneBatchSize)
+ * ```
+ *
  * @since 0.1.0
  * @category constants
  */
@@ -164,6 +200,12 @@ export const maxPruneBatchSize = 50_000
 /**
  * Fills in the defaults. Throws on a prefix that is not a plain identifier (checked again,
  * as a typed `SetupError`, when `QueueLive` is built).
+ *
+ * @example
+ * ```ts
+ * const config = QueueConfig.make({ prefix: "jobs_" })
+ * config.pollInterval // Duration of 5 seconds: the default
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -190,6 +232,14 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
 })
 
 /**
+ * The `QueueConfig` service as a layer, from options (defaults filled in); `QueueLive` includes it.
+ *
+ * @example
+ * ```ts
+ * // What QueueLive does with its options; a test can provide settings alone
+ * const ConfigLive = QueueConfig.layer({ prefix: "test_", pollInterval: "1 hour" })
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
