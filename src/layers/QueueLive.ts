@@ -108,6 +108,19 @@ const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig
   })
 
 /**
+ * The layer an app provides: every sqlane service (`Queue`, `Admin`, `Events`, …) on your
+ * `SqlClient`, sqlane's tables migrated (unless `migrate: false`) and its background fibers
+ * running (wake-ups, rescue, pruning). Fails with `UnsupportedDatabase`, `SetupError` or
+ * `SchemaNotMigrated`.
+ *
+ * @example
+ * ```ts
+ * const AppLive = QueueLive({ prefix: "jobs_" }).pipe(
+ *   Layer.provideMerge(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") }))
+ * )
+ * const MainLive = Worker.layer({ handlers: [SendEmailHandler] }).pipe(Layer.provideMerge(AppLive))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

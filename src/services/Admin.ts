@@ -32,6 +32,12 @@ import { QueueConfig } from "./QueueConfig.js"
 /**
  * The last progress a handler reported with `Queue.progress`.
  *
+ * @example
+ * ```ts
+ * const { job, progress } = yield* (yield* Admin.Admin).show(id)
+ * if (Option.isSome(progress)) yield* Effect.log(`${job.name}: ${progress.value.value} ${progress.value.message ?? ""}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -53,6 +59,12 @@ export const progressOf = (json: string | null): Option.Option<Progress> =>
 
 /**
  * A job as listed: no payload, error history or result (see {@link AdminShape.show} for those).
+ *
+ * @example
+ * ```ts
+ * const dead = yield* (yield* Admin.Admin).list({ state: "dead", limit: 20 })
+ * for (const job of dead) yield* Effect.log(`${job.id} ${job.name}: ${job.lastError}`)
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -76,6 +88,12 @@ export interface JobSummary {
 /**
  * One job name's counts, as {@link AdminShape.status} reports them.
  *
+ * @example
+ * ```ts
+ * const { names } = yield* (yield* Admin.Admin).status
+ * for (const n of names) yield* Effect.log(`${n.name}: ${n.pending} pending, ${n.running} running, ${n.dead} dead`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -96,6 +114,14 @@ export interface NameStatus {
 }
 
 /**
+ * What `status` returns: per job name the counts by state, and the running jobs.
+ *
+ * @example
+ * ```ts
+ * const status = yield* (yield* Admin.Admin).status // what `sqlane status` prints
+ * yield* Effect.log(`${status.running.length} job(s) running`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -107,6 +133,15 @@ export interface Status {
 }
 
 /**
+ * The filters and page of `list`: a job name, a state, at most `limit` jobs with ids below
+ * `beforeId`, newest first.
+ *
+ * @example
+ * ```ts
+ * const page = yield* admin.list({ name: "send-email", state: "dead", limit: 50 })
+ * const next = yield* admin.list({ name: "send-email", state: "dead", limit: 50, beforeId: page.at(-1)?.id })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -122,6 +157,12 @@ export interface ListOptions {
 /**
  * What a bulk action did to one job.
  *
+ * @example
+ * ```ts
+ * const results = yield* (yield* Admin.Admin).retry(["42", "43"])
+ * for (const r of results) yield* Effect.log(`${r.id}: ${r.changed ? "retried" : `left ${r.state}`}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -134,6 +175,17 @@ export interface ActionResult {
 }
 
 /**
+ * What the `Admin` service does, the same as the `sqlane` CLI: status, list and show jobs, retry,
+ * cancel, pause and resume job names, prune.
+ *
+ * @example
+ * ```ts
+ * const admin = yield* Admin.Admin
+ * yield* admin.pause("send-email")
+ * const retried = yield* admin.retryAll("send-email", "dead")
+ * yield* admin.resume("send-email")
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -178,6 +230,13 @@ export interface AdminShape {
 }
 
 /**
+ * Operations on the queue from code (the CLI runs on it). Provided by `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * const pauseEmails = Effect.flatMap(Admin.Admin, (admin) => admin.pause("send-email"))
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -199,6 +258,14 @@ const toSummary = (r: JobSummaryRow): JobSummary => ({
 })
 
 /**
+ * Builds the `Admin` service (used by {@link layer}).
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Admin; this is how it builds it
+ * const AdminLive = Layer.effect(Admin.Admin, Admin.make)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -352,6 +419,14 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
   })
 
 /**
+ * The `Admin` service as a layer; `QueueLive` includes it.
+ *
+ * @example
+ * ```ts
+ * // Part of QueueLive; an app provides QueueLive instead
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(ClientLive))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

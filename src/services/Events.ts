@@ -52,6 +52,16 @@ import { microsToDate } from "../internal/time.js"
  * - `Dead`: the attempt failed and the job is dead-lettered (no attempts left, a permanent failure,
  *   or a payload that does not decode).
  *
+ * @example
+ * ```ts
+ * yield* Stream.runForEach(events.stream, Events.WorkerEvent.$match({
+ *   Claimed: (e) => Effect.log(`claimed ${e.name} ${e.id}`),
+ *   Completed: (e) => Effect.log(`completed ${e.name} ${e.id}`),
+ *   Failed: (e) => Effect.log(`${e.name} ${e.id} failed, retry at ${e.retryAt.toISOString()}`),
+ *   Dead: (e) => Effect.logWarning(`${e.name} ${e.id} is dead: ${e.error}`)
+ * }))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -72,6 +82,12 @@ export type WorkerEvent = Data.TaggedEnum<{
 /**
  * Constructors and matchers of {@link WorkerEvent} (`WorkerEvent.$is("Dead")`, `WorkerEvent.$match`).
  *
+ * @example
+ * ```ts
+ * const event = Events.WorkerEvent.Completed({ id: "1", name: "send-email", attempt: 1, at: new Date() })
+ * if (Events.WorkerEvent.$is("Completed")(event)) console.log(event.id)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -80,12 +96,28 @@ export const WorkerEvent = Data.taggedEnum<WorkerEvent>()
 /**
  * Events each subscriber may fall behind before it loses the oldest.
  *
+ * @example
+ * ```ts
+ * // A subscriber that falls more than bufferSize events behind loses the oldest
+ * const lag = Events.bufferSize
+ * ```
+ *
  * @since 0.1.0
  * @category constants
  */
 export const bufferSize = 4096
 
 /**
+ * What the `Events` service gives: the events of this process's workers as a stream or a
+ * subscription.
+ *
+ * @example
+ * ```ts
+ * const events = yield* Events.Events
+ * const dead = yield* events.subscribe // scoped
+ * const first = yield* Queue.take(dead) // effect's Queue: the next event
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -99,6 +131,19 @@ export interface EventsShape {
 }
 
 /**
+ * What this process's workers do, as events: `Claimed`, `Completed`, `Failed`, `Dead`. Provided
+ * by `QueueLive`.
+ *
+ * @example
+ * ```ts
+ * const events = yield* Events.Events
+ * yield* events.stream.pipe(
+ *   Stream.filter((e) => e._tag === "Dead"),
+ *   Stream.runForEach((e) => Effect.logWarning(`job ${e.id} is dead`)),
+ *   Effect.forkScoped
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -106,6 +151,12 @@ export class Events extends Context.Tag("sqlane/Events")<Events, EventsShape>() 
 
 /**
  * Listens to the facts hub for the life of the scope and publishes the events made from its facts.
+ *
+ * @example
+ * ```ts
+ * // QueueLive provides Events; this is how it builds it
+ * const EventsLive = Layer.scoped(Events.Events, Events.make)
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -177,6 +228,12 @@ export const make: Effect.Effect<EventsShape, never, Facts | Database | Scope.Sc
 })
 
 /**
+ * @example
+ * ```ts
+ * // Part of QueueLive; an app provides QueueLive instead
+ * const AppLive = QueueLive().pipe(Layer.provideMerge(ClientLive))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

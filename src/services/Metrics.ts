@@ -30,6 +30,12 @@ import * as MetricLabel from "effect/MetricLabel"
 /**
  * The tag every sqlane metric carries: the job name.
  *
+ * @example
+ * ```ts
+ * // Read one job name's counter from a snapshot of the metric registry
+ * const completed = Metric.value(Metrics.jobsCompleted.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -76,36 +82,72 @@ const keys = {
 }
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsEnqueued.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`jobs enqueued: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const jobsEnqueued: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.enqueued)
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsClaimed.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`attempts claimed: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const jobsClaimed: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.claimed)
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsCompleted.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`jobs completed: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const jobsCompleted: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.completed)
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsFailed.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`attempts failed: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const jobsFailed: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.failed)
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsRetried.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`failed attempts retried: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const jobsRetried: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys.retried)
 
 /**
+ * @example
+ * ```ts
+ * const n = yield* Metric.value(Metrics.jobsDead.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`jobs dead-lettered: ${n.count}`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
@@ -113,6 +155,12 @@ export const jobsDead: Metric.Metric.Counter<number> = Metric.fromMetricKey(keys
 
 /**
  * Tagged `unit=ms`.
+ *
+ * @example
+ * ```ts
+ * const state = yield* Metric.value(Metrics.pickupLatency.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`${state.count} pickups, ${state.sum / state.count} ms on average`)
+ * ```
  *
  * @since 0.1.0
  * @category metrics
@@ -122,12 +170,24 @@ export const pickupLatency: Metric.Metric.Histogram<number> = Metric.fromMetricK
 /**
  * Tagged `unit=ms`.
  *
+ * @example
+ * ```ts
+ * const state = yield* Metric.value(Metrics.runDuration.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`slowest attempt: ${state.max} ms`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */
 export const runDuration: Metric.Metric.Histogram<number> = Metric.fromMetricKey(keys.runDuration)
 
 /**
+ * @example
+ * ```ts
+ * const due = yield* Metric.value(Metrics.jobsDue.pipe(Metric.tagged(Metrics.jobNameTag, "send-email")))
+ * yield* Effect.log(`${due.value} send-email job(s) due`)
+ * ```
+ *
  * @since 0.1.0
  * @category metrics
  */

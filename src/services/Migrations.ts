@@ -30,6 +30,12 @@ import { isValidPrefix } from "./QueueConfig.js"
 /**
  * The dialect and server version, checked for `FOR UPDATE SKIP LOCKED`.
  *
+ * @example
+ * ```ts
+ * const info = yield* Migrations.checkServer
+ * yield* Effect.log(`${info.mariadb ? "MariaDB" : info.dialect} ${info.version}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -43,6 +49,12 @@ export interface ServerInfo {
 /**
  * Decides whether a server version has `FOR UPDATE SKIP LOCKED`. Pure: `version` is what the
  * server reports (`SELECT version()` / `SELECT VERSION()`).
+ *
+ * @example
+ * ```ts
+ * Migrations.checkVersion("pg", "15.19") // Either.right({ dialect: "pg", version: "15.19", mariadb: false })
+ * Migrations.checkVersion("mysql", "5.7.44") // Either.left(UnsupportedDatabase)
+ * ```
  *
  * @since 0.1.0
  * @category checks
@@ -67,6 +79,14 @@ export const checkVersion = (dialect: "pg" | "mysql", version: string): Either.E
 /**
  * Reads the server's dialect and version; fails with `UnsupportedDatabase` when it lacks
  * `FOR UPDATE SKIP LOCKED` or is not PostgreSQL, MySQL or MariaDB.
+ *
+ * @example
+ * ```ts
+ * const program = Migrations.checkServer.pipe(
+ *   Effect.catchTag("UnsupportedDatabase", (e) => Effect.die(e.message)),
+ *   Effect.provide(ClientLive)
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category checks
@@ -104,6 +124,13 @@ const invalidPrefix = (prefix: string) =>
  * Runs sqlane's pending migrations for `prefix`. Returns the migrations applied by this call
  * (`[id, name]`), empty when the schema was up to date.
  *
+ * @example
+ * ```ts
+ * // At deploy time (what `sqlane migrate` does); the app then runs QueueLive({ migrate: false })
+ * const applied = yield* Migrations.run("sqlane_")
+ * yield* Effect.log(`applied ${applied.map(([id, name]) => `${id}_${name}`).join(", ") || "nothing"}`)
+ * ```
+ *
  * @since 0.1.0
  * @category migrations
  */
@@ -134,6 +161,12 @@ export const run = (
  * would apply (`[id, name]`, in order). `applied` is `undefined` when the migrations table does not
  * exist (nothing was ever migrated).
  *
+ * @example
+ * ```ts
+ * const { applied, pending } = yield* Migrations.status("sqlane_")
+ * if (pending.length > 0) yield* Effect.logWarning(`${pending.length} migration(s) to apply`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -153,6 +186,12 @@ const known = (driver: Driver) =>
 
 /**
  * Reads which migrations are applied to `prefix` and which are pending. Changes nothing.
+ *
+ * @example
+ * ```ts
+ * const { pending } = yield* Migrations.status("sqlane_")
+ * const upToDate = pending.length === 0
+ * ```
  *
  * @since 0.1.0
  * @category migrations
@@ -178,6 +217,13 @@ export const status = (
  * each pending migration runs against a recording client of the server's dialect. Statements with
  * parameters list them after the SQL as a comment. The migrations table itself is created by
  * `run` and is not listed.
+ *
+ * @example
+ * ```ts
+ * for (const migration of yield* Migrations.dryRun("sqlane_")) {
+ *   console.log(`-- ${migration.id}_${migration.name}\n${migration.sql.join("\n")}`)
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category migrations

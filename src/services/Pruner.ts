@@ -33,6 +33,11 @@ import { QueueConfig } from "./QueueConfig.js"
  * The largest `pruneBatchSize` honoured: larger values are lowered to it. On MySQL/MariaDB a batch's
  * delete binds one placeholder per id, and a prepared statement takes at most 65,535.
  *
+ * @example
+ * ```ts
+ * const batchSize = Math.min(requested, Pruner.maxBatchSize)
+ * ```
+ *
  * @since 0.1.0
  * @category pruning
  */
@@ -40,6 +45,12 @@ export const maxBatchSize: number = QueueConfigModule.maxPruneBatchSize
 
 /**
  * What one pruning pass did.
+ *
+ * @example
+ * ```ts
+ * const result = yield* Pruner.run
+ * if (result.ran) yield* Effect.log(`pruned ${result.deleted.completed} completed job(s) in ${result.batches} batch(es)`)
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -59,6 +70,12 @@ export interface PruneResult {
  * One pruning pass: for each finished state, deletes in batches every job finished before
  * now (Effect's `Clock`) minus its retention, until none is left. Returns at once with
  * `ran: false` when another process (or fiber) is pruning the same tables.
+ *
+ * @example
+ * ```ts
+ * // One pass now, with the retention of the QueueLive in scope (QueueLive({ prune: false }) turns the background one off)
+ * const result = yield* Pruner.run
+ * ```
  *
  * @since 0.1.0
  * @category pruning
@@ -116,6 +133,12 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
  * Runs {@link run} every `pruneInterval` (jittered ±20 %) of wall-clock time, forever; failures are
  * logged and the next pass runs on schedule. Started by `QueueLive` ({@link layer}) unless `prune: false`.
  *
+ * @example
+ * ```ts
+ * // What Pruner.layer runs: a pass every pruneInterval, forever
+ * const pruning = Effect.forkScoped(Pruner.background)
+ * ```
+ *
  * @since 0.1.0
  * @category pruning
  */
@@ -144,6 +167,12 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
 
 /**
  * {@link background} for the life of the layer, when `prune` is on; stops within 100 ms at close.
+ *
+ * @example
+ * ```ts
+ * // QueueLive includes it unless `prune: false`
+ * const AppLive = QueueLive({ retention: { completed: "1 hour" } }).pipe(Layer.provideMerge(ClientLive))
+ * ```
  *
  * @since 0.1.0
  * @category pruning
