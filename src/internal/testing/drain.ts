@@ -16,7 +16,7 @@ import type { Handler } from "../../schema/Job.js"
 import { Claimer } from "../../services/Claimer.js"
 import type { Completer } from "../../services/Completer.js"
 import { Events, type WorkerEvent } from "../../services/Events.js"
-import type { Notifier } from "../../services/Notifier.js"
+import { Notifier } from "../../services/Notifier.js"
 import { Queue as JobQueue } from "../../services/Queue.js"
 import type { QueueConfig } from "../../services/QueueConfig.js"
 import * as Worker from "../../services/Worker.js"
@@ -87,6 +87,8 @@ export interface DrainOptions<R> {
 
 /** How often the drain looks at the database while jobs run (real time, ms). */
 const checkMillis = 10
+/** How long due jobs may wait unclaimed before the drain wakes its worker (real time, ms). */
+const wakeAfterMillis = 100
 
 const ranOf = (event: WorkerEvent): Ran | undefined => {
   switch (event._tag) {
@@ -156,6 +158,7 @@ export const drain = <R>(
     const { driver } = yield* Database
     const claimer = yield* Claimer
     const queue = yield* JobQueue
+    const notifier = yield* Notifier
     const startUs = yield* nowMicros
     const horizonUs = until === undefined ? Infinity : startUs + until.millis * 1000
     const paused = new Set((yield* driver.pausedList()).map((p) => p.name))
@@ -199,11 +202,19 @@ export const drain = <R>(
      * is an event, so a job cannot slip from due to running between two reads unseen.
      */
     const settle = Effect.gen(function*() {
+      let quietSinceMs = Date.now()
       while (true) {
-        yield* take
+        if (yield* take) quietSinceMs = Date.now()
         const rows = yield* left
         const running = yield* worker.running
-        if (!(yield* take) && rows.length === 0 && running === 0) return
+        if (yield* take) quietSinceMs = Date.now()
+        else if (rows.length === 0 && running === 0) return
+        // Jobs due and nothing claimed for a while: the worker may sleep past a TestClock step that
+        // landed between its reading of the clock and its sleep. Wake it.
+        if (running === 0 && rows.some((r) => r.due > 0) && Date.now() - quietSinceMs >= wakeAfterMillis) {
+          yield* notifier.announce(names)
+          quietSinceMs = Date.now()
+        }
         if (Date.now() > deadline) {
           const what = rows.map((r) => `${r.due > 0 ? `${r.due} due` : `${r.count} running`} "${r.name}"`).join(", ")
           return yield* new DrainIncomplete({
