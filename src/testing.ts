@@ -17,9 +17,11 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as Layer from "effect/Layer"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { QueueLive, type Services } from "./layers/QueueLive.js"
 import type { SchemaNotMigrated, SetupError, UnsupportedDatabase } from "./schema/Errors.js"
+import * as Migrations from "./services/Migrations.js"
 import type { QueueOptions } from "./services/QueueConfig.js"
 
 export { drain, type DrainOptions, type Ran } from "./internal/testing/drain.js"
@@ -65,9 +67,9 @@ export const testQueueOptions: QueueOptions = {
  */
 export interface TestQueueOptions extends QueueOptions {
   /**
-   * Append a suffix of its own to the table prefix (`prefix`, default `"sqlane_"`), e.g.
-   * `sqlane_t3k9x0a_`: test files that run at once never see each other's jobs. The tables are left
-   * in the database afterwards: use a database (or PostgreSQL schema) the tests may fill. Default false.
+   * Give each build of the layer a table prefix of its own: `prefix` (default `"sqlane_"`) with a
+   * suffix (see {@link uniquePrefix}), so that tests and test files that run at once never see each
+   * other's jobs; its tables are dropped when the layer closes (`Migrations.drop`). Default false.
    */
   readonly uniquePrefix?: boolean | undefined
 }
@@ -93,7 +95,8 @@ export const uniquePrefix = (base = "sqlane_"): string => {
 
 /**
  * `QueueLive` for tests: {@link testQueueOptions} (cheap `TestClock` steps, migrations run), then
- * `options`. `@effect/vitest`'s `it.effect` and `layer()` run under `TestClock`, so every time
+ * `options`, with a prefix (and tables) of its own per build when `uniquePrefix` is set.
+ * `@effect/vitest`'s `it.effect` and `layer()` run under `TestClock`, so every time
  * sqlane decides about jobs (delays, retries, the worker's wake-up at the next `run_at`) follows
  * `TestClock.adjust`; the housekeeping on the wall clock (the worker's lock checks, the MySQL/MariaDB
  * insert check) needs no adjusting.
@@ -120,6 +123,15 @@ export const TestQueueLive = (
   options: TestQueueOptions = {}
 ): Layer.Layer<Services, SqlError | UnsupportedDatabase | SetupError | SchemaNotMigrated, SqlClient.SqlClient> => {
   const { uniquePrefix: unique, ...queueOptions } = options
-  const prefix = unique === true ? uniquePrefix(options.prefix ?? "sqlane_") : options.prefix
-  return QueueLive({ ...testQueueOptions, ...queueOptions, prefix })
+  if (unique !== true) return QueueLive({ ...testQueueOptions, ...queueOptions })
+  return Layer.unwrapScoped(Effect.gen(function*() {
+    const prefix = uniquePrefix(options.prefix ?? "sqlane_")
+    // Added first, so run last: once the queue's own finalizers (workers, listeners) have run.
+    yield* Effect.addFinalizer(() =>
+      Migrations.drop(prefix).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning(`sqlane: dropping the test tables ${prefix}* failed`, cause))
+      )
+    )
+    return QueueLive({ ...testQueueOptions, ...queueOptions, prefix })
+  }))
 }

@@ -3,14 +3,16 @@
  * expectNotEnqueued, waitFor — as an app's tests use it, on every database.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
-import { Admin, Job, Queue, QueueConfig, Worker } from "sqlane"
+import { Admin, Job, Migrations, Queue, QueueConfig, Worker } from "sqlane"
 import {
   drain,
   expectEnqueued,
@@ -62,7 +64,7 @@ export const testing = (target: Target) => {
   }
 
   describe(`testing [${target.id}]`, () => {
-    it.effect(name("TestQueueLive: the TestClock settings, a prefix of its own when asked"), () =>
+    it.effect(name("TestQueueLive: the TestClock settings; with uniquePrefix, tables of its own per build, dropped at close"), () =>
       withTestQueue(Effect.gen(function*() {
         const config = yield* QueueConfig.QueueConfig
         assert.deepStrictEqual(
@@ -71,11 +73,25 @@ export const testing = (target: Target) => {
         )
         assert.strictEqual(config.prune, false)
         assert.deepStrictEqual(QueueConfig.make(testQueueOptions).pollInterval, config.pollInterval)
-        const a = uniquePrefix()
-        const b = uniquePrefix()
-        assert.notStrictEqual(a, b)
-        assert.match(a, /^sqlane_[a-z0-9_]+_$/)
+        assert.notStrictEqual(uniquePrefix(), uniquePrefix())
+        assert.match(uniquePrefix(), /^sqlane_[a-z0-9_]+_$/)
         assert.isAtMost(uniquePrefix("x".repeat(60)).length, 40)
+
+        const live = TestQueueLive({ uniquePrefix: true, prefix: "tqu_" })
+        const scope = yield* Scope.make()
+        const prefixes: Array<string> = []
+        for (let i = 0; i < 2; i++) {
+          const context = yield* Layer.buildWithScope(live, scope)
+          const built = Context.get(context, QueueConfig.QueueConfig).prefix
+          prefixes.push(built)
+          const queue = Context.get(context, Queue.Queue)
+          yield* queue.enqueue(Email, email("ada@example.com"))
+          assert.isTrue((yield* Migrations.status(built)).applied !== undefined)
+        }
+        assert.notStrictEqual(prefixes[0], prefixes[1])
+        for (const p of prefixes) assert.isTrue(p.startsWith("tqu_"), p)
+        yield* Scope.close(scope, Exit.void)
+        for (const p of prefixes) assert.strictEqual((yield* Migrations.status(p)).applied, undefined)
       })))
 
     it.effect(name("drain runs the due jobs and returns how each attempt ended; nothing due is left"), () =>
