@@ -24,7 +24,9 @@ import type { SchemaNotMigrated, SetupError, UnsupportedDatabase } from "./schem
 import * as Migrations from "./services/Migrations.js"
 import type { QueueOptions } from "./services/QueueConfig.js"
 
+/** @since 0.2.0 */
 export { drain, type DrainOptions, type Ran } from "./internal/testing/drain.js"
+/** @since 0.2.0 */
 export {
   type EnqueuedOptions,
   expectEnqueued,
@@ -32,6 +34,7 @@ export {
   type MatchedJob,
   type PartialPayload
 } from "./internal/testing/expect.js"
+/** @since 0.2.0 */
 export { waitFor, type WaitForOptions } from "./internal/testing/waitFor.js"
 
 /**
@@ -47,6 +50,12 @@ export { waitFor, type WaitForOptions } from "./internal/testing/waitFor.js"
  * - `prune: false`: finished jobs stay after a jump of days, for the test to read;
  * - `migrate: true`.
  *
+ * @example
+ * ```ts
+ * // The same settings on a layer built by hand:
+ * const Live = QueueLive({ ...testQueueOptions, prefix: "orders_test_" })
+ * ```
+ *
  * @since 0.2.0
  * @category constants
  */
@@ -61,6 +70,11 @@ export const testQueueOptions: QueueOptions = {
 
 /**
  * Options of {@link TestQueueLive}: any `QueueOptions`, and `uniquePrefix`.
+ *
+ * @example
+ * ```ts
+ * const options: TestQueueOptions = { uniquePrefix: true, prefix: "orders_", hintDelay: 0 }
+ * ```
  *
  * @since 0.2.0
  * @category models

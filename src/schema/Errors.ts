@@ -191,7 +191,13 @@ export class SchemaNotMigrated extends Schema.TaggedError<SchemaNotMigrated>("sq
 /**
  * An expectation of `sqlane/testing` does not hold (`expectEnqueued`, `expectNotEnqueued`). The
  * message says what was expected and lists the jobs found instead, e.g.
- * `expected a pending "send-email" job with payload {"to":"bob@example.com"}; found 1 "send-email" job: #12 pending …`.
+ * `expected a pending "send-email" job with payload matching {"to":"bob@example.com"}; found 1 "send-email" job: #12 pending …`.
+ *
+ * @example
+ * ```ts
+ * const error = yield* Effect.flip(expectEnqueued(SendEmail, { to: "bob@example.com" }))
+ * if (error._tag === "ExpectationFailed") console.log(error.message)
+ * ```
  *
  * @since 0.2.0
  * @category errors
@@ -206,6 +212,13 @@ export class ExpectationFailed extends Schema.TaggedError<ExpectationFailed>("sq
 /**
  * `waitFor` (of `sqlane/testing`) gave up: the job did not reach any of the states waited for
  * within `millis` (real time). `lastSeen` is the state it was last read in, or `"not found"`.
+ *
+ * @example
+ * ```ts
+ * yield* waitFor(id, "completed").pipe(
+ *   Effect.catchTag("WaitTimedOut", (e) => Effect.logError(`stuck ${e.lastSeen}`))
+ * )
+ * ```
  *
  * @since 0.2.0
  * @category errors
@@ -229,6 +242,12 @@ export class WaitTimedOut extends Schema.TaggedError<WaitTimedOut>("sqlane/WaitT
  * (real time; a handler that waits on `TestClock` never ends by itself), or, with `withScheduled`,
  * jobs were still pending after `maxSteps` steps of `TestClock` (a job rescheduled for ever, a
  * periodic job enqueuing new ticks). `message` says which, with the jobs left.
+ *
+ * @example
+ * ```ts
+ * const exit = yield* Effect.exit(drain({ handlers, withScheduled: true, maxSteps: 3 }))
+ * // Exit.fail(DrainIncomplete { reason: "maxSteps", message: "drain: jobs still pending after 3 steps of TestClock, …" })
+ * ```
  *
  * @since 0.2.0
  * @category errors

@@ -31,7 +31,16 @@ import { wallSleep } from "../wallClock.js"
  * - `completed`: the handler succeeded;
  * - `failed`: the attempt failed and the job is pending again, due at `retryAt` (`error` says why);
  * - `dead`: the attempt failed and the job is dead-lettered (`error` says why);
- * - `cancelled`: the job was cancelled while the attempt ran.
+ * - `cancelled`: the job was cancelled while the attempt ran (listed after the others; `at` is
+ *   when it was claimed).
+ *
+ * @example
+ * ```ts
+ * const ran = yield* drain({ handlers: [charge], withScheduled: true })
+ * // [{ id: "1", name: "charge", attempt: 1, outcome: "failed", error: "Declined: …", retryAt: 1970-01-01T00:00:10.000Z, … },
+ * //  { id: "1", name: "charge", attempt: 2, outcome: "completed", error: undefined, retryAt: undefined, … }]
+ * const dead = ran.filter((r) => r.outcome === "dead")
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -46,11 +55,18 @@ export interface Ran {
   readonly error: string | undefined
   /** When the job runs again (`failed`). */
   readonly retryAt: Date | undefined
-  /** When the attempt ended (Effect's `Clock`: `TestClock` in a test). */
+  /** When the attempt ended (Effect's `Clock`: `TestClock` in a test); `cancelled`: when it was claimed. */
   readonly at: Date
 }
 
 /**
+ * What {@link drain} runs, and how far it goes.
+ *
+ * @example
+ * ```ts
+ * const options: DrainOptions<never> = { handlers: [send], withScheduled: true, until: "1 day", maxSteps: 20 }
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */

@@ -19,6 +19,12 @@ import { Queue } from "../../services/Queue.js"
  * A payload with any part left out, at any depth: objects match on the keys given; arrays, dates
  * and other values must be equal (`Date`s by time, Effect data types by `Equal`).
  *
+ * @example
+ * ```ts
+ * // For a payload { to: string; order: { id: number; placedAt: Date } }:
+ * const partial: PartialPayload<Job.Payload<typeof SendEmail>> = { order: { id: 7 } }
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -28,6 +34,11 @@ export type PartialPayload<A> = A extends Date | ReadonlyArray<unknown> | ((...a
 
 /**
  * What else a job must be to match. Every field given must match; `state` defaults to `pending`.
+ *
+ * @example
+ * ```ts
+ * yield* expectEnqueued(SendEmail, {}, { state: ["pending", "completed"], runAt: new Date(60_000), priority: 3 })
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -42,6 +53,13 @@ export interface EnqueuedOptions {
 
 /**
  * A job found: as `Queue.get` returns it, and its payload decoded by the job's schema.
+ *
+ * @example
+ * ```ts
+ * const [job] = yield* expectEnqueued(SendEmail, { to: "ada@example.com" })
+ * job.info.runAt          // Date
+ * job.payload.placedAt    // Date (decoded; job.info.payload holds the ISO string as stored)
+ * ```
  *
  * @since 0.2.0
  * @category models

@@ -13,6 +13,13 @@ import { durationMillis } from "../options.js"
 import { wallSleep } from "../wallClock.js"
 
 /**
+ * How long {@link waitFor} waits, and how often it looks.
+ *
+ * @example
+ * ```ts
+ * yield* waitFor(id, "completed", { timeout: "30 seconds", interval: "100 millis" })
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
