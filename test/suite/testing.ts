@@ -177,6 +177,22 @@ export const testing = (target: Target) => {
         assert.include(String(error), "after 3 steps of TestClock")
       })))
 
+    it.effect(name("drain fails after its timeout while a handler waits on TestClock, and releases the job"), () =>
+      withTestQueue(Effect.gen(function*() {
+        const queue = yield* Queue.Queue
+        const id = yield* queue.enqueue(Charge, { cents: 4 })
+        const error = yield* Effect.flip(drain({
+          handlers: [Job.handler(Charge, () => Effect.sleep("1 hour"))],
+          timeout: "300 millis"
+        }))
+        assert.strictEqual(error._tag, "DrainIncomplete")
+        assert.strictEqual(error._tag === "DrainIncomplete" && error.reason, "timeout")
+        assert.include(error.message, `after 300 ms (real time)`)
+        const job = yield* queue.get(id)
+        assert.strictEqual(job.state, "pending")
+        assert.strictEqual(job.attempts, 0)
+      })))
+
     it.effect(name("expectEnqueued finds a job by a partial payload, state, runAt and priority"), () =>
       withTestQueue(Effect.gen(function*() {
         const queue = yield* Queue.Queue

@@ -136,7 +136,8 @@ const base = (e: { readonly id: string; readonly name: string; readonly attempt:
  * Start no other worker for these names in the test: the drain would wait for its jobs too, and
  * report only the attempts run in this process. A handler that sleeps on `TestClock` does not end
  * while the drain waits for it (the drain moves `TestClock` only once nothing is running): the
- * drain fails with `DrainIncomplete` after `timeout`. Jobs of paused names are not run. The
+ * drain fails with `DrainIncomplete` after `timeout`, and the attempts still running are interrupted
+ * and their jobs released (pending again, the attempt not counted). Jobs of paused names are not run. The
  * attempts are read from `Events` (a buffer of 4,096 between two looks, 10 ms apart).
  *
  * Fails with `DrainIncomplete`, or a `SqlError` of its reads. Requires `QueueLive`'s services (and
@@ -203,7 +204,10 @@ export const drain = <R>(
     const worker = yield* Worker.make({
       handlers: options.handlers,
       concurrency: options.concurrency ?? 1,
-      id: `sqlane-drain-${crypto.randomUUID()}`
+      id: `sqlane-drain-${crypto.randomUUID()}`,
+      // When the drain fails, a handler still running (waiting on TestClock, say) is interrupted at
+      // once and its job released: a wait on TestClock would never end.
+      shutdownTimeout: 0
     })
     const deadline = Date.now() + timeout.millis
 
