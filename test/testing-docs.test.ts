@@ -1,12 +1,13 @@
 /**
- * The example test file of docs/testing.md, run on PostgreSQL 15: the code between the markers is
+ * The example test file of docs/testing.md, run on PostgreSQL: the code between the markers is
  * the docs' block, but for the database URL (checked by the first test).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { inject, it as vitest } from "vitest"
 
-const pg = inject("targets").find((t) => t.id === "postgres-15")
+// PostgreSQL 15, or 18 (embedded, started by the global setup) when 15 cannot be reached.
+const pg = inject("targets").find((t) => t.id === "postgres-15") ?? inject("targets").find((t) => t.dialect === "pg")
 const url = pg?.url ?? "postgres://postgres@127.0.0.1:5432/sqlane_test"
 const docsUrl = `"postgres://postgres@127.0.0.1:5432/test"`
 
