@@ -1,5 +1,5 @@
 /**
- * `sqlane/testing`: helpers for an app's own tests of its jobs, on a real database. They use Effect
+ * `sqlane/testing`: what an app's own tests of its jobs need, on a real database. It uses Effect
  * only (no test runner): an expectation that does not hold fails the effect with a typed error
  * (`ExpectationFailed`, `WaitTimedOut`, `DrainIncomplete`), which `@effect/vitest`'s `it.effect`
  * (or any runner that runs the effect) reports with its message.

@@ -253,7 +253,7 @@ export const drain = <R>(
       while (true) {
         const next = (yield* claimer.probe(names, yield* nowMicros)).nextUs
         if (next === undefined || next > horizonUs) break
-        if (steps === maxSteps) {
+        if (steps >= maxSteps) {
           return yield* new DrainIncomplete({
             reason: "maxSteps",
             message: `drain: jobs still pending after ${maxSteps} steps of TestClock, the next due at ` +
