@@ -3,7 +3,8 @@
  * app outside this repository, beside the peer dependencies docs/getting-started.md names; the app is
  * type-checked (with the README's quick start, examples/quickstart.ts) with the strictest compiler
  * options against sqlane's .d.ts files only and run with
- * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15, and the `sqlane` command
+ * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15 (waited for with
+ * `sqlane/testing`'s `waitFor`: the subpath exports resolve), and the `sqlane` command
  * from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
  * devDependency such as tsx) fails here.
  *
@@ -34,6 +35,7 @@ const app = `import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { Admin, Job, Queue, QueueLive, Worker } from "sqlane"
 import { JobNotFound } from "sqlane/schema/Errors"
+import { waitFor } from "sqlane/testing"
 
 const Greet = Job.make("greet", { payload: Schema.Struct({ to: Schema.String }) })
 
@@ -43,11 +45,7 @@ const program = Effect.gen(function*() {
   yield* Worker.make({ handlers: [Job.handler(Greet, ({ to }) => Effect.zipRight(Effect.log(to), greeted.open))] })
   const id = yield* queue.enqueue(Greet, { to: "ada" })
   yield* greeted.await
-  let state = ""
-  while (state !== "completed") {
-    state = (yield* queue.get(id)).state
-    yield* Effect.sleep("20 millis")
-  }
+  const { state } = yield* waitFor(id, "completed")
   const status = yield* (yield* Admin.Admin).status
   const missing = yield* Effect.flip(queue.get("999999999"))
   console.log(JSON.stringify({ state, names: status.names.map((n) => n.name), notFound: missing instanceof JobNotFound }))

@@ -157,6 +157,28 @@ export const run = (
   })
 
 /**
+ * Drops every table of `prefix` (those that exist), its jobs with them: the end of a test's own
+ * tables (`sqlane/testing`'s `TestQueueLive` with `uniquePrefix` drops its tables so). Stop every
+ * worker and `QueueLive` of the prefix first.
+ *
+ * @example
+ * ```ts
+ * yield* Migrations.drop("sqlane_t1_")
+ * ```
+ *
+ * @since 0.2.0
+ * @category migrations
+ */
+export const drop = (
+  prefix: string
+): Effect.Effect<void, SetupError | UnsupportedDatabase | SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    if (!isValidPrefix(prefix)) return yield* invalidPrefix(prefix)
+    const info = yield* checkServer
+    yield* driverOf(info.dialect, (yield* SqlClient.SqlClient).withoutTransforms(), prefix).migrationDropAll()
+  })
+
+/**
  * Where a table prefix's schema stands: the migrations applied, and those this version of sqlane
  * would apply (`[id, name]`, in order). `applied` is `undefined` when the migrations table does not
  * exist (nothing was ever migrated).

@@ -1,7 +1,7 @@
 /**
  * The driver's facts and session statements: `capabilities`, `connectionIdStatement`,
  * `endConnection`, `connectionCheckStatement`, the migrations (`migrations`, `migrationList`,
- * `migrationLocked`) and notifications between sessions (`channelListen`, `channelNotify`).
+ * `migrationDropAll`, `migrationLocked`) and notifications between sessions (`channelListen`, `channelNotify`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -80,6 +80,31 @@ export const sessionOps = (target: Target) => {
           assert.deepStrictEqual(yield* driver.migrationList(), known)
           yield* sql`DROP TABLE ${sql(prefix + "migrations")}`
           assert.strictEqual(yield* driver.migrationList(), undefined)
+        })))
+  })
+
+  describe("migrationDropAll", () => {
+    it.live(name("drops every table of the prefix, none of another; again, it does nothing"), () =>
+      withDriver(target, ({ driver, prefix, sql }) =>
+        Effect.gen(function*() {
+          const tablesOf = (p: string) =>
+            Effect.map(
+              sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables
+                WHERE table_schema = ${sql.literal(target.dialect === "pg" ? "current_schema()" : "DATABASE()")}
+                  AND table_name LIKE ${`${p}%`}`,
+              (rows) => rows.map((r) => r.name).sort()
+            )
+          const other = `${prefix}x_`
+          yield* sql`CREATE TABLE ${sql(`${other}jobs`)} (id integer)`
+          assert.deepStrictEqual(
+            (yield* tablesOf(prefix)).filter((t) => !t.startsWith(other)),
+            ["jobs", "migrations", "paused", "schedules", "workers"].map((t) => prefix + t)
+          )
+          yield* driver.migrationDropAll()
+          assert.deepStrictEqual(yield* tablesOf(prefix), [`${other}jobs`])
+          assert.strictEqual(yield* driver.migrationList(), undefined)
+          yield* driver.migrationDropAll()
+          yield* sql`DROP TABLE ${sql(`${other}jobs`)}`
         })))
   })
 

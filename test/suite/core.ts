@@ -28,6 +28,7 @@ import * as Completer from "../../src/services/Completer.js"
 import * as MysqlText from "../../src/internal/mysqlText.js"
 import { endKey } from "../../src/internal/driver/shared.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
+import { waitFor } from "../../src/testing.js"
 import { countJobs, dropTables, holdJobRow, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
@@ -530,7 +531,7 @@ export const core = (target: Target) => {
           })
           const queue = yield* Queue.Queue
           const id = yield* queue.enqueue(Exact, { n: 2n ** 70n, at })
-          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          yield* waitFor(id, "completed", { timeout: "20 seconds" })
           assert.deepStrictEqual(seen, [{ n: 2n ** 70n, at }])
           const info = yield* queue.get(id)
           assert.deepStrictEqual(info.result._tag === "Some" ? info.result.value : undefined, {
@@ -851,7 +852,7 @@ export const core = (target: Target) => {
           yield* Worker.make({ handlers: [Job.handler(Charge, () => Effect.fail(new Flaky({ reason: "card invalid" })))] })
           const queue = yield* Queue.Queue
           const id = yield* queue.enqueue(Charge, {})
-          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "dead"))
+          yield* waitFor(id, "dead", { timeout: "20 seconds" })
           const info = yield* queue.get(id)
           assert.strictEqual(info.attempts, 1)
           assert.strictEqual(info.errors.length, 1)
@@ -907,7 +908,7 @@ export const core = (target: Target) => {
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET payload = ${"{not json"} WHERE id = ${garbled}`
           const good = yield* queue.enqueue(Strict, { n: 3 }, { delay: "1 minute" })
           yield* TestClock.adjust("1 minute")
-          yield* waitUntil(Effect.map(queue.get(good), (j) => j.state === "completed"))
+          yield* waitFor(good, "completed", { timeout: "20 seconds" })
           const badInfo = yield* queue.get(bad)
           assert.strictEqual(badInfo.state, "dead")
           assert.strictEqual(badInfo.errors[0].kind, "decode")

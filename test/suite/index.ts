@@ -14,6 +14,7 @@ import { outage } from "./outage.js"
 import { pause } from "./pause.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
+import { testing } from "./testing.js"
 
 export const suitesFor = (id: string) => {
   const target = inject("targets").find((t) => t.id === id)
@@ -28,6 +29,7 @@ export const suitesFor = (id: string) => {
     pause(target)
     badInput(target)
     outage(target)
+    testing(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -298,6 +298,8 @@ export interface Driver {
   readonly migrations: Readonly<Record<string, Migration>>
   /** The ids of the migrations applied to this prefix, in order, or `undefined` when its migrations table is missing. */
   readonly migrationList: () => Effect.Effect<ReadonlyArray<number> | undefined, SqlError>
+  /** Drops every table of this prefix (those that exist), its jobs with them. */
+  readonly migrationDropAll: () => Effect.Effect<void, SqlError>
   /**
    * Runs `migrate` holding this prefix's migration lock, so that one process migrates while the others
    * wait (then find nothing left to do); the migrations table exists when `migrate` starts on
@@ -394,5 +396,5 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
 >
-export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationLocked">
+export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

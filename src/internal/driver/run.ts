@@ -145,6 +145,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     jobProgressGet: cold(d.jobProgressGet),
     jobPruneFinished: cold(d.jobPruneFinished),
     migrationList: cold(d.migrationList),
+    migrationDropAll: cold(d.migrationDropAll),
     channelNotify: cold(d.channelNotify),
     // Not retried: data, the migration lock (migrations are not retried), the LISTEN connection
     // (opened again by its caller, on a schedule), and the lock statements' texts

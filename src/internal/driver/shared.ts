@@ -282,6 +282,13 @@ export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentS
     return rows.map((r) => num(r.id))
   })
 
+/** The tables sqlane's migrations create for a prefix (its migrations table last). */
+export const tableNames = ["jobs", "workers", "schedules", "paused", "migrations"] as const
+
+/** `migrationDropAll`, the same statements on both databases. */
+export const migrationDropAll = (sql: SqlClient.SqlClient, prefix: string) => () =>
+  Effect.forEach(tableNames, (table) => sql`DROP TABLE IF EXISTS ${sql(`${prefix}${table}`)}`, { discard: true })
+
 /** `jobNewestId`, the same SQL on both dialects. */
 export const newestId = (run: Run, sql: SqlClient.SqlClient, jobs: Statement.Identifier) =>
   Effect.map(

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { SetupError } from "../../../schema/Errors.js"
 import { poolSizeOf } from "../../Database.js"
 import type { Migration, MigrationsOps } from "../Driver.js"
-import { attemptsCheck, migrationList, stateCheck, uniqueGuard } from "../shared.js"
+import { attemptsCheck, migrationDropAll, migrationList, stateCheck, uniqueGuard } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const migrations = (prefix: string): Record<string, Migration> => ({
@@ -125,6 +125,7 @@ export const make = (ctx: MysqlContext): MigrationsOps => {
   return {
     migrations: migrations(prefix),
     migrationList: migrationList(sql, prefix, "DATABASE()"),
+    migrationDropAll: migrationDropAll(sql, prefix),
     // DDL commits implicitly, so a transaction cannot hold the lock: a session lock (`GET_LOCK`) is
     // held on a reserved connection while the Migrator uses another one. Migrating therefore needs a
     // pool of at least 2 connections.

@@ -7,7 +7,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import type { Migration, MigrationsOps } from "../Driver.js"
-import { attemptsCheck, migrationList, stateCheck, uniqueGuard } from "../shared.js"
+import { attemptsCheck, migrationDropAll, migrationList, stateCheck, uniqueGuard } from "../shared.js"
 import type { PgContext } from "./context.js"
 
 export const migrations = (prefix: string): Record<string, Migration> => ({
@@ -130,6 +130,7 @@ export const make = (ctx: PgContext): MigrationsOps => {
   return {
     migrations: migrations(prefix),
     migrationList: migrationList(sql, prefix, "current_schema()"),
+    migrationDropAll: migrationDropAll(sql, prefix),
     // A transaction holding `pg_advisory_xact_lock`, on one connection (the Migrator's own
     // transaction nests inside it as a savepoint). The migrations table is created first, inside
     // the lock, so the Migrator's probe for it cannot abort the transaction.
