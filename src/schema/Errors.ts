@@ -119,7 +119,8 @@ export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>
 
 /**
  * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
- * (for example a table prefix that is not a plain SQL identifier).
+ * (for example a table prefix that is not a plain SQL identifier), or `createQueue` of
+ * `sqlane/promise` was given a database URL it cannot read or reach (the message says which).
  *
  * @since 0.1.0
  * @category errors
@@ -185,5 +186,20 @@ export class SchemaNotMigrated extends Schema.TaggedError<SchemaNotMigrated>("sq
     return this.applied === 0
       ? `sqlane's tables with prefix "${this.prefix}" do not exist: run \`sqlane migrate\``
       : `sqlane's tables with prefix "${this.prefix}" are not migrated (${this.applied} of ${this.known} migrations applied): run \`sqlane migrate\``
+  }
+}
+
+/**
+ * A call on a queue of `sqlane/promise` after its `close()` began: nothing was done.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class QueueClosed extends Schema.TaggedError<QueueClosed>("sqlane/QueueClosed")("QueueClosed", {
+  /** The method called, e.g. `"enqueue"`. */
+  method: Schema.String
+}) {
+  get message() {
+    return `the queue is closed: ${this.method} was not run`
   }
 }
