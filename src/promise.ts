@@ -30,31 +30,34 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Cause from "effect/Cause"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import type { CallerConnection } from "./internal/callerConnection.js"
-import { Database } from "./internal/Database.js"
 import { clientLayer, connectProblem, parseDatabaseUrl } from "./internal/databaseUrl.js"
-import { nowMicros } from "./internal/time.js"
+import * as PromiseWorker from "./internal/promiseWorker.js"
+import { settle } from "./internal/promiseWorker.js"
 import { QueueLive, type Services } from "./layers/QueueLive.js"
 import { QueueClosed, type SchemaNotMigrated, SetupError, type UnsupportedDatabase } from "./schema/Errors.js"
 import * as Job from "./schema/Job.js"
 import type { AttemptError, JobInfo, JobState } from "./schema/JobInfo.js"
 import * as Queue from "./services/Queue.js"
 import type { QueueOptions } from "./services/QueueConfig.js"
-import * as Worker from "./services/Worker.js"
 
-/** @since 0.2.0 */
+/**
+ * Job definitions, the same module as `Job` of `sqlane`: `Job.make("name", { payload: Schema… })`.
+ *
+ * @since 0.2.0
+ */
 export * as Job from "./schema/Job.js"
-/** @since 0.2.0 */
+/**
+ * sqlane's typed errors, the same classes as `Errors` of `sqlane`: `error instanceof JobNotFound`.
+ *
+ * @since 0.2.0
+ */
 export {
   InvalidPayload,
   JobNotFound,
@@ -68,15 +71,30 @@ export {
  * The error of a statement the database or its driver refused (`error.cause` is the driver's own
  * error, e.g. node-postgres' `DatabaseError` with its `code`).
  *
+ * @example
+ * ```ts
+ * try { await queue.enqueue(SendEmail, { to }) } catch (e) { if (e instanceof SqlError) log(e.cause) }
+ * ```
+ *
  * @since 0.2.0
  */
 export { SqlError } from "@effect/sql/SqlError"
-/** @since 0.2.0 */
+/**
+ * The connection a `transaction` option takes: a node-postgres `Client`/`PoolClient` or a mysql2
+ * connection, in a transaction your code began (`Queue.joinTransaction` in `sqlane`).
+ *
+ * @since 0.2.0
+ */
 export type { CallerConnection } from "./internal/callerConnection.js"
 
 /**
  * The options of {@link createQueue}: the database URL, the pool, and every option of `QueueLive`
  * (`prefix`, `migrate`, `pollInterval`, `retention`…; README, "QueueLive").
+ *
+ * @example
+ * ```ts
+ * await createQueue({ url: "mysql://app:secret@db:3306/app", prefix: "jobs_", maxConnections: 20, pollInterval: "2 seconds" })
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -101,6 +119,12 @@ export interface CreateQueueOptions extends QueueOptions {
  * The options of `enqueue` and `insert`: those of the Effect `Queue.enqueue` (`runAt`, `delay`,
  * `priority`, `unique`), and the transaction to join.
  *
+ * @example
+ * ```ts
+ * await queue.enqueue(SendEmail, { to }, { delay: "10 minutes", priority: -1, unique: `welcome:${to}` })
+ * await queue.enqueue(SendEmail, { to }, { transaction: client }) // client: a pg PoolClient after BEGIN
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -119,6 +143,11 @@ export interface EnqueueOptions extends Queue.EnqueueOptions {
  * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`. On MySQL/MariaDB a
  * `transaction` connection must be opened with `multipleStatements: true` for more than one job.
  *
+ * @example
+ * ```ts
+ * const ids = await queue.enqueueMany(SendEmail, recipients.map((to) => ({ to })), { delay: "1 minute" })
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -127,6 +156,15 @@ export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
 /**
  * What a handler of `work` gets besides the payload: the attempt's {@link Job.JobContext}, an
  * `AbortSignal`, and a way to report progress.
+ *
+ * @example
+ * ```ts
+ * await queue.work(FetchPage, async ({ url }, ctx) => {
+ *   const response = await fetch(url, { signal: ctx.signal }) // stops when the attempt is cancelled or times out
+ *   await ctx.progress(50, `attempt ${ctx.attempt}: downloaded`)
+ *   return response.status
+ * })
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -146,6 +184,11 @@ export interface HandlerContext extends Job.JobContext {
 /**
  * The options of `work`.
  *
+ * @example
+ * ```ts
+ * await queue.work(SendEmail, send, { concurrency: 20, id: `mailer-${hostname()}`, shutdownTimeout: "10 seconds" })
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -160,6 +203,13 @@ export interface WorkOptions {
 
 /**
  * A running worker, from `work`.
+ *
+ * @example
+ * ```ts
+ * const worker = await queue.work(SendEmail, send)
+ * await worker.drain() // every due job ran
+ * await worker.stop()
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -186,6 +236,12 @@ export interface WorkerHandle {
 /**
  * A job as stored, from `get`.
  *
+ * @example
+ * ```ts
+ * const job = await queue.get(id)
+ * if (job.state === "dead") console.error(job.lastError, job.errors.at(-1)?.stack)
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
@@ -211,6 +267,16 @@ export interface JobDetails {
 
 /**
  * A queue on one database and table prefix, from {@link createQueue}.
+ *
+ * @example
+ * ```ts
+ * const queue = await createQueue({ url })
+ * const worker = await queue.work(Resize, async ({ path }) => ({ bytes: await resize(path) }))
+ * const id = await queue.enqueue(Resize, { path: "a.png" })
+ * await worker.drain()
+ * console.log((await queue.get(id)).result) // { bytes: … }, encoded by Resize's success schema
+ * await queue.close()
+ * ```
  *
  * @since 0.2.0
  * @category models
@@ -270,27 +336,6 @@ export interface PromiseQueue {
   >
 }
 
-/** The value of a successful exit; the error itself (not a `FiberFailure`) of a failed one. */
-const settle = <A>(exit: Exit.Exit<A, unknown>): A => {
-  if (Exit.isSuccess(exit)) return exit.value
-  throw Cause.squash(exit.cause)
-}
-
-/** The handler of `work` as an Effect handler: a throw is a typed failure when the job's schema says so, else a defect. */
-const effectHandler = <J extends Job.Job.Any>(
-  job: J,
-  handler: (payload: any, context: HandlerContext) => unknown,
-  progress: (context: Job.JobContext, value: number, message?: string) => Promise<void>
-): Job.Handler<never> => {
-  const isFailure = Schema.is(Job.schemasOf(job).failure)
-  return Job.handler(job, (payload, context) =>
-    Effect.tryPromise({
-      try: async (signal) =>
-        handler(payload, { ...context, signal, progress: (value, message) => progress(context, value, message) }),
-      catch: (thrown) => thrown
-    }).pipe(Effect.catchAll((thrown) => isFailure(thrown) ? Effect.fail(thrown) : Effect.die(thrown))) as any)
-}
-
 /**
  * Connects to the database at `options.url`, checks it, runs sqlane's migrations (unless
  * `migrate: false`) and resolves to the queue. Rejects with `SetupError` (a URL it cannot read or a
@@ -336,32 +381,17 @@ export const createQueue = async (options: CreateQueueOptions): Promise<PromiseQ
   const progress = (context: Job.JobContext, value: number, message?: string) =>
     run(queue.progress(context, value, message)).catch(() => undefined)
 
+  /** Workers being started: `close` waits for them, then stops them with the others. */
+  const starting = new Set<Promise<unknown>>()
   const work: PromiseQueue["work"] = (job, handler, options = {}) =>
-    open("work", async () => {
-      const scope = Effect.runSync(Scope.make())
-      const started = await runtime.runPromiseExit(Scope.extend(
-        Worker.make({
-          handlers: [effectHandler(job, handler, progress)],
-          concurrency: options.concurrency,
-          id: options.id,
-          shutdownTimeout: options.shutdownTimeout
-        }),
-        scope
-      ))
-      if (Exit.isFailure(started)) await runtime.runPromise(Scope.close(scope, started))
-      const effectHandle = settle(started)
-      let stopping: Promise<void> | undefined
-      const handle: WorkerHandle = {
-        id: effectHandle.id,
-        running: () => Effect.runPromise(effectHandle.running),
-        drain: () => run(drain([job.name], effectHandle.running)),
-        stop: () => {
-          stopping ??= runtime.runPromise(Scope.close(scope, Exit.void)).finally(() => workers.delete(handle))
-          return stopping
-        }
-      }
-      workers.add(handle)
-      return handle
+    open("work", () => {
+      const started = PromiseWorker.start(runtime, job, handler, options, progress, (w) => workers.delete(w))
+        .then((handle) => {
+          workers.add(handle)
+          return handle
+        })
+      starting.add(started)
+      return started.finally(() => starting.delete(started))
     })
 
   return {
@@ -385,28 +415,14 @@ export const createQueue = async (options: CreateQueueOptions): Promise<PromiseQ
     retry: (id) => open("retry", () => run(queue.retry(id))),
     work,
     close: () => {
-      closing ??= Promise.allSettled(Array.from(workers, (w) => w.stop())).then(() => runtime.dispose())
+      closing ??= Promise.allSettled(Array.from(starting))
+        .then(() => Promise.allSettled(Array.from(workers, (w) => w.stop())))
+        .then(() => runtime.dispose())
       return closing
     },
     runtime
   }
 }
-
-/** Waits until `running` is 0 and no job of `names` is due (paused names left out), looking every 50 ms. */
-const drain = (names: ReadonlyArray<string>, running: Effect.Effect<number>) =>
-  Effect.gen(function*() {
-    const { driver } = yield* Database
-    while (true) {
-      // Held jobs are counted before and after the due jobs: a job claimed in between is in one of them.
-      if ((yield* running) === 0) {
-        const paused = new Set((yield* driver.pausedList()).map((p) => p.name))
-        const active = names.filter((n) => !paused.has(n))
-        const due = active.length === 0 ? [] : yield* driver.jobCountDue(active, yield* nowMicros, 1)
-        if (due.every((d) => d.due === 0) && (yield* running) === 0) return
-      }
-      yield* Effect.sleep("50 millis")
-    }
-  })
 
 /** A `JobInfo` as plain data: absent values `undefined`, not `Option`s. */
 const details = (info: JobInfo): JobDetails => ({

@@ -192,6 +192,12 @@ export class SchemaNotMigrated extends Schema.TaggedError<SchemaNotMigrated>("sq
 /**
  * A call on a queue of `sqlane/promise` after its `close()` began: nothing was done.
  *
+ * @example
+ * ```ts
+ * await queue.close()
+ * await queue.enqueue(SendEmail, { to }) // rejects: QueueClosed { method: "enqueue" }
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */

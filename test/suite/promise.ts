@@ -21,6 +21,7 @@ import {
   SetupError,
   SqlError
 } from "../../src/promise.js"
+import { Queue } from "../../src/index.js"
 import { dropTables, waitUntil } from "../support/helpers.js"
 import { runScript } from "../support/processes.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
@@ -160,6 +161,41 @@ export const promise = (target: Target) => {
         ]])
         assert.deepStrictEqual(p.errors.map((e) => e.kind), ["defect", "defect", "defect"])
         assert.match(p.errors[0].stack ?? "", /Error: plain/)
+      }))
+
+    it(name("a cancelled job's handler sees its AbortSignal aborted"), () =>
+      withPromiseQueue(async (queue) => {
+        let started = false
+        let aborted = false
+        await queue.work(Double, ({ n }, ctx) =>
+          new Promise<number>((resolve) => {
+            started = true
+            ctx.signal.addEventListener("abort", () => {
+              aborted = true
+              resolve(n)
+            })
+          }))
+        const id = await queue.enqueue(Double, { n: 1 })
+        await Effect.runPromise(waitUntil(Effect.sync(() => started), 20_000, "the handler to start"))
+        assert.isTrue(await queue.cancel(id))
+        await Effect.runPromise(waitUntil(Effect.sync(() => aborted), 20_000, "the signal to abort"))
+        assert.strictEqual((await queue.get(id)).state, "cancelled")
+      }))
+
+    it(name("Effect code joins the app's own transaction with Queue.joinTransaction"), () =>
+      withPromiseQueue(async (queue) => {
+        const enqueueIn = (own: OwnTransaction, n: number) =>
+          queue.runtime.runPromise(
+            Effect.flatMap(Queue.Queue, (q) => q.enqueue(Double, { n })).pipe(Queue.joinTransaction(own.connection))
+          )
+        const rolledBack = await begin()
+        const gone = await enqueueIn(rolledBack, 1)
+        await rolledBack.end("ROLLBACK")
+        const committed = await begin()
+        const kept = await enqueueIn(committed, 2)
+        await committed.end("COMMIT")
+        assert.strictEqual((await queue.get(kept)).state, "pending")
+        await assertMissing(queue, gone)
       }))
 
     it(name("Promises reject with the typed errors themselves"), async () => {
