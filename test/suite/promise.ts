@@ -202,6 +202,12 @@ export const promise = (target: Target) => {
       const badUrl = await createQueue({ url: "redis://localhost" }).then(() => undefined, (e: unknown) => e)
       assert.instanceOf(badUrl, SetupError)
       assert.match((badUrl as SetupError).message, /unsupported database URL scheme "redis:"/)
+      const closedPort = new URL(target.url)
+      closedPort.port = "1"
+      closedPort.password = "hunter2"
+      const unreachable = await createQueue({ url: closedPort }).then(() => undefined, (e: unknown) => e)
+      assert.instanceOf(unreachable, SetupError)
+      assert.match((unreachable as SetupError).message, /^createQueue: cannot connect to .*:\*\*\*@127\.0\.0\.1:1\/.*ECONNREFUSED/)
       await withPromiseQueue(async (queue) => {
         const invalid = await queue.enqueue(Double, { n: "one" } as any).then(() => undefined, (e: unknown) => e)
         assert.instanceOf(invalid, InvalidPayload)
