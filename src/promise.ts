@@ -320,9 +320,10 @@ export interface PromiseQueue {
     options?: WorkOptions
   ) => Promise<WorkerHandle>
   /**
-   * Graceful shutdown: stops every worker (as `stop`), then closes the queue's services (the last
-   * ends written, the `LISTEN` connection and background fibers stopped) and the pool. Later calls
-   * reject with `QueueClosed`; calling `close` again returns the same Promise.
+   * Graceful shutdown: waits for the calls already made (enqueues, workers starting), stops every
+   * worker (as `stop`), then closes the queue's services (the last ends written, the `LISTEN`
+   * connection and background fibers stopped) and the pool. Later calls reject with `QueueClosed`;
+   * calling `close` again returns the same Promise.
    */
   readonly close: () => Promise<void>
   /**
@@ -373,26 +374,28 @@ export const createQueue = async (options: CreateQueueOptions): Promise<PromiseQ
 
   let closing: Promise<void> | undefined
   const workers = new Set<WorkerHandle>()
+  /** Calls not yet settled (workers being started among them): `close` waits for them. */
+  const calls = new Set<Promise<unknown>>()
   /** `f()` unless the queue is closing. */
-  const open = <A>(method: string, f: () => Promise<A>): Promise<A> =>
-    closing !== undefined ? Promise.reject(new QueueClosed({ method })) : f()
+  const open = <A>(method: string, f: () => Promise<A>): Promise<A> => {
+    if (closing !== undefined) return Promise.reject(new QueueClosed({ method }))
+    const call = f()
+    calls.add(call)
+    const settled = () => void calls.delete(call)
+    call.then(settled, settled)
+    return call
+  }
   const inTransaction = <A, E>(effect: Effect.Effect<A, E>, transaction: CallerConnection | undefined) =>
     transaction === undefined ? effect : Queue.joinTransaction(transaction)(effect)
   const progress = (context: Job.JobContext, value: number, message?: string) =>
     run(queue.progress(context, value, message)).catch(() => undefined)
 
-  /** Workers being started: `close` waits for them, then stops them with the others. */
-  const starting = new Set<Promise<unknown>>()
   const work: PromiseQueue["work"] = (job, handler, options = {}) =>
-    open("work", () => {
-      const started = PromiseWorker.start(runtime, job, handler, options, progress, (w) => workers.delete(w))
-        .then((handle) => {
-          workers.add(handle)
-          return handle
-        })
-      starting.add(started)
-      return started.finally(() => starting.delete(started))
-    })
+    open("work", () =>
+      PromiseWorker.start(runtime, job, handler, options, progress, (w) => workers.delete(w)).then((handle) => {
+        workers.add(handle)
+        return handle
+      }))
 
   return {
     enqueue: (job, payload, options) =>
@@ -415,7 +418,7 @@ export const createQueue = async (options: CreateQueueOptions): Promise<PromiseQ
     retry: (id) => open("retry", () => run(queue.retry(id))),
     work,
     close: () => {
-      closing ??= Promise.allSettled(Array.from(starting))
+      closing ??= Promise.allSettled(Array.from(calls))
         .then(() => Promise.allSettled(Array.from(workers, (w) => w.stop())))
         .then(() => runtime.dispose())
       return closing

@@ -253,12 +253,15 @@ export const promise = (target: Target) => {
       }
     })
 
-    it(name("after close, calls reject with QueueClosed"), async () => {
+    it(name("close waits for calls in flight; after close, calls reject with QueueClosed"), async () => {
       const prefix = uniquePrefix("prq")
       const queue = await createQueue({ url: target.url, prefix, maxConnections: 3 })
       await queue.work(Double, async ({ n }) => n)
+      // An enqueue made before close() is waited for: it is written, not cut off by the pool's end.
+      const inFlight = queue.enqueue(Double, { n: 1 })
       const closing = queue.close()
       assert.strictEqual(queue.close(), closing)
+      assert.match(await inFlight, /^\d+$/)
       await closing
       const refused = await queue.enqueue(Double, { n: 1 }).then(() => undefined, (e: unknown) => e)
       assert.instanceOf(refused, QueueClosed)
