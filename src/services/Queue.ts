@@ -2,7 +2,8 @@
  * Enqueues jobs and reads them back.
  *
  * `enqueue` and `enqueueMany` join the caller's ambient `sql.withTransaction`: the job rows
- * commit or roll back with the app's own rows.
+ * commit or roll back with the app's own rows. `joinTransaction` does the same for a transaction
+ * begun on the app's own node-postgres or mysql2 connection.
  *
  * @since 0.1.0
  */
