@@ -222,7 +222,8 @@ export interface WorkerHandle {
   /**
    * Resolves once the worker is idle: it holds no job, and no job of its name is due (pending with
    * `run_at` now or earlier; a paused name counts as idle). Jobs due later — delayed ones, and
-   * retries waiting for their backoff — are not waited for. The worker keeps running.
+   * retries waiting for their backoff — are not waited for. The worker keeps running. It also
+   * resolves when the worker stops (`stop`, `close`), whatever is left.
    */
   readonly drain: () => Promise<void>
   /**

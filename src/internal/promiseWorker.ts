@@ -47,14 +47,14 @@ const effectHandler = (
 }
 
 /**
- * Waits until `running` is 0 and no job of `names` is due (paused names left out), looking every
- * 50 ms. The held jobs are counted before and after the due ones: a job claimed in between is in one
- * of the two counts.
+ * Waits until `running` is 0 and no job of `names` is due (paused names left out), or the worker
+ * is `stopped`, looking every 50 ms. The held jobs are counted before and after the due ones: a job
+ * claimed in between is in one of the two counts.
  */
-const drain = (names: ReadonlyArray<string>, running: Effect.Effect<number>) =>
+const drain = (names: ReadonlyArray<string>, running: Effect.Effect<number>, stopped: () => boolean) =>
   Effect.gen(function*() {
     const { driver } = yield* Database
-    while (true) {
+    while (!stopped()) {
       if ((yield* running) === 0) {
         const paused = new Set((yield* driver.pausedList()).map((p) => p.name))
         const active = names.filter((n) => !paused.has(n))
@@ -94,7 +94,7 @@ export const start = async (
   const handle: WorkerHandle = {
     id: worker.id,
     running: () => Effect.runPromise(worker.running),
-    drain: () => runtime.runPromiseExit(drain([job.name], worker.running)).then(settle),
+    drain: () => runtime.runPromiseExit(drain([job.name], worker.running, () => stopping !== undefined)).then(settle),
     stop: () => {
       stopping ??= runtime.runPromise(Scope.close(scope, Exit.void)).finally(() => stopped(handle))
       return stopping

@@ -253,9 +253,14 @@ export const promise = (target: Target) => {
       }
     })
 
-    it(name("close waits for calls in flight; after close, calls reject with QueueClosed"), async () => {
+    it(name("drain ends with its worker; close waits for calls in flight, later calls reject with QueueClosed"), async () => {
       const prefix = uniquePrefix("prq")
       const queue = await createQueue({ url: target.url, prefix, maxConnections: 3 })
+      // A stopped worker's drain does not wait for the due jobs it will never run.
+      const stopped = await queue.work(Doomed, async () => undefined)
+      await stopped.stop()
+      await queue.enqueue(Doomed, { n: 1 })
+      await stopped.drain()
       await queue.work(Double, async ({ n }) => n)
       // An enqueue made before close() is waited for: it is written, not cut off by the pool's end.
       const inFlight = queue.enqueue(Double, { n: 1 })
