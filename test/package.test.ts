@@ -4,8 +4,8 @@
  * type-checked (with the README's quick start, examples/quickstart.ts) with the strictest compiler
  * options against sqlane's .d.ts files only and run with
  * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15 (waited for with
- * `sqlane/testing`'s `waitFor`: the subpath exports resolve), and the `sqlane` command
- * from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
+ * `sqlane/testing`'s `waitFor`: the subpath exports resolve), the same through `sqlane/promise`,
+ * and the `sqlane` command from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
  * devDependency such as tsx) fails here.
  *
  * npm installs from its cache when it can (`--prefer-offline`): `npm ci` of this repository has
@@ -63,6 +63,22 @@ Effect.runPromise(program.pipe(Effect.provide(Live))).then(
 )
 `
 
+/** The same on sqlane/promise: no Effect code of its own, and no process.exit (it ends by itself after close). */
+const promiseApp = `import { Schema } from "effect"
+import { createQueue, Job, JobNotFound } from "sqlane/promise"
+
+const Greet = Job.make("greet-promise", { payload: Schema.Struct({ to: Schema.String }), success: Schema.String })
+
+const queue = await createQueue({ url: process.env["DATABASE_URL"] ?? "", prefix: process.env["SQLANE_PREFIX"] ?? "" })
+const worker = await queue.work(Greet, async ({ to }) => \`hello \${to}\`)
+const id = await queue.enqueue(Greet, { to: "ada" })
+await worker.drain()
+const job = await queue.get(id)
+const missing = await queue.get("999999999").then(() => undefined, (e: unknown) => e)
+await queue.close()
+console.log(JSON.stringify({ state: job.state, result: job.result, notFound: missing instanceof JobNotFound }))
+`
+
 const tsconfig = {
   compilerOptions: {
     target: "ES2022",
@@ -76,7 +92,7 @@ const tsconfig = {
     outDir: "out",
     types: ["node"]
   },
-  include: ["app.ts", "quickstart.ts"]
+  include: ["app.ts", "quickstart.ts", "promise-app.ts"]
 }
 
 if (pg) {
@@ -113,6 +129,7 @@ if (pg) {
 
       await writeFile(path.join(appDir, "tsconfig.json"), JSON.stringify(tsconfig))
       await writeFile(path.join(appDir, "app.ts"), app)
+      await writeFile(path.join(appDir, "promise-app.ts"), promiseApp)
       // The README's quick start, as an app's own code: it type-checks under these options too.
       await writeFile(path.join(appDir, "quickstart.ts"), await readFile(path.join(root, "examples", "quickstart.ts"), "utf8"))
       const tsc = await exec(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], {
@@ -129,11 +146,24 @@ if (pg) {
         notFound: true
       })
 
+      const promiseRun = await exec(process.execPath, [path.join("out", "promise-app.js")], {
+        cwd: appDir,
+        env: { ...env, SQLANE_PREFIX: `${prefix}p_` }
+      })
+      assert.strictEqual(promiseRun.code, 0, promiseRun.stderr)
+      assert.deepStrictEqual(JSON.parse(promiseRun.stdout.trim().split("\n").at(-1)!), {
+        state: "completed",
+        result: "hello ada",
+        notFound: true
+      })
+
       const cli = await exec(path.join(appDir, "node_modules", ".bin", "sqlane"), ["status", "--json"], { cwd: appDir, env })
       assert.strictEqual(cli.code, 0, cli.stderr)
       assert.strictEqual(JSON.parse(cli.stdout).names[0].completed, 1)
     } finally {
-      await Effect.runPromise(dropTables(prefix).pipe(Effect.provide(clientLayer(pg)), Effect.ignore))
+      for (const p of [prefix, `${prefix}p_`]) {
+        await Effect.runPromise(dropTables(p).pipe(Effect.provide(clientLayer(pg)), Effect.ignore))
+      }
       await rm(dir, { recursive: true, force: true })
     }
   }, 420_000)

@@ -1,7 +1,7 @@
 /**
  * How the `sqlane` command reaches a database: the URL (`--database-url` or `DATABASE_URL`), the
- * client of its dialect (only that driver is loaded), the options every command takes, and the
- * `QueueLive` the commands run against.
+ * client of its dialect (`internal/databaseUrl.ts`, shared with `sqlane/promise`), the options every
+ * command takes, and the `QueueLive` the commands run against.
  *
  * @since 0.1.0
  */
@@ -10,79 +10,27 @@ import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
+import * as DatabaseUrl from "../internal/databaseUrl.js"
+import { connectProblem, parseDatabaseUrl, type Target } from "../internal/databaseUrl.js"
 import { QueueLive } from "../layers/QueueLive.js"
 import type * as Admin from "../services/Admin.js"
 import { CliError } from "./CliError.js"
 
-/**
- * The URL with its password hidden, for messages: the user-info password and query parameters that
- * may carry a secret (`?password=…`, which the pg and mysql2 drivers read, `sslpassword`, `sslkey`…).
- */
-export const safeUrl = (url: URL) => {
-  const copy = new URL(url.toString())
-  if (copy.password) copy.password = "***"
-  for (const key of Array.from(copy.searchParams.keys())) {
-    if (/pass|secret|token|key|cert/i.test(key)) copy.searchParams.set(key, "***")
-  }
-  return copy.toString()
-}
-
-export interface Target {
-  readonly dialect: "pg" | "mysql"
-  readonly url: URL
-}
-
+/** The dialect and URL of `text`. */
 export const parseUrl = (text: string): Effect.Effect<Target, CliError> =>
-  Effect.gen(function*() {
-    let url: URL
-    try {
-      url = new URL(text)
-    } catch {
-      return yield* new CliError({
-        message: `invalid database URL: expected postgres://user@host:port/db or mysql://user@host:port/db`
-      })
-    }
-    switch (url.protocol) {
-      case "postgres:":
-      case "postgresql:":
-        return { dialect: "pg", url }
-      case "mysql:":
-      case "mariadb:": {
-        const mysql = new URL(url.toString().replace(/^mariadb:/, "mysql:"))
-        return { dialect: "mysql", url: mysql }
-      }
-      default:
-        return yield* new CliError({
-          message: `unsupported database URL scheme "${url.protocol}": use postgres://, postgresql://, mysql:// or mariadb://`
-        })
-    }
+  Either.match(parseDatabaseUrl(text), {
+    onLeft: (message) => new CliError({ message }),
+    onRight: Effect.succeed
   })
 
 /** The client of the URL's dialect; only that driver is loaded. */
-export const clientLayer = (target: Target): Layer.Layer<SqlClient.SqlClient, CliError> => {
-  const layer = Layer.unwrapEffect(
-    target.dialect === "pg"
-      ? Effect.promise(() => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
-        PgClient.layer({
-          url: Redacted.make(target.url.toString()),
-          maxConnections: 3,
-          connectTimeout: "10 seconds",
-          applicationName: "sqlane-cli"
-        })
-      ))
-      : Effect.promise(() => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
-        MysqlClient.layer({ url: Redacted.make(target.url.toString()), maxConnections: 3 })
-      ))
+export const clientLayer = (target: Target): Layer.Layer<SqlClient.SqlClient, CliError> =>
+  Layer.mapError(
+    DatabaseUrl.clientLayer(target, { maxConnections: 3, applicationName: "sqlane-cli" }),
+    (error) => new CliError({ message: connectProblem(target, error) })
   )
-  return Layer.mapError(layer, (error) => {
-    const cause = (error as { cause?: unknown }).cause
-    const detail = cause instanceof Error ? cause.message || (cause as any).code : String(cause ?? error)
-    return new CliError({ message: `cannot connect to ${safeUrl(target.url)}: ${detail}` })
-  }) as Layer.Layer<SqlClient.SqlClient, CliError>
-}
-
 
 export const databaseUrl = Options.text("database-url").pipe(
   Options.withDescription("postgres://… or mysql://… (default: the DATABASE_URL environment variable)"),

@@ -164,7 +164,8 @@ export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>
 
 /**
  * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
- * (for example a table prefix that is not a plain SQL identifier).
+ * (for example a table prefix that is not a plain SQL identifier), or `createQueue` of
+ * `sqlane/promise` was given a database URL it cannot read or reach (the message says which).
  *
  * @example
  * ```ts
@@ -336,3 +337,24 @@ export class DrainIncomplete extends Schema.TaggedError<DrainIncomplete>("sqlane
     message: Schema.String
   }
 ) {}
+
+/**
+ * A call on a queue of `sqlane/promise` after its `close()` began: nothing was done.
+ *
+ * @example
+ * ```ts
+ * await queue.close()
+ * await queue.enqueue(SendEmail, { to }) // rejects: QueueClosed { method: "enqueue" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class QueueClosed extends Schema.TaggedError<QueueClosed>("sqlane/QueueClosed")("QueueClosed", {
+  /** The method called, e.g. `"enqueue"`. */
+  method: Schema.String
+}) {
+  get message() {
+    return `the queue is closed: ${this.method} was not run`
+  }
+}

@@ -2,7 +2,8 @@
  * Enqueues jobs and reads them back.
  *
  * `enqueue` and `enqueueMany` join the caller's ambient `sql.withTransaction`: the job rows
- * commit or roll back with the app's own rows.
+ * commit or roll back with the app's own rows. `joinTransaction` does the same for a transaction
+ * begun on the app's own node-postgres or mysql2 connection.
  *
  * @since 0.1.0
  */
@@ -18,6 +19,7 @@ import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { type CallerConnection, join } from "../internal/callerConnection.js"
 import { Database } from "../internal/Database.js"
 import { resolveEnqueueOptions } from "../internal/options.js"
 import { checkKey, encodePayload, mutexKeyOf, nameProblem, statementOverheadBytes } from "../internal/payload.js"
@@ -517,3 +519,47 @@ export const make = Effect.gen(function*() {
  * @category layers
  */
 export const layer: Layer.Layer<Queue, never, Database | Notifier | SqlClient.SqlClient> = Layer.effect(Queue, make)
+
+/**
+ * A connection in a transaction your app began itself (see {@link joinTransaction}): a node-postgres
+ * `Client` or `PoolClient`, or a mysql2 `Connection` or `PoolConnection` (callback or promise API).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type { CallerConnection } from "../internal/callerConnection.js"
+
+/**
+ * Runs `effect` with every statement of the `SqlClient` — sqlane's enqueue and your own — on
+ * `connection`, inside the transaction you began on it with another client than `@effect/sql`
+ * (node-postgres or mysql2 directly, or under an ORM). The jobs commit or roll back with that
+ * transaction: sqlane sends neither `BEGIN` nor `COMMIT` (a large `enqueueMany` takes a savepoint).
+ * The statements are compiled by the queue's client and sent on `connection`, one at a time: do not
+ * use the connection for anything else until the effect is done. On PostgreSQL the enqueue's
+ * `NOTIFY` is delivered at your `COMMIT`; this process's workers are hinted `hintDelay` after the
+ * enqueue (sqlane cannot see your commit). Not a pool: the effect dies when `connection` is a pool, or
+ * a connection of the other database. On MySQL/MariaDB, `enqueueMany` of more than one job sends
+ * `INSERT …; SELECT LAST_INSERT_ID()` as one query, which needs a connection opened with
+ * `multipleStatements: true`.
+ *
+ * @example
+ * ```ts
+ * const client = await pool.connect() // node-postgres
+ * await client.query("BEGIN")
+ * await client.query("INSERT INTO orders (id, email) VALUES ($1, $2)", [42, "bob@example.com"])
+ * await runtime.runPromise(
+ *   Effect.flatMap(Queue.Queue, (queue) => queue.enqueue(SendEmail, { orderId: 42, to: "bob@example.com" }))
+ *     .pipe(Queue.joinTransaction(client))
+ * )
+ * await client.query("COMMIT") // the job is pending from here on; ROLLBACK: it never existed
+ * client.release()
+ * ```
+ * Source: pg-boss's `db` option of `send` (an object with `executeSql` run in the caller's
+ * transaction), River's `InsertTx` (an insert on the caller's `pgx.Tx`).
+ *
+ * @since 0.2.0
+ * @category transactions
+ */
+export const joinTransaction: (
+  connection: CallerConnection
+) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R | SqlClient.SqlClient> = join

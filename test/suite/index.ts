@@ -12,6 +12,7 @@ import { plans } from "./plans.js"
 import { operations } from "./operations.js"
 import { outage } from "./outage.js"
 import { pause } from "./pause.js"
+import { promise } from "./promise.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 import { testing } from "./testing.js"
@@ -30,6 +31,7 @@ export const suitesFor = (id: string) => {
     badInput(target)
     outage(target)
     testing(target)
+    promise(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})
