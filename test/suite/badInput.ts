@@ -781,14 +781,39 @@ export const badInput = (target: Target) => {
           // A negative delay is due now, as Effect reads a negative duration (documented).
           const now = yield* queue.enqueue(Plain, { i: 1 }, { delay: -5000 })
           assert.isAtMost((yield* queue.get(now)).runAt.getTime(), Date.now())
-          // At definition: a timeout or an attempt count that is not one throws.
+          // At definition: a timeout, a priority or an attempt count that is not one throws InvalidJobDefinition.
           const payload = Schema.Struct({})
-          assert.throws(() => Job.make("bi-t", { payload, timeout: NaN }), "sqlane: timeout must be a finite duration, got NaN")
-          assert.throws(() => Job.make("bi-t", { payload, timeout: "banana" as any }), /timeout must be a duration.*got "banana"/)
-          assert.throws(() => Job.make("bi-t", { payload, timeout: 0 }), "sqlane: timeout must be longer than 0, got 0")
-          assert.throws(() => Job.make("bi-t", { payload, timeout: Duration.infinity }), /timeout must be a finite duration/)
-          assert.throws(() => Job.make("bi-t", { payload, priority: NaN }), "priority must be an integer, got NaN")
-          for (const n of [NaN, 2.5, 0, -1]) assert.throws(() => Job.attempts(n), `at least 1; got ${n}`)
+          const definitionError = (make: () => unknown) => {
+            try {
+              make()
+            } catch (e) {
+              assert.instanceOf(e, Errors.InvalidJobDefinition)
+              const { _tag, job, message, option, reason } = e as Errors.InvalidJobDefinition
+              return { _tag, job, option, reason, message }
+            }
+            return assert.fail("accepted")
+          }
+          assert.deepStrictEqual(definitionError(() => Job.make("bi-t", { payload, timeout: NaN })), {
+            _tag: "InvalidJobDefinition",
+            job: "bi-t",
+            option: "timeout",
+            reason: "range",
+            message: "timeout must be a finite duration, got NaN"
+          })
+          const banana = definitionError(() => Job.make("bi-t", { payload, timeout: "banana" as any }))
+          assert.deepStrictEqual([banana.option, banana.reason], ["timeout", "type"])
+          assert.match(banana.message, /timeout must be a duration.*got "banana"/)
+          assert.strictEqual(definitionError(() => Job.make("bi-t", { payload, timeout: 0 })).message, "timeout must be longer than 0, got 0")
+          assert.match(definitionError(() => Job.make("bi-t", { payload, timeout: Duration.infinity })).message, /timeout must be a finite duration/)
+          const priority = definitionError(() => Job.make("bi-t", { payload, priority: NaN }))
+          assert.deepStrictEqual([priority.option, priority.reason, priority.message], ["priority", "range", "priority must be an integer, got NaN"])
+          for (const n of [NaN, 2.5, 0, -1]) {
+            const attempts = definitionError(() => Job.attempts(n))
+            assert.deepStrictEqual([attempts.option, attempts.reason, attempts.job], ["attempts", "range", undefined])
+            assert.include(attempts.message, `at least 1; got ${n}`)
+          }
+          const emptyName = definitionError(() => Job.make("", { payload }))
+          assert.deepStrictEqual([emptyName.option, emptyName.reason, emptyName.job], ["name", "range", ""])
           // A periodic job's name is checked as a job name.
           const periodic = (name: string) =>
             Either.match(PeriodicJob.make(name, { cron: "* * * * *", job: Plain, payload: { i: 1 } }), {
