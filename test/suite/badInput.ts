@@ -553,7 +553,13 @@ export const badInput = (target: Target) => {
             Effect.timeout("20 seconds")
           )
         )
-        assert.isTrue(Exit.isFailure(worker) && Cause.isDie(worker.cause), message(worker))
+        const refused = (exit: Exit.Exit<unknown, unknown>) => {
+          const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.InvalidWorkerOptions, message(exit))
+          const { option, reason } = Option.getOrThrow(error) as Errors.InvalidWorkerOptions
+          return [option, reason]
+        }
+        assert.deepStrictEqual(refused(worker), ["maxConnections", "pool"])
         assert.include(message(worker), "a worker needs a pool of at least 2 connections")
         assert.include(message(worker), "maxConnections is 1")
         // A concurrency that is not a positive integer is refused (1.5 used to be floored to 1).
@@ -564,7 +570,39 @@ export const badInput = (target: Target) => {
             )
           )
           assert.include(message(bad), `concurrency must be a positive integer, got ${concurrency}`)
+          assert.deepStrictEqual(refused(bad), ["concurrency", "range"])
         }
+        // Other options refused before the worker touches the database: typed, naming the option.
+        const options: Array<readonly [Partial<Worker.WorkerOptions<never>>, string, string, string]> = [
+          [{ id: "w".repeat(56) }, "id", "range", "a worker id is at most 55 characters"],
+          [{ id: "" }, "id", "range", "must not be empty"],
+          [{ id: "a\u0000b" }, "id", "characters", "U+0000"],
+          [{ shutdownTimeout: "banana" as any }, "shutdownTimeout", "type", "shutdownTimeout must be a duration"],
+          [{ shutdownTimeout: Infinity }, "shutdownTimeout", "range", "must be a finite duration"],
+          [{ logs: "loud" as any }, "logs", "type", "logs must be \"default\" or \"quiet\", got loud"],
+          [
+            { handlers: [Job.handler(Noop, () => Effect.void), Job.handler(Noop, () => Effect.void)] },
+            "handlers",
+            "conflict",
+            `two handlers for job name "${Noop.name}"`
+          ]
+        ]
+        for (const [given, option, reason, text] of options) {
+          const bad = yield* Effect.exit(
+            Effect.scoped(Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)], ...given })).pipe(
+              Effect.provide(two().layer)
+            )
+          )
+          assert.deepStrictEqual(refused(bad), [option, reason], option)
+          assert.include(message(bad), text)
+        }
+        // A Worker layer fails at build.
+        const layerBuild = yield* Effect.exit(
+          Layer.launch(Worker.layer({ concurrency: 0, handlers: [Job.handler(Noop, () => Effect.void)] })).pipe(
+            Effect.provide(two().layer)
+          )
+        )
+        assert.deepStrictEqual(refused(layerBuild), ["concurrency", "range"])
         // Each worker holds a connection: on a pool of 2, one worker runs and a second one fails.
         const second = yield* Effect.exit(
           Effect.scoped(Effect.gen(function*() {
@@ -572,7 +610,7 @@ export const badInput = (target: Target) => {
             yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
           })).pipe(Effect.provide(two().layer), Effect.timeout("20 seconds"))
         )
-        assert.isTrue(Exit.isFailure(second) && Cause.isDie(second.cause), message(second))
+        assert.deepStrictEqual(refused(second), ["maxConnections", "pool"])
         assert.include(message(second), "2 workers on one pool need a pool of at least 3 connections")
         assert.include(message(second), "maxConnections is 2")
         // A producer alone needs no second connection.

@@ -5,6 +5,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -18,7 +19,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
-import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
+import { Completer, Errors, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
@@ -874,7 +875,12 @@ export const safety = (target: Target) => {
             Effect.scoped(Worker.make({ id: "twin", handlers: [Job.handler(Noop, () => Effect.void)] }))
           )
           assert.isTrue(second._tag === "Failure")
-          assert.include(String(second._tag === "Failure" && second.cause), "is in use by another live worker")
+          const error = second._tag === "Failure" ? Cause.failureOption(second.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.InvalidWorkerOptions, String(second))
+          assert.deepStrictEqual(
+            Option.map(error, (e) => [e.option, e.reason, e.message]),
+            Option.some(["id", "inUse", "worker id \"twin\" is in use by another live worker; give each worker its own id"])
+          )
         })))
 
     it.live(name("an error message with U+0000 is recorded, and it stalls no other job"), () =>
