@@ -31,6 +31,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import { durationMillis } from "../internal/options.js"
@@ -41,10 +42,11 @@ import { nowMicros } from "../internal/time.js"
 import { ofJobName } from "./Metrics.js"
 import type { Handler } from "../schema/Job.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
-import { Completer, type Outcome } from "./Completer.js"
+import { Completer, deadLetteredInPlace, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
 import * as Attempts from "../internal/worker/attempt.js"
+import * as EndLogs from "../internal/worker/endLogs.js"
 import { liveness } from "../internal/worker/liveness.js"
 import * as Loop from "../internal/worker/loop.js"
 import * as Outcomes from "../internal/worker/outcomes.js"
@@ -203,6 +205,9 @@ export const make = <R>(
     const concurrency = options.concurrency ?? 10
     const workerId = options.id ?? crypto.randomUUID()
     const handlers = new Map<string, Handler<R>>(options.handlers.map((h) => [h.job.name, h]))
+    const endLogs = EndLogs.make(handlers, options.logs === "quiet")
+    /** Runs the worker's log lines with its context: the app's logger, level and annotations. */
+    const runLog = Runtime.runFork(yield* Effect.runtime<never>())
     const names = Array.from(handlers.keys())
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
@@ -294,6 +299,12 @@ export const make = <R>(
         claims.written(submitted)
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
+        // One line per end (internal/worker/endLogs.ts); the Completer logged those it could not
+        // write and those it dead-lettered in their place.
+        if (!unwritten && !deadLetteredInPlace(outcome)) {
+          const line = endLogs.ended(row, outcome, changed !== false)
+          if (line !== undefined) runLog(line)
+        }
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key is free again: wake the workers of jobs that may wait for it.
@@ -329,6 +340,7 @@ export const make = <R>(
       lostEnd: (row) => outcomes.failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost"),
       releasedEnd: released,
       counted: count,
+      endLogs,
       cancel: attempts.cancel,
       wake: wakeSelf
     })

@@ -106,6 +106,60 @@ export const observability = (target: Target) => {
           }
         }), { pollInterval: "1 hour" }))
 
+    it.live(name("logs: a failed attempt at Warning, a dead letter at Error, with the job's id, name and attempt; quiet logs neither"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          class Oops extends Schema.TaggedError<Oops>()("Oops", { message: Schema.String }) {}
+          const definition = { payload: Schema.Struct({ i: Schema.Number }), failure: Oops, retry: Job.attempts(2, Schedule.spaced("10 millis")) }
+          const Flaky = Job.make(`${prefix}flaky`, definition)
+          const Hushed = Job.make(`${prefix}hushed`, definition)
+          const lines: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
+          const capture = Logger.make(({ annotations, logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (text.startsWith("sqlane:")) {
+              lines.push({ level: logLevel.label, message: text, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+            }
+          })
+          const fail = (p: { readonly i: number }) => Effect.fail(new Oops({ message: `no\nluck ${p.i}` }))
+          yield* Worker.make({ handlers: [Job.handler(Flaky, fail)] }).pipe(
+            Effect.annotateLogs("app", "orders"),
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          yield* Worker.make({ handlers: [Job.handler(Hushed, fail)], logs: "quiet" }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Flaky, { i: 1 })
+          const hushed = yield* queue.enqueue(Hushed, { i: 2 })
+          yield* waitUntil(Effect.sync(() => lines.some((l) => l.level === "ERROR")), 20_000, "the dead letter's line")
+          const annotations = (attempt: number) => ({
+            app: "orders",
+            package: "sqlane",
+            module: "Worker",
+            "sqlane.job.id": id,
+            "sqlane.job.name": Flaky.name,
+            "sqlane.job.attempt": attempt,
+            "sqlane.job.max_attempts": 2
+          })
+          assert.deepStrictEqual(lines.filter((l) => l.annotations["sqlane.job.id"] === id), [
+            {
+              level: "WARN",
+              message: `sqlane: job ${id} (${Flaky.name}) attempt 1 of 2 failed; retrying in 10ms: Oops: no luck 1`,
+              annotations: annotations(1)
+            },
+            {
+              level: "ERROR",
+              message: `sqlane: job ${id} (${Flaky.name}) is dead after attempt 2 of 2: Oops: no luck 1`,
+              annotations: annotations(2)
+            }
+          ])
+          // The quiet worker's job died too, and logged nothing (its end is written before it would log).
+          yield* waitUntil(Effect.map(queue.get(hushed), (j) => j.state === "dead"), 20_000, "the quiet dead letter")
+          yield* waitUntil(Effect.map(metricOf("sqlane_jobs_dead", Hushed.name), (n) => n === 1), 20_000, "its count")
+          yield* Effect.sleep("200 millis")
+          assert.deepStrictEqual(lines.filter((l) => l.message.includes(Hushed.name) || l.annotations["sqlane.job.id"] === hushed), [])
+        }), { pollInterval: "1 hour" }))
+
     it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
