@@ -2,6 +2,7 @@
  * Metrics and tracing: counters and histograms read back with `Metric.snapshot` after a known
  * workload, and the span of a job linked to the span that enqueued it (an in-memory tracer).
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -159,6 +160,36 @@ export const observability = (target: Target) => {
           yield* Effect.sleep("200 millis")
           assert.deepStrictEqual(lines.filter((l) => l.message.includes(Hushed.name) || l.annotations["sqlane.job.id"] === hushed), [])
         }), { pollInterval: "1 hour" }))
+
+    it.live(name("logs: the jobs of a lost worker taken back, one Warning line naming the worker and the jobs"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const Orphan = Job.make(`${prefix}orphan`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Orphan, [{ i: 1 }, { i: 2 }], { delay: "1 hour" })
+          // Left running by a worker whose heartbeat is long past the lease.
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"gone-worker"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${ids[0]}`
+          yield* sql`UPDATE ${sql(prefix + "workers")} SET heartbeat_at = started_at - INTERVAL '1' HOUR WHERE id = ${"gone-worker"}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"gone-worker"},
+            claimed_at = created_at WHERE ${sql.in("id", ids)}`
+          const warnings: Array<string> = []
+          const capture = Logger.make(({ logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (logLevel.label === "WARN" && text.startsWith("sqlane:")) warnings.push(text)
+          })
+          yield* Worker.make({ handlers: [Job.handler(Orphan, () => Effect.void)] }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          yield* waitUntil(Effect.sync(() => warnings.length > 0), 20_000, "the rescue's line")
+          assert.deepStrictEqual(warnings, [
+            `sqlane: took back 2 job(s) of lost worker(s) gone-worker: ${ids[0]}, ${ids[1]}`
+          ])
+          // Retried at once (a lost worker says nothing about when a job can succeed): the line is the rescue's only one.
+          yield* waitUntil(Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "completed")))
+          assert.deepStrictEqual(warnings.length, 1)
+        }), { pollInterval: "1 hour", rescueInterval: "100 millis" }))
 
     it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
       withQueue(target, (prefix) =>
