@@ -191,6 +191,35 @@ export const observability = (target: Target) => {
           assert.deepStrictEqual(warnings.length, 1)
         }), { pollInterval: "1 hour", rescueInterval: "100 millis" }))
 
+    it.live(name("logs: an end that changed nothing (its job was taken back while the attempt ran) at Warning"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const Overtaken = Job.make(`${prefix}overtaken`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const gate = yield* Effect.makeLatch(false)
+          let started = false
+          const warnings: Array<string> = []
+          const capture = Logger.make(({ logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (logLevel.label === "WARN" && text.startsWith("sqlane:")) warnings.push(text)
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Overtaken, () => Effect.zipRight(Effect.sync(() => void (started = true)), gate.await))]
+          }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Overtaken, { i: 1 })
+          yield* waitUntil(Effect.sync(() => started), 20_000, "the attempt to start")
+          // Another worker took the job meanwhile (as a rescuer does): the row is on its next attempt.
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET attempts = 2 WHERE id = ${id}`
+          yield* gate.open
+          yield* waitUntil(Effect.sync(() => warnings.length > 0), 20_000, "the line")
+          assert.deepStrictEqual(warnings, [
+            `sqlane: the end of job ${id} (${Overtaken.name}) attempt 1 of 25 changed nothing: the job was cancelled, ` +
+            "or taken back as a lost worker's, while the attempt ran (its completion was not written)"
+          ])
+          assert.strictEqual((yield* queue.get(id)).attempts, 2)
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
+
     it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

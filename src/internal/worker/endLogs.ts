@@ -21,6 +21,9 @@ import { idList } from "../outage.js"
 /** The longest error text in a line (its whitespace folded): the full text is in the job's record. */
 const maxErrorChars = 300
 
+/** What an end that changed nothing would have written. */
+const ends = { pending: "retry", dead: "dead letter", completed: "completion" } as const
+
 /** An error text on one line, at most {@link maxErrorChars} characters. */
 const short = (text: string | null): string => {
   const line = (text ?? "").replace(/\s+/g, " ").trim()
@@ -53,7 +56,7 @@ export const make = (handlers: ReadonlyMap<string, Handler<any>>, quiet: boolean
     })
 
   const ended = (row: ClaimedRow, end: Outcome, changed: boolean): Effect.Effect<void> | undefined => {
-    if (quiet || end.state === "completed" || end.state === "released") return undefined
+    if (quiet || end.state === "released" || (changed && end.state === "completed")) return undefined
     const perSchedule = maxAttempts.get(row.name)
     // A manual retry gives a fresh set of attempts, counted on from the attempts made before it.
     const max = perSchedule === undefined ? undefined : row.attemptBase + perSchedule
@@ -65,7 +68,7 @@ export const make = (handlers: ReadonlyMap<string, Handler<any>>, quiet: boolean
         max,
         Effect.logWarning(
           `sqlane: the end of ${job} ${attempt} changed nothing: the job was cancelled, or taken back as a lost ` +
-            `worker's, while the attempt ran (its ${end.state === "pending" ? "retry" : end.state} was not written)`
+            `worker's, while the attempt ran (its ${ends[end.state]} was not written)`
         )
       )
     }
