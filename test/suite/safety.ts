@@ -298,8 +298,15 @@ export const safety = (target: Target) => {
           assert.match(refused.lastError._tag === "Some" ? refused.lastError.value : "", /could not record this attempt's end/)
         })))
 
-    it.live(name("an end the database refuses (a trigger) holds up no other end; it is retried, then dead-lettered with the database's message"), () =>
-      withQueue(target, (prefix) =>
+    it.live(name("an end the database refuses (a trigger) holds up no other end; it is retried, then dead-lettered with the database's message"), () => {
+      // The app's log lines, around the layers: the dead letter written in place of the refused end is
+      // logged once, at Error, by the Completer (and not again by the worker).
+      const logged: Array<string> = []
+      const capture = Logger.make(({ logLevel, message }) => {
+        const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+        if (text.startsWith("sqlane: job")) logged.push(`${logLevel.label} ${text}`)
+      })
+      return withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const drop = yield* refuseEndsOf(target, prefix, "completion")
@@ -321,8 +328,14 @@ export const safety = (target: Target) => {
             assert.strictEqual(Option.getOrThrow(info.lastError), `sqlane could not record this attempt's end: ${refusedMessage}`)
             assert.strictEqual(info.attempts, 1)
             assert.strictEqual(runs, 21)
+            yield* waitUntil(Effect.sync(() => logged.length > 0), 10_000, "the dead letter's line")
+            assert.deepStrictEqual(logged.map((l) => l.split(": the database refused")[0]), [
+              `ERROR sqlane: job ${poison} (${Poisonable.name}) is dead after attempt 1`
+            ])
+            assert.include(logged[0], refusedMessage)
           }).pipe(Effect.ensuring(drop))
-        })))
+        })).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+    })
 
     it.live(name("an end the database refuses with its dead letter: the job stays running, its slot is freed, one warning; another worker takes it back once its worker is gone"), () => {
       const warnings: Array<string> = []
