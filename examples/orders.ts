@@ -272,8 +272,10 @@ const main = Effect.gen(function*() {
   })
   yield* Console.log(`Database: ${version}. ${orders} checkouts, 8 at a time; one worker, concurrency 20.`)
 
-  // A short shutdown timeout: on Ctrl-C the example should not wait 30 s for its 5–30 ms jobs.
-  yield* Worker.make({ handlers, concurrency: 20, shutdownTimeout: "3 seconds" })
+  // A short shutdown timeout: on Ctrl-C the example should not wait 30 s for its 5–30 ms jobs. Quiet
+  // logs: the summary reports the retries and the dead letter (by default each failed attempt logs a
+  // warning and each dead letter an error, which would break up the progress line).
+  yield* Worker.make({ handlers, concurrency: 20, shutdownTimeout: "3 seconds", logs: "quiet" })
   const started = Date.now()
   const tty = process.stderr.isTTY === true
   const progress = yield* Effect.gen(function*() {

@@ -11,7 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import { InvalidPayload } from "../schema/Errors.js"
+import { InvalidEnqueueOption } from "../schema/Errors.js"
 import type { Job } from "../schema/Job.js"
 import type { EnqueueOptions } from "../services/Queue.js"
 import { describe } from "./sanitize.js"
@@ -39,12 +39,18 @@ const got = (u: unknown): string =>
  * finite; a number must not be NaN (Effect would read it as 0) or -Infinity (also 0). A negative
  * finite number is 0, as Effect reads it.
  */
-export const durationMillis = (input: unknown): { readonly millis: number } | { readonly problem: string } => {
-  if (typeof input === "number" && !Number.isFinite(input)) return { problem: `must be a finite duration, got ${input}` }
+export const durationMillis = (
+  input: unknown
+): { readonly millis: number } | { readonly problem: string; readonly reason: "type" | "range" } => {
+  if (typeof input === "number" && !Number.isFinite(input)) {
+    return { problem: `must be a finite duration, got ${input}`, reason: "range" }
+  }
   const decoded = Duration.decodeUnknown(input)
-  if (Option.isNone(decoded)) return { problem: `must be a duration (milliseconds or e.g. "5 seconds"), got ${got(input)}` }
+  if (Option.isNone(decoded)) {
+    return { problem: `must be a duration (milliseconds or e.g. "5 seconds"), got ${got(input)}`, reason: "type" }
+  }
   const millis = Duration.toMillis(decoded.value)
-  if (!Number.isFinite(millis)) return { problem: `must be a finite duration, got ${got(input)}` }
+  if (!Number.isFinite(millis)) return { problem: `must be a finite duration, got ${got(input)}`, reason: "range" }
   return { millis }
 }
 
@@ -56,36 +62,48 @@ export const durationMillis = (input: unknown): { readonly millis: number } | { 
 export const checkEnqueueOptions = (
   job: string,
   options: { readonly runAt?: unknown; readonly delay?: unknown; readonly unique?: unknown } | undefined
-): InvalidPayload | undefined => {
+): InvalidEnqueueOption | undefined => {
   if (options === undefined) return undefined
   const { delay, runAt, unique } = options
   if (runAt !== undefined && delay !== undefined) {
-    return new InvalidPayload({
+    return new InvalidEnqueueOption({
       job,
-      reason: "option",
+      path: "delay",
+      reason: "conflict",
       message: "give either runAt or delay, not both (delay counts from now; runAt is a time)"
     })
   }
   if (runAt !== undefined) {
     if (runAt instanceof Date ? Number.isNaN(runAt.getTime()) : !DateTime.isDateTime(runAt)) {
-      return new InvalidPayload({ job, reason: "option", message: `runAt must be a valid Date or a DateTime, got ${got(runAt)}` })
+      return new InvalidEnqueueOption({
+        job,
+        path: "runAt",
+        reason: "type",
+        message: `runAt must be a valid Date or a DateTime, got ${got(runAt)}`
+      })
     }
   }
   if (delay !== undefined) {
     const d = durationMillis(delay)
-    if ("problem" in d) return new InvalidPayload({ job, reason: "option", message: `delay ${d.problem}` })
+    if ("problem" in d) return new InvalidEnqueueOption({ job, path: "delay", reason: d.reason, message: `delay ${d.problem}` })
   }
   if (unique !== undefined && typeof unique !== "string") {
     if (typeof unique !== "object" || unique === null) {
-      return new InvalidPayload({
+      return new InvalidEnqueueOption({
         job,
-        reason: "key",
+        path: "unique",
+        reason: "type",
         message: `unique must be a key (a string) or { key, states }, got ${got(unique)}`
       })
     }
     const states = (unique as { states?: unknown }).states
     if (states !== undefined && !Array.isArray(states)) {
-      return new InvalidPayload({ job, reason: "option", message: `unique.states must be an array of job states, got ${got(states)}` })
+      return new InvalidEnqueueOption({
+        job,
+        path: "unique.states",
+        reason: "type",
+        message: `unique.states must be an array of job states, got ${got(states)}`
+      })
     }
   }
   return undefined
@@ -100,16 +118,17 @@ export const resolveEnqueueOptions = (
   options: EnqueueOptions | undefined,
   nowUs: number,
   fiber: Fiber.RuntimeFiber<unknown, unknown>
-): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidPayload> => {
+): Either.Either<{ readonly priority: number; readonly runAtUs: number; readonly traceContext: string | null }, InvalidEnqueueOption> => {
   const invalid = checkEnqueueOptions(job.name, options)
   if (invalid !== undefined) return Either.left(invalid)
   // `null` (from JavaScript) is refused below, not read as "the job's priority".
   const priority = options?.priority === undefined ? job.priority : options.priority
   if (!Number.isSafeInteger(priority) || priority < -2147483648 || priority > 2147483647) {
     return Either.left(
-      new InvalidPayload({
+      new InvalidEnqueueOption({
         job: job.name,
-        reason: "option",
+        path: "priority",
+        reason: typeof priority === "number" ? "range" : "type",
         message: `priority must be a 32-bit integer, got ${priority}`
       })
     )
@@ -123,9 +142,10 @@ export const resolveEnqueueOptions = (
   // DATETIME and timestamptz both hold years 1000–9999.
   if (!Number.isFinite(runAtUs) || runAtUs < -30610224000000000 || runAtUs >= 253402300800000000) {
     return Either.left(
-      new InvalidPayload({
+      new InvalidEnqueueOption({
         job: job.name,
-        reason: "option",
+        path: options?.runAt !== undefined ? "runAt" : "delay",
+        reason: "range",
         message: "runAt (or now + delay) is not a date in years 1000–9999"
       })
     )

@@ -1,8 +1,9 @@
 /**
  * A payload as the jobs table stores it: encoded by its job's schema, checked to be JSON that every
  * database reads back the same and that fits the server's largest statement; and the job name and
- * keys (mutex, unique) checked to be stored the same on every database. Refusals are
- * `InvalidPayload`s with the reason (`schema`, `json`, `size`, `name`, `key`).
+ * keys (mutex, unique) checked to be stored the same on every database. A payload's refusals are
+ * `InvalidPayload`s (`schema`, `json`, `size`, with the path in the payload); a name's or a key's are
+ * `InvalidEnqueueOption`s (path `name`, `unique.key`, `mutexKey`).
  *
  * @internal
  */
@@ -10,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { InvalidPayload } from "../schema/Errors.js"
+import { InvalidEnqueueOption, type InvalidOptionReason, InvalidPayload } from "../schema/Errors.js"
 import { type Job, schemasOf } from "../schema/Job.js"
 import * as Sanitize from "./sanitize.js"
 
@@ -56,17 +57,32 @@ export const encodePayload = <J extends Job.Any>(
   if (Either.isRight(encoded)) return toJson(job, encoded.right, maxBytes)
   return Schema.encode(schemasOf(job).payload)(payload).pipe(
     Effect.mapError((e) =>
-      new InvalidPayload({ job: job.name, reason: "schema", message: ParseResult.TreeFormatter.formatErrorSync(e) })
+      new InvalidPayload({
+        job: job.name,
+        reason: "schema",
+        path: issuePath(e),
+        message: ParseResult.TreeFormatter.formatErrorSync(e)
+      })
     ),
     Effect.catchAllDefect((e) => Effect.fail(schemaThrew(job, e))),
     Effect.flatMap((encoded) => toJson(job, encoded, maxBytes))
   )
 }
 
+/** Where a schema's first issue is, as a JSON path (`$` when the payload as a whole is refused). */
+const issuePath = (e: ParseResult.ParseError): string => {
+  try {
+    return Sanitize.jsonPath(ParseResult.ArrayFormatter.formatErrorSync(e)[0]?.path ?? [])
+  } catch {
+    return "$"
+  }
+}
+
 const schemaThrew = (job: Job.Any, e: unknown) =>
   new InvalidPayload({
     job: job.name,
     reason: "schema",
+    path: "$",
     message: `the payload schema of "${job.name}" threw while encoding: ${Sanitize.describe(e)}`
   })
 
@@ -92,6 +108,7 @@ const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): E
         new InvalidPayload({
           job: job.name,
           reason: "size",
+          path: "$",
           message: `the payload is ${bytes} bytes of JSON; this database takes at most ${maxBytes} ` +
             `(max_allowed_packet less ${statementOverheadBytes} bytes)`
         })
@@ -105,13 +122,14 @@ const toJson = (job: Job.Any, encoded: unknown, maxBytes: number | undefined): E
 const checkedNames = new WeakSet<Job.Any>()
 
 /** Why a job name cannot be stored the same on every database, or `undefined` (checked once per definition). */
-export const nameProblem = (job: Job.Any): InvalidPayload | undefined => {
+export const nameProblem = (job: Job.Any): InvalidEnqueueOption | undefined => {
   if (checkedNames.has(job)) return undefined
   const problem = Sanitize.checkJobName(job.name)
   if (problem !== undefined) {
-    return new InvalidPayload({
+    return new InvalidEnqueueOption({
       job: typeof job.name === "string" ? Sanitize.text(job.name, 300) : String(job.name),
-      reason: "name",
+      path: "name",
+      reason: identifierReason(job.name),
       message: `the job name ${problem}`
     })
   }
@@ -119,15 +137,38 @@ export const nameProblem = (job: Job.Any): InvalidPayload | undefined => {
   return undefined
 }
 
+/**
+ * What is wrong with a job name or key that `Sanitize.checkJobName`/`checkIdentifier` refused: its
+ * type, its length, or characters it holds.
+ *
+ * @internal
+ */
+export const identifierReason = (value: unknown): InvalidOptionReason =>
+  typeof value !== "string"
+    ? "type"
+    : value.length === 0 || value.length > Sanitize.maxIdentifierLength
+    ? "range"
+    : "characters"
 
-export const checkKey = (job: Job.Any, what: string, key: unknown): Either.Either<string, InvalidPayload> => {
+/**
+ * A unique or mutex key as stored, or why it cannot be (`path`: the option it came from).
+ *
+ * @internal
+ */
+export const checkKey = (
+  job: Job.Any,
+  what: string,
+  path: string,
+  key: unknown
+): Either.Either<string, InvalidEnqueueOption> => {
   const problem = Sanitize.checkIdentifier(key)
   return problem === undefined
     ? Either.right(key as string)
     : Either.left(
-      new InvalidPayload({
+      new InvalidEnqueueOption({
         job: job.name,
-        reason: "key",
+        path,
+        reason: identifierReason(key),
         // PostgreSQL text cannot hold NUL: refused on every database, as the same key must work on each.
         message: `${what} ${problem}: ${
           typeof key === "string" ? JSON.stringify(Sanitize.text(key, 300)) : Sanitize.describe(key)
@@ -143,14 +184,24 @@ const noMutexKey = Either.right(null)
  *
  * @internal
  */
-export const mutexKeyOf = <J extends Job.Any>(job: J, payload: Job.Payload<J>): Either.Either<string | null, InvalidPayload> => {
+export const mutexKeyOf = <J extends Job.Any>(
+  job: J,
+  payload: Job.Payload<J>
+): Either.Either<string | null, InvalidEnqueueOption> => {
   const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
   if (f === undefined) return noMutexKey
   let key: string | undefined
   try {
     key = f(payload)
   } catch (e) {
-    return Either.left(new InvalidPayload({ job: job.name, reason: "key", message: `mutexKey threw: ${Sanitize.describe(e)}` }))
+    return Either.left(
+      new InvalidEnqueueOption({
+        job: job.name,
+        path: "mutexKey",
+        reason: "threw",
+        message: `mutexKey threw: ${Sanitize.describe(e)}`
+      })
+    )
   }
-  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", key)
+  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", "mutexKey", key)
 }

@@ -73,6 +73,16 @@ const keyPath = (path: string, key: string | number) =>
   typeof key === "number" ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
 
 /**
+ * A path of keys (a `ParseIssue`'s, as `ParseResult.ArrayFormatter` gives it) as the JSON path
+ * {@link toJson} writes: `["items", 2, "qty"]` is `$.items[2].qty`, `[]` is `$`.
+ */
+export const jsonPath = (keys: ReadonlyArray<PropertyKey>): string => {
+  let path = "$"
+  for (const key of keys) path = typeof key === "symbol" ? `${path}[${String(key)}]` : keyPath(path, key)
+  return path.length <= 300 ? path : `${path.slice(0, 150)}…${path.slice(-100)}`
+}
+
+/**
  * Finds the first value JSON cannot hold as it is, walking iteratively (no stack to overflow).
  * Only called once `JSON.stringify` has refused, so it costs nothing on the common path.
  */

@@ -6,21 +6,17 @@
 import * as Schema from "effect/Schema"
 
 /**
- * Why an enqueue was refused (the `reason` of {@link InvalidPayload}):
+ * Why a payload was refused (the `reason` of {@link InvalidPayload}):
  *
- * - `schema`: the payload does not encode with its job's payload `Schema` (or the schema threw);
+ * - `schema`: the payload does not encode with its job's payload `Schema`, or the schema threw
+ *   (a recursive schema on a payload nested too deeply overflows the stack);
  * - `json`: the encoded payload is not JSON as it is — NaN or ±Infinity or an invalid `Date` (JSON
  *   would store `null`), a `Map` or `Set` (`{}`), an array hole or an array element that is
  *   `undefined`, a function or a symbol (`null`), a bigint (use `Schema.BigInt`), a cycle, nesting
  *   too deep to serialize, `undefined`;
  * - `size`: the payload's JSON is larger than the database takes in one statement (MySQL/MariaDB:
  *   `max_allowed_packet` less 64 KiB; see docs/limits.md);
- * - `name`: the job name is empty, longer than 255 characters, or holds U+0000 or a lone surrogate;
- * - `key`: a unique or mutex key is not a string of 1–255 characters without U+0000 and lone
- *   surrogates, `unique` is neither a key nor `{ key, states }`, or the job's `mutexKey` threw;
- * - `option`: an option is out of range or not of its type (priority not a 32-bit integer, `runAt`
- *   not a valid `Date`/`DateTime`, `delay` not a finite duration, both `runAt` and `delay` given,
- *   `unique.states`).
+ * - `threw`: the function that makes the payload threw (a periodic job's `payload`).
  *
  * @example
  * ```ts
@@ -32,7 +28,7 @@ import * as Schema from "effect/Schema"
  * @since 0.1.0
  * @category errors
  */
-export const InvalidPayloadReason = Schema.Literal("schema", "json", "size", "name", "key", "option")
+export const InvalidPayloadReason = Schema.Literal("schema", "json", "size", "threw")
 
 /**
  * Why an enqueue was refused: `schema`, `json`, `size`, `name`, `key` or `option`.
@@ -48,10 +44,18 @@ export const InvalidPayloadReason = Schema.Literal("schema", "json", "size", "na
 export type InvalidPayloadReason = typeof InvalidPayloadReason.Type
 
 /**
- * An enqueue was refused and nothing was written (no SQL was sent): the payload did not encode with
- * its job's payload `Schema`, or is not JSON as it is, or is too large for the database; or the job
- * name, a key or an option is out of range. `reason` says which (see {@link InvalidPayloadReason}),
- * `path` where in the payload, and `message` says what, with the limit when one was passed.
+ * A payload was refused and nothing was written (no SQL was sent): it did not encode with its
+ * job's payload `Schema`, is not JSON as it is, or is too large for the database. `reason` says
+ * which (see {@link InvalidPayloadReason}), `path` where in the payload, and `message` what, with
+ * the limit when one was passed. Enqueueing the same payload again fails the same way: fix the
+ * payload (or the schema). Options of the enqueue are refused with {@link InvalidEnqueueOption}.
+ *
+ * @example
+ * ```ts
+ * queue.enqueue(Order, { items: [{ qty: 1 }, { qty: 2 }, { qty: -1 }] }).pipe(
+ *   Effect.catchTag("InvalidPayload", (e) => Effect.log(`${e.reason} at ${e.path}: ${e.message}`))
+ * ) // schema at $.items[2].qty: …
+ * ```
  *
  * @example
  * ```ts
@@ -68,15 +72,166 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
   {
     /** The job name the payload was meant for. */
     job: Schema.String,
-    /** What was refused: for a payload, the schema's parse error formatted as a tree. */
+    /** What was refused: for `schema`, the schema's parse error formatted as a tree. */
     message: Schema.String,
-    /** Why, as a closed set of cases (set by every refusal of sqlane's own). */
-    reason: Schema.optional(InvalidPayloadReason),
+    /** Why, as a closed set of cases. */
+    reason: InvalidPayloadReason,
     /**
-     * For `json`: where in the encoded payload the offending value is, e.g. `$.items[3].price`
-     * (`$` is the payload itself).
+     * Where in the payload the offending value is, as a JSON path: `$` is the payload itself,
+     * `$.items[2].qty` the `qty` of the third item, `$["b c"]` a key that is not an identifier.
+     * For `schema`, the path of the schema's first issue (as `ParseResult.ArrayFormatter` gives
+     * it; `$` when the issue is the payload as a whole); for `json`, the first value JSON would
+     * change; for a problem of the whole payload (`size`, `threw`, a schema that threw) always `$`.
      */
-    path: Schema.optional(Schema.String)
+    path: Schema.String
+  }
+) {}
+
+/**
+ * Why an enqueue option was refused (the `reason` of {@link InvalidEnqueueOption}), and of a
+ * worker's or a job definition's option ({@link InvalidWorkerOptions}, {@link InvalidJobDefinition}):
+ *
+ * - `type`: not of its type — `runAt` not a `Date` or `DateTime`, `delay` not a duration, `unique`
+ *   neither a key nor `{ key, states }`, a key that is not a string, an unknown job state, the
+ *   payloads of `enqueueMany` not an iterable;
+ * - `range`: a number or length out of range — `priority` not a 32-bit integer, `runAt` (or now +
+ *   `delay`) outside years 1000–9999, a `delay` that is not finite, a key or job name empty or longer
+ *   than 255 characters, `concurrency` not a positive integer, a worker id over 55 characters;
+ * - `characters`: a string holds what cannot be stored the same on every database — U+0000, a lone
+ *   surrogate, a job name's trailing space;
+ * - `conflict`: options that exclude each other — `runAt` with `delay`, `unique` given to
+ *   `enqueueMany`, two handlers for one job name;
+ * - `threw`: a function of the job definition threw (its `mutexKey`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const InvalidOptionReason = Schema.Literal("type", "range", "characters", "conflict", "threw")
+
+/**
+ * @since 0.2.0
+ * @category errors
+ */
+export type InvalidOptionReason = typeof InvalidOptionReason.Type
+
+/**
+ * An option of an enqueue (`enqueue`, `insert`, `enqueueMany`) was refused and nothing was written
+ * (no SQL was sent): `runAt`, `delay`, `priority`, the `unique` key or its states, the mutex key the
+ * job's `mutexKey` gave, the job name of a definition that bypassed `Job.make`, or the payloads
+ * argument of `enqueueMany`. `path` names the option (`"runAt"`, `"delay"`, `"priority"`,
+ * `"unique"`, `"unique.key"`, `"unique.states"`, `"mutexKey"`, `"name"`, `"payloads"`), `reason`
+ * says what is wrong with it (see {@link InvalidOptionReason}) and `message` what it got. A
+ * programming error: enqueueing again with the same options fails the same way.
+ *
+ * @example
+ * ```ts
+ * queue.enqueue(SendEmail, payload, { delay: "banana" as any }).pipe(
+ *   Effect.catchTag("InvalidEnqueueOption", (e) => Effect.die(e)) // path "delay", reason "type"
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidEnqueueOption extends Schema.TaggedError<InvalidEnqueueOption>("sqlane/InvalidEnqueueOption")(
+  "InvalidEnqueueOption",
+  {
+    /** The job name of the enqueue. */
+    job: Schema.String,
+    /** The option refused, e.g. `"runAt"` or `"unique.key"` (see the class's description). */
+    path: Schema.String,
+    /** What is wrong with it. */
+    reason: InvalidOptionReason,
+    /** What was refused and what was got, e.g. `priority must be a 32-bit integer, got 1.5`. */
+    message: Schema.String
+  }
+) {}
+
+/**
+ * Why a worker's options were refused (the `reason` of {@link InvalidWorkerOptions}): those of
+ * {@link InvalidOptionReason}, and
+ *
+ * - `pool`: the SQL client's pool is too small for the workers on it — each worker's lock holds one
+ *   connection for its whole life, so a pool needs at least one connection more than its workers;
+ * - `inUse`: another live worker of this queue holds the worker's `id`.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const InvalidWorkerOptionsReason = Schema.Literal(
+  "type",
+  "range",
+  "characters",
+  "conflict",
+  "pool",
+  "inUse"
+)
+
+/**
+ * @since 0.2.0
+ * @category errors
+ */
+export type InvalidWorkerOptionsReason = typeof InvalidWorkerOptionsReason.Type
+
+/**
+ * `Worker.make` (and `Worker.layer`, at layer build) refused its options before the worker
+ * started: `concurrency` not a positive integer, two handlers for one job name, an `id` that is not
+ * 1–55 characters or that another live worker holds, a `shutdownTimeout` that is not a finite
+ * duration, a `logs` that is not `"default"` or `"quiet"`, or a pool too small for its workers
+ * (`maxConnections`). `option` names it, `reason` says what is wrong (see
+ * {@link InvalidWorkerOptionsReason}). A configuration mistake: only `inUse` can clear by itself
+ * (once the other worker with that id stops).
+ *
+ * @example
+ * ```ts
+ * Worker.make({ handlers, concurrency: 0 }) // fails: option "concurrency", reason "range"
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidWorkerOptions extends Schema.TaggedError<InvalidWorkerOptions>("sqlane/InvalidWorkerOptions")(
+  "InvalidWorkerOptions",
+  {
+    /** The option refused: `"concurrency"`, `"handlers"`, `"id"`, `"shutdownTimeout"`, `"logs"` or `"maxConnections"`. */
+    option: Schema.String,
+    /** What is wrong with it. */
+    reason: InvalidWorkerOptionsReason,
+    /** What was refused and what was got. */
+    message: Schema.String
+  }
+) {}
+
+/**
+ * A job definition was refused where it is made: `Job.make` throws it for a job name that is not
+ * 1–255 characters without U+0000, lone surrogates and a trailing space, a `priority` that is not
+ * an integer, or a `timeout` that is not a finite duration longer than 0; `Job.attempts(n)` throws
+ * it unless `n` is a whole number ≥ 1. Thrown (not returned): a definition is made once, at
+ * start-up, and a bad one is a programming error. Recognise it with `instanceof` or its `_tag`.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   Job.make("", { payload: Schema.Struct({}) })
+ * } catch (e) {
+ *   if (e instanceof Errors.InvalidJobDefinition) console.error(e.option, e.reason, e.message)
+ * }
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidJobDefinition extends Schema.TaggedError<InvalidJobDefinition>("sqlane/InvalidJobDefinition")(
+  "InvalidJobDefinition",
+  {
+    /** The job name, when the definition has one that is a string (`Job.attempts` has none). */
+    job: Schema.optional(Schema.String),
+    /** The option refused: `"name"`, `"priority"`, `"timeout"` or `"attempts"`. */
+    option: Schema.String,
+    /** What is wrong with it. */
+    reason: InvalidOptionReason,
+    /** What was refused and what was got. */
+    message: Schema.String
   }
 ) {}
 

@@ -12,7 +12,8 @@ import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { durationMillis } from "../internal/options.js"
-import { checkJobName } from "../internal/sanitize.js"
+import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
+import { InvalidJobDefinition } from "./Errors.js"
 
 /**
  * A job definition (from {@link make}): its name, the schemas of its payload, result and typed
@@ -170,11 +171,23 @@ export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.expone
   Schedule.asVoid
 )
 
+/** The attempts a schedule made by {@link attempts} (or {@link defaultRetry}) allows. */
+const attemptsOfSchedule = new WeakMap<Schedule.Schedule<unknown, unknown>, number>([[defaultRetry, 25]])
+
+/**
+ * How many attempts a job's retry schedule allows, when it was made by {@link attempts} or is
+ * {@link defaultRetry} (a schedule of one's own does not say: `undefined`). For the worker's logs.
+ *
+ * @internal
+ */
+export const maxAttemptsOf = (job: Job.Any): number | undefined => attemptsOfSchedule.get(job.retry)
+
 /**
  * The most attempts a job can have with a schedule that recurs `n` times: `n + 1`.
  * A helper for writing retry policies by attempt count:
  * `retry: Job.attempts(5, Schedule.spaced("10 seconds"))` allows 5 attempts, 10 s apart.
- * `n` must be a whole number, at least 1: anything else (NaN, 2.5, 0) throws.
+ * `n` must be a whole number, at least 1: anything else (NaN, 2.5, 0) throws an
+ * `InvalidJobDefinition` (option `attempts`).
  *
  * @example
  * ```ts
@@ -192,13 +205,21 @@ export const attempts = (
   schedule: Schedule.Schedule<unknown, unknown> = Schedule.exponential("1 second").pipe(Schedule.jittered)
 ): Schedule.Schedule<unknown, unknown> => {
   if (!Number.isSafeInteger(max) || max < 1) {
-    throw new globalThis.Error(`sqlane: Job.attempts takes a whole number of attempts, at least 1; got ${max}`)
+    throw new InvalidJobDefinition({
+      option: "attempts",
+      reason: typeof max === "number" ? "range" : "type",
+      message: `Job.attempts takes a whole number of attempts, at least 1; got ${max}`
+    })
   }
-  return schedule.pipe(Schedule.intersect(Schedule.recurs(max - 1)), Schedule.asVoid)
+  const retry = schedule.pipe(Schedule.intersect(Schedule.recurs(max - 1)), Schedule.asVoid)
+  attemptsOfSchedule.set(retry, max)
+  return retry
 }
 
 /**
- * Defines a job.
+ * Defines a job. A definition out of range throws an `InvalidJobDefinition` (`Errors`) here, when
+ * it is made — a programming error, found at start-up — naming the `option` (`name`, `priority`,
+ * `timeout`) and the `reason`.
  *
  * @example
  * ```ts
@@ -211,17 +232,18 @@ export const attempts = (
  *
  * @param name job name, 1–255 characters (UTF-16 code units) without U+0000 or lone surrogates;
  *   any other character, quotes, `%`, `_` and backslashes included, is stored and matched as it is.
- *   A name out of range throws here, at definition (a programming error, found at start-up); a
- *   definition that bypasses this check is refused at enqueue with `InvalidPayload` (reason `name`).
+ *   A name out of range throws `InvalidJobDefinition` here, at definition; a definition that
+ *   bypasses this check is refused at enqueue with `InvalidEnqueueOption` (path `name`).
  * @param options.payload schema of the payload (required)
  * @param options.success schema of the handler's result (default: `Schema.Void`, nothing stored)
  * @param options.failure schema of the handler's typed errors (default: `Schema.Never`)
  * @param options.retry retry `Schedule` (default: {@link defaultRetry})
  * @param options.priority default priority, an integer; lower runs first (default 0); anything else throws
+ *   `InvalidJobDefinition`
  * @param options.isPermanent failures that dead-letter at once (default: none)
  * @param options.timeout longest an attempt may run; then its handler is interrupted and the attempt
  *   fails with `JobTimeout` (default: none). A duration that does not decode, is not finite (NaN,
- *   ±Infinity, `Duration.infinity`) or is not longer than 0 throws here, at definition.
+ *   ±Infinity, `Duration.infinity`) or is not longer than 0 throws `InvalidJobDefinition` here, at definition.
  * @param options.mutexKey the job's mutex key, computed from the (decoded) payload at enqueue, 1–255
  *   characters, or `undefined` for none: jobs that share a key — of any job names — never run at the
  *   same time, across all workers and processes (a unique index over running keys guarantees it). A
@@ -258,21 +280,36 @@ export const make = <
 ): Job<Name, P, PI, S, SI, E, EI> => {
   const problem = checkJobName(name)
   if (problem !== undefined) {
-    throw new globalThis.Error(
-      `sqlane: a job name must be 1 to 255 characters without U+0000 or a trailing space; this one ${problem}`
-    )
+    throw new InvalidJobDefinition({
+      ...(typeof name === "string" ? { job: name.slice(0, 300) } : {}),
+      option: "name",
+      reason: typeof name !== "string"
+        ? "type"
+        : name.length === 0 || name.length > maxIdentifierLength
+        ? "range"
+        : "characters",
+      message: `a job name must be 1 to 255 characters without U+0000 or a trailing space; this one ${problem}`
+    })
   }
   const priority = options.priority ?? 0
   if (!Number.isSafeInteger(priority)) {
-    throw new globalThis.Error(`sqlane: priority must be an integer, got ${priority}`)
+    throw new InvalidJobDefinition({
+      job: name,
+      option: "priority",
+      reason: typeof priority === "number" ? "range" : "type",
+      message: `priority must be an integer, got ${priority}`
+    })
   }
   let timeoutMillis: number | undefined
   if (options.timeout !== undefined) {
     const timeout = durationMillis(options.timeout)
     if ("problem" in timeout || timeout.millis <= 0) {
-      throw new globalThis.Error(
-        `sqlane: timeout ${"problem" in timeout ? timeout.problem : `must be longer than 0, got ${String(options.timeout)}`}`
-      )
+      throw new InvalidJobDefinition({
+        job: name,
+        option: "timeout",
+        reason: "problem" in timeout ? timeout.reason : "range",
+        message: `timeout ${"problem" in timeout ? timeout.problem : `must be longer than 0, got ${String(options.timeout)}`}`
+      })
     }
     timeoutMillis = timeout.millis
   }

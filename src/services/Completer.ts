@@ -101,6 +101,17 @@ export interface CompleterShape {
   readonly submit: (outcome: Outcome, onWritten: EndWritten, claimant?: Claimant) => void
 }
 
+/** The ends the Completer dead-lettered in place of an end the database refused (it logged them). */
+const letteredInPlace = new WeakSet<Outcome>()
+
+/**
+ * Whether the Completer wrote a dead letter in place of this end, which the database refused (and
+ * logged it at `Error`): the worker logs no line of its own for it.
+ *
+ * @internal
+ */
+export const deadLetteredInPlace = (outcome: Outcome): boolean => letteredInPlace.has(outcome)
+
 /**
  * The service that writes the ends of attempts in batches: every end that arrives during one
  * write goes into the next. Provided by `QueueLive`.
@@ -224,7 +235,13 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
     return whileUnavailable(driver.jobFinishMany([dead])).pipe(
       Effect.map((stale): Single => ({ end: dead, stale: stale.size > 0 })),
       Effect.tap(() =>
-        Effect.logWarning(`sqlane: the database refused this attempt's end; the job is dead-lettered: ${dead.lastError}`)
+        Effect.suspend(() => {
+          letteredInPlace.add(outcome)
+          return Effect.logError(
+            `sqlane: job ${outcome.id} (${outcome.name}) is dead after attempt ${outcome.attempt}: the database ` +
+              `refused this attempt's end: ${saidWhy(refusal)}`
+          )
+        })
       ),
       Effect.catchAll((error) =>
         Effect.as(
@@ -235,7 +252,11 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           "unwritten" as const
         )
       ),
-      Effect.annotateLogs({ "sqlane.job.id": outcome.id, "sqlane.job.attempt": outcome.attempt })
+      Effect.annotateLogs({
+        "sqlane.job.id": outcome.id,
+        "sqlane.job.name": outcome.name,
+        "sqlane.job.attempt": outcome.attempt
+      })
     )
   }
 

@@ -26,7 +26,7 @@ import { checkKey, encodePayload, mutexKeyOf, nameProblem, statementOverheadByte
 import type { InsertRow } from "../internal/driver/Driver.js"
 import { stateBits } from "../internal/driver/shared.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { InvalidPayload, JobNotFound, UniqueKeyContended } from "../schema/Errors.js"
+import { InvalidEnqueueOption, type InvalidPayload, JobNotFound, UniqueKeyContended } from "../schema/Errors.js"
 import type { Job } from "../schema/Job.js"
 import { ErrorHistory, JobInfo, JobState } from "../schema/JobInfo.js"
 import { withSpanIfTraced } from "../internal/tracing.js"
@@ -51,7 +51,11 @@ import { type Enqueued, Notifier } from "./Notifier.js"
 export interface EnqueueOptions {
   /** When the job becomes due. Default: now (Effect's `Clock`). */
   readonly runAt?: Date | DateTime.DateTime | undefined
-  /** Due after this delay from now. Not with `runAt`: both given fail with `InvalidPayload` (reason `option`). */
+  /**
+   * Due after this delay from now (an Effect `DurationInput`: milliseconds, `"5 seconds"`, a
+   * `Duration`). Not with `runAt`: both given fail with `InvalidEnqueueOption` (path `delay`,
+   * reason `conflict`).
+   */
   readonly delay?: Duration.DurationInput | undefined
   /** An integer; lower runs first. Default: the job definition's priority. */
   readonly priority?: number | undefined
@@ -151,33 +155,44 @@ export interface QueueShape {
   /**
    * Encodes `payload` with the job's schema and inserts one job. Returns the job id — with a
    * `unique` key that a job already holds, that job's id (nothing is written; use `insert` to
-   * know which). Fails with `InvalidPayload` (nothing written) when the payload does not encode,
-   * or a priority, date, unique key or mutex key is out of range.
+   * know which). Nothing is written, and no SQL sent, when it fails with `InvalidPayload` (the
+   * payload does not encode with its schema, is not JSON as it is, or is too large: `reason` and
+   * the `path` in the payload say which and where) or `InvalidEnqueueOption` (`runAt`, `delay`,
+   * `priority`, the unique key or states, or the mutex key is refused: `path` names it).
+   * `UniqueKeyContended`: see that error; `SqlError`: the database's.
+   *
+   * @example
+   * ```ts
+   * const id = yield* queue.enqueue(SendEmail, { to: "bob@example.com" }, { delay: "10 minutes" })
+   * ```
    */
   readonly enqueue: <J extends Job.Any>(
     job: J,
     payload: Job.Payload<J>,
     options?: EnqueueOptions
-  ) => Effect.Effect<string, InvalidPayload | UniqueKeyContended | SqlError>
+  ) => Effect.Effect<string, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /**
    * As `enqueue`, and says whether a job was written: `{ id, duplicate }`, where `duplicate: true`
-   * means a job with the same unique key was in a guarded state and nothing was written.
+   * means a job with the same unique key was in a guarded state and nothing was written. Fails as
+   * `enqueue`.
    */
   readonly insert: <J extends Job.Any>(
     job: J,
     payload: Job.Payload<J>,
     options?: EnqueueOptions
-  ) => Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError>
+  ) => Effect.Effect<InsertResult, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /**
    * Inserts many jobs of one job name with multi-row inserts (in one transaction). Returns their
    * ids in input order. If any payload fails to encode, nothing is written. Unique keys are not
-   * taken here (use `enqueue`); mutex keys are.
+   * taken here (use `enqueue`); mutex keys are. Fails as `enqueue` (the first payload refused
+   * gives the `InvalidPayload`); a `unique` option, or payloads that are not an iterable, fail with
+   * `InvalidEnqueueOption` (path `unique`, `payloads`).
    */
   readonly enqueueMany: <J extends Job.Any>(
     job: J,
     payloads: Iterable<Job.Payload<J>>,
     options?: EnqueueManyOptions
-  ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | SqlError>
+  ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | InvalidEnqueueOption | SqlError>
   /** A job's state, attempts, timestamps, error history and result. */
   readonly get: (id: string) => Effect.Effect<JobInfo, JobNotFound | SqlError>
   /**
@@ -337,7 +352,7 @@ export const make = Effect.gen(function*() {
     payload: Job.Payload<J>,
     json: string,
     options: EnqueueOptions | undefined
-  ): Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError> =>
+  ): Effect.Effect<InsertResult, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError> =>
     Effect.withFiberRuntime((fiber) => {
       const mutexKey = mutexKeyOf(job, payload)
       if (Either.isLeft(mutexKey)) return Effect.fail(mutexKey.left)
@@ -349,12 +364,19 @@ export const make = Effect.gen(function*() {
       const inTransaction = inTransactionOf(fiber)
       const unique = options?.unique
       if (unique === undefined) return Effect.map(write([row], nowUs, inTransaction), (ids) => ({ id: ids[0], duplicate: false }))
-      const uniqueKey = checkKey(job, "the unique key", typeof unique === "string" ? unique : unique.key)
+      const uniqueKey = typeof unique === "string"
+        ? checkKey(job, "the unique key", "unique", unique)
+        : checkKey(job, "the unique key", "unique.key", unique.key)
       if (Either.isLeft(uniqueKey)) return Effect.fail(uniqueKey.left)
       let uniqueStates = stateBits.pending | stateBits.running
       for (const state of (typeof unique === "string" ? undefined : unique.states) ?? []) {
         if (!Schema.is(JobState)(state)) {
-          return new InvalidPayload({ job: job.name, reason: "option", message: `unknown job state in unique.states: ${state}` })
+          return new InvalidEnqueueOption({
+            job: job.name,
+            path: "unique.states",
+            reason: "type",
+            message: `unknown job state in unique.states: ${state}`
+          })
         }
         uniqueStates |= stateBits[state]
       }
@@ -377,7 +399,7 @@ export const make = Effect.gen(function*() {
     job: J,
     payload: Job.Payload<J>,
     options: EnqueueOptions | undefined
-  ): Effect.Effect<InsertResult, InvalidPayload | UniqueKeyContended | SqlError> => {
+  ): Effect.Effect<InsertResult, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError> => {
     const badName = nameProblem(job)
     if (badName !== undefined) return badName
     const json = encodePayload(job, payload, maxPayloadBytes) as
@@ -404,16 +426,18 @@ export const make = Effect.gen(function*() {
           if (badName !== undefined) return yield* badName
           // Plain JavaScript callers: what the types refuse.
           if (typeof payloads === "string" || payloads === null || typeof payloads !== "object") {
-            return yield* new InvalidPayload({
+            return yield* new InvalidEnqueueOption({
               job: job.name,
-              reason: "option",
+              path: "payloads",
+              reason: "type",
               message: `enqueueMany takes an iterable of payloads (an array), got ${typeof payloads}`
             })
           }
           if ((options as EnqueueOptions | undefined)?.unique !== undefined) {
-            return yield* new InvalidPayload({
+            return yield* new InvalidEnqueueOption({
               job: job.name,
-              reason: "option",
+              path: "unique",
+              reason: "conflict",
               message: "enqueueMany takes no unique key (use enqueue or insert for each job)"
             })
           }

@@ -104,6 +104,8 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
           catch: (e) =>
             new InvalidPayload({
               job: p.job.name,
+              reason: "threw",
+              path: "$",
               message: `the payload function threw: ${e instanceof Error ? e.message : String(e)}`
             })
         })
@@ -123,8 +125,12 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
           result === undefined || result.duplicate ? "sqlane: tick already enqueued" : "sqlane: tick enqueued"
         ).pipe(Effect.annotateLogs({ "sqlane.job.id": result?.id ?? "", "sqlane.tick": tick.toISOString() }))
       }).pipe(
-        // A payload that does not encode (or whose function throws) skips the tick: retrying cannot help.
-        Effect.catchTag("InvalidPayload", (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)),
+        // A payload that does not encode (or whose function throws), or an option refused (the
+        // periodic job's priority), skips the tick: retrying cannot help.
+        Effect.catchTags({
+          InvalidPayload: (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e),
+          InvalidEnqueueOption: (e) => Effect.logError(`sqlane: tick ${tick.toISOString()} skipped`, e)
+        }),
         Effect.tapErrorCause((cause) =>
           reachability.failed("periodic jobs", "sqlane: enqueueing a tick failed; retrying", cause)
         ),

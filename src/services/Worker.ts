@@ -31,18 +31,22 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
+import { durationMillis } from "../internal/options.js"
 import * as Pauses from "../internal/pauses.js"
-import { fitRecord } from "../internal/sanitize.js"
+import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
+import { InvalidWorkerOptions } from "../schema/Errors.js"
 import { nowMicros } from "../internal/time.js"
 import { ofJobName } from "./Metrics.js"
 import type { Handler } from "../schema/Job.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
-import { Completer, type Outcome } from "./Completer.js"
+import { Completer, deadLetteredInPlace, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
 import * as Attempts from "../internal/worker/attempt.js"
+import * as EndLogs from "../internal/worker/endLogs.js"
 import { liveness } from "../internal/worker/liveness.js"
 import * as Loop from "../internal/worker/loop.js"
 import * as Outcomes from "../internal/worker/outcomes.js"
@@ -70,7 +74,10 @@ import * as Slots from "../internal/worker/slots.js"
 export interface WorkerOptions<R> {
   /** One handler per job name (`Job.handler(job, run)`). */
   readonly handlers: ReadonlyArray<Handler<R>>
-  /** Jobs run at once by this worker: a positive integer (anything else dies at `make`). Default 10. */
+  /**
+   * Jobs run at once by this worker: a positive integer (anything else fails `make` with
+   * `InvalidWorkerOptions`). Default 10.
+   */
   readonly concurrency?: number | undefined
   /**
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
@@ -79,14 +86,27 @@ export interface WorkerOptions<R> {
    * id is held by another live worker fails to start. One whose lock connection was cut takes its
    * lock again; if the server still runs the cut session (a network failure the server has not
    * noticed), the worker ends that session first. If another live worker holds the lock by then,
-   * it logs an error and stops claiming.
+   * it logs an error and stops claiming. An id that is not 1–55 characters without U+0000 and lone
+   * surrogates fails `make` with `InvalidWorkerOptions` (reason `range` or `characters`), and one
+   * another live worker holds with reason `inUse`.
    */
   readonly id?: string | undefined
   /**
    * When the worker's scope closes, how long running jobs may take to finish before they are
-   * interrupted and released (back to pending, the attempt not counted). Default 30 seconds.
+   * interrupted and released (back to pending, the attempt not counted). Default 30 seconds. A
+   * duration that does not decode or is not finite fails `make` with `InvalidWorkerOptions`.
    */
   readonly shutdownTimeout?: Duration.DurationInput | undefined
+  /**
+   * `"default"`: the worker logs, through Effect's logger (so the app's logger gets them), a failed
+   * attempt that will be retried at `Warning`, a dead letter at `Error`, the jobs of lost workers it
+   * took back and an end that changed nothing (its job was cancelled or taken back while the attempt
+   * ran) at `Warning` — one line each, annotated with the job's id, name and attempt
+   * (docs/observability.md). `"quiet"`: none of these (Events, metrics and `Queue.get` still tell
+   * them); the worker's other logs (outages, shutdown) stay. Effect's minimum log level applies
+   * either way. Default `"default"`.
+   */
+  readonly logs?: "default" | "quiet" | undefined
 }
 
 /**
@@ -110,17 +130,81 @@ export interface WorkerHandle {
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
 
+/** The longest worker id: MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`. */
+const maxWorkerIdLength = 55
+
+/** Why the options cannot be used, or `undefined`: checked before the worker touches the database. */
+const optionsProblem = <R>(options: WorkerOptions<R>): InvalidWorkerOptions | undefined => {
+  const concurrency = options.concurrency ?? 10
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+    return new InvalidWorkerOptions({
+      option: "concurrency",
+      reason: typeof concurrency === "number" ? "range" : "type",
+      message: `concurrency must be a positive integer, got ${options.concurrency}`
+    })
+  }
+  if (options.id !== undefined) {
+    const problem = typeof options.id === "string" && options.id.length > maxWorkerIdLength
+      ? `is ${options.id.length} characters long; a worker id is at most ${maxWorkerIdLength} characters`
+      : checkIdentifier(options.id)
+    if (problem !== undefined) {
+      return new InvalidWorkerOptions({
+        option: "id",
+        reason: typeof options.id !== "string"
+          ? "type"
+          : options.id.length === 0 || options.id.length > maxWorkerIdLength
+          ? "range"
+          : "characters",
+        message: `the worker id ${problem}`
+      })
+    }
+  }
+  if (options.shutdownTimeout !== undefined) {
+    const timeout = durationMillis(options.shutdownTimeout)
+    if ("problem" in timeout) {
+      return new InvalidWorkerOptions({ option: "shutdownTimeout", reason: timeout.reason, message: `shutdownTimeout ${timeout.problem}` })
+    }
+  }
+  if (options.logs !== undefined && options.logs !== "default" && options.logs !== "quiet") {
+    return new InvalidWorkerOptions({
+      option: "logs",
+      reason: "type",
+      message: `logs must be "default" or "quiet", got ${String(options.logs)}`
+    })
+  }
+  if (!Array.isArray(options.handlers)) {
+    return new InvalidWorkerOptions({ option: "handlers", reason: "type", message: "handlers must be an array of Job.handler(…)" })
+  }
+  const names = new Set<string>()
+  for (const h of options.handlers) {
+    if (names.has(h.job.name)) {
+      return new InvalidWorkerOptions({
+        option: "handlers",
+        reason: "conflict",
+        message: `two handlers for job name "${h.job.name}"`
+      })
+    }
+    names.add(h.job.name)
+  }
+  return undefined
+}
+
 /**
  * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
  * jobs finish for up to `shutdownTimeout` (keeping its liveness and heartbeats meanwhile), then
  * interrupts the rest and releases them to pending without counting the attempt.
  *
+ * Fails with `InvalidWorkerOptions`, before it claims anything, when an option is refused
+ * (`concurrency`, `id`, `shutdownTimeout`, `logs`, two handlers for one name), when another live
+ * worker holds its `id` (reason `inUse`), or when the SQL client's pool is too small for the
+ * workers on it (option `maxConnections`, reason `pool`: each worker's lock holds a connection).
+ *
  * @example
  * ```ts
- * const program = Effect.scoped(Effect.gen(function*() {
- *   const worker = yield* Worker.make({ handlers: [SendEmailHandler], concurrency: 5 })
- *   yield* Effect.sleep("1 minute") // the worker runs until the scope closes
- * }))
+ * Effect.gen(function*() {
+ *   const worker = yield* Worker.make({ handlers: [Job.handler(SendEmail, send)], concurrency: 20 })
+ *   yield* Effect.log(`worker ${worker.id} started`)
+ * }) // in a scope; the worker stops when it closes
  * ```
  *
  * @since 0.1.0
@@ -130,25 +214,21 @@ export const make = <R>(
   options: WorkerOptions<R>
 ): Effect.Effect<
   WorkerHandle,
-  never,
+  InvalidWorkerOptions,
   Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
+    const invalid = optionsProblem(options)
+    if (invalid !== undefined) return yield* invalid
     const config = yield* QueueConfig
     const completer = yield* Completer
     const notifier = yield* Notifier
     const concurrency = options.concurrency ?? 10
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
-      return yield* Effect.dieMessage(`sqlane: concurrency must be a positive integer, got ${options.concurrency}`)
-    }
     const workerId = options.id ?? crypto.randomUUID()
-    const handlers = new Map<string, Handler<R>>()
-    for (const h of options.handlers) {
-      if (handlers.has(h.job.name)) {
-        return yield* Effect.dieMessage(`sqlane: two handlers for job name "${h.job.name}"`)
-      }
-      handlers.set(h.job.name, h)
-    }
+    const handlers = new Map<string, Handler<R>>(options.handlers.map((h) => [h.job.name, h]))
+    const endLogs = EndLogs.make(handlers, options.logs === "quiet")
+    /** Runs the worker's log lines with its context: the app's logger, level and annotations. */
+    const runLog = Runtime.runFork(yield* Effect.runtime<never>())
     const names = Array.from(handlers.keys())
     /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
@@ -161,17 +241,17 @@ export const make = <R>(
     const poolSize = poolSizeOf(client)
     const workers = (workersOn.get(client) ?? 0) + 1
     if (poolSize !== undefined && poolSize < workers + 1) {
-      return yield* Effect.dieMessage(
-        `sqlane: ${workers === 1 ? "a worker needs" : `${workers} workers on one pool need`} a pool of at least ` +
+      return yield* new InvalidWorkerOptions({
+        option: "maxConnections",
+        reason: "pool",
+        message: `${workers === 1 ? "a worker needs" : `${workers} workers on one pool need`} a pool of at least ` +
           `${workers + 1} connections (each worker's lock holds one for its whole life; claims, ends and ` +
           `handlers use the others); maxConnections is ${poolSize}`
-      )
+      })
     }
     workersOn.set(client, workers)
     yield* Effect.addFinalizer(() => Effect.sync(() => workersOn.set(client, (workersOn.get(client) ?? 1) - 1)))
     const shutdownTimeout = Duration.decode(options.shutdownTimeout ?? "30 seconds")
-    // MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`.
-    if (workerId.length > 55) return yield* Effect.dieMessage("sqlane: a worker id is at most 55 characters")
 
     // Liveness: a session lock held on a dedicated connection for the worker's life, plus a
     // heartbeat row. Taken before the first claim; released (and the row deleted) last.
@@ -240,6 +320,12 @@ export const make = <R>(
         claims.written(submitted)
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
+        // One line per end (internal/worker/endLogs.ts); the Completer logged those it could not
+        // write and those it dead-lettered in their place.
+        if (!unwritten && !deadLetteredInPlace(outcome)) {
+          const line = endLogs.ended(row, outcome, changed !== false)
+          if (line !== undefined) runLog(line)
+        }
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key is free again: wake the workers of jobs that may wait for it.
@@ -275,6 +361,7 @@ export const make = <R>(
       lostEnd: (row) => outcomes.failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost"),
       releasedEnd: released,
       counted: count,
+      endLogs,
       cancel: attempts.cancel,
       wake: wakeSelf
     })
@@ -285,7 +372,8 @@ export const make = <R>(
   })
 
 /**
- * A worker as a layer: it runs while the layer is alive.
+ * A worker as a layer: it runs while the layer is alive. Its build fails with
+ * `InvalidWorkerOptions` as {@link make} does.
  *
  * @example
  * ```ts
@@ -299,5 +387,5 @@ export const make = <R>(
  */
 export const layer = <R>(
   options: WorkerOptions<R>
-): Layer.Layer<never, never, R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient> =>
+): Layer.Layer<never, InvalidWorkerOptions, R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient> =>
   Layer.scopedDiscard(make(options))

@@ -87,6 +87,13 @@ const refusal = <A>(effect: Effect.Effect<A, unknown, any>) =>
     return e as Errors.InvalidPayload
   })
 
+/** The `InvalidEnqueueOption` an enqueue fails with. */
+const optionRefusal = <A>(effect: Effect.Effect<A, unknown, any>) =>
+  Effect.map(Effect.flip(effect), (e) => {
+    assert.instanceOf(e, Errors.InvalidEnqueueOption)
+    return e as Errors.InvalidEnqueueOption
+  })
+
 /** Counts the SQL statements an effect runs (each is a `sql.execute` span of @effect/sql). */
 const countStatements = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -188,7 +195,7 @@ export const badInput = (target: Target) => {
             assert.include(deep.message, "deeper than JSON.stringify can go")
             // A recursive schema on a payload nested too deeply overflows the stack: a typed refusal.
             const deepSchema = yield* refusal(queue.enqueue(Nested, JSON.parse(nestedJson(100_000))))
-            assert.strictEqual(deepSchema.reason, "schema")
+            assert.deepStrictEqual([deepSchema.reason, deepSchema.path], ["schema", "$"])
             assert.include(deepSchema.message, "Maximum call stack")
             const undef = yield* refusal(queue.enqueue(Loose, undefined))
             assert.strictEqual(undef.path, "$")
@@ -265,7 +272,7 @@ export const badInput = (target: Target) => {
             const refused = yield* countStatements(refusal(queue.enqueue(Blob, { blob: sixteen })))
             assert.strictEqual(refused.statements, 0)
             const error = Exit.getOrElse(refused.exit, () => undefined)!
-            assert.strictEqual(error.reason, "size")
+            assert.deepStrictEqual([error.reason, error.path], ["size", "$"])
             assert.include(error.message, `at most ${limit}`)
             assert.strictEqual(yield* countJobs(prefix), 0)
             // A payload right at the limit is written, claimed and run; its result (the payload and
@@ -546,7 +553,13 @@ export const badInput = (target: Target) => {
             Effect.timeout("20 seconds")
           )
         )
-        assert.isTrue(Exit.isFailure(worker) && Cause.isDie(worker.cause), message(worker))
+        const refused = (exit: Exit.Exit<unknown, unknown>) => {
+          const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.InvalidWorkerOptions, message(exit))
+          const { option, reason } = Option.getOrThrow(error) as Errors.InvalidWorkerOptions
+          return [option, reason]
+        }
+        assert.deepStrictEqual(refused(worker), ["maxConnections", "pool"])
         assert.include(message(worker), "a worker needs a pool of at least 2 connections")
         assert.include(message(worker), "maxConnections is 1")
         // A concurrency that is not a positive integer is refused (1.5 used to be floored to 1).
@@ -557,7 +570,39 @@ export const badInput = (target: Target) => {
             )
           )
           assert.include(message(bad), `concurrency must be a positive integer, got ${concurrency}`)
+          assert.deepStrictEqual(refused(bad), ["concurrency", "range"])
         }
+        // Other options refused before the worker touches the database: typed, naming the option.
+        const options: Array<readonly [Partial<Worker.WorkerOptions<never>>, string, string, string]> = [
+          [{ id: "w".repeat(56) }, "id", "range", "a worker id is at most 55 characters"],
+          [{ id: "" }, "id", "range", "must not be empty"],
+          [{ id: "a\u0000b" }, "id", "characters", "U+0000"],
+          [{ shutdownTimeout: "banana" as any }, "shutdownTimeout", "type", "shutdownTimeout must be a duration"],
+          [{ shutdownTimeout: Infinity }, "shutdownTimeout", "range", "must be a finite duration"],
+          [{ logs: "loud" as any }, "logs", "type", "logs must be \"default\" or \"quiet\", got loud"],
+          [
+            { handlers: [Job.handler(Noop, () => Effect.void), Job.handler(Noop, () => Effect.void)] },
+            "handlers",
+            "conflict",
+            `two handlers for job name "${Noop.name}"`
+          ]
+        ]
+        for (const [given, option, reason, text] of options) {
+          const bad = yield* Effect.exit(
+            Effect.scoped(Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)], ...given })).pipe(
+              Effect.provide(two().layer)
+            )
+          )
+          assert.deepStrictEqual(refused(bad), [option, reason], option)
+          assert.include(message(bad), text)
+        }
+        // A Worker layer fails at build.
+        const layerBuild = yield* Effect.exit(
+          Layer.launch(Worker.layer({ concurrency: 0, handlers: [Job.handler(Noop, () => Effect.void)] })).pipe(
+            Effect.provide(two().layer)
+          )
+        )
+        assert.deepStrictEqual(refused(layerBuild), ["concurrency", "range"])
         // Each worker holds a connection: on a pool of 2, one worker runs and a second one fails.
         const second = yield* Effect.exit(
           Effect.scoped(Effect.gen(function*() {
@@ -565,7 +610,7 @@ export const badInput = (target: Target) => {
             yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
           })).pipe(Effect.provide(two().layer), Effect.timeout("20 seconds"))
         )
-        assert.isTrue(Exit.isFailure(second) && Cause.isDie(second.cause), message(second))
+        assert.deepStrictEqual(refused(second), ["maxConnections", "pool"])
         assert.include(message(second), "2 workers on one pool need a pool of at least 3 connections")
         assert.include(message(second), "maxConnections is 2")
         // A producer alone needs no second connection.
@@ -643,18 +688,24 @@ export const badInput = (target: Target) => {
           const LongName = { ...Keyed, name: "n".repeat(256) } as unknown as typeof Keyed
           const NulName = { ...Keyed, name: "a\u0000b" } as unknown as typeof Keyed
           const refused = yield* countStatements(Effect.gen(function*() {
-            const long = yield* refusal(queue.enqueue(LongName, { k: "a" }))
-            assert.strictEqual(long.reason, "name")
+            const long = yield* optionRefusal(queue.enqueue(LongName, { k: "a" }))
+            assert.deepStrictEqual([long.path, long.reason], ["name", "range"])
             assert.include(long.message, "the limit is 255")
-            assert.strictEqual((yield* refusal(queue.enqueueMany(NulName, [{ k: "a" }]))).reason, "name")
-            const unique = yield* refusal(queue.enqueue(Keyed, { k: "a" }, { unique: "u".repeat(256) }))
-            assert.strictEqual(unique.reason, "key")
+            const nul = yield* optionRefusal(queue.enqueueMany(NulName, [{ k: "a" }]))
+            assert.deepStrictEqual([nul.path, nul.reason], ["name", "characters"])
+            const unique = yield* optionRefusal(queue.enqueue(Keyed, { k: "a" }, { unique: "u".repeat(256) }))
+            assert.deepStrictEqual([unique.path, unique.reason], ["unique", "range"])
             assert.include(unique.message, "the unique key is 256 characters long; the limit is 255")
-            const mutex = yield* refusal(queue.enqueue(Keyed, { k: "m".repeat(300) }))
+            const mutex = yield* optionRefusal(queue.enqueue(Keyed, { k: "m".repeat(300) }))
+            assert.deepStrictEqual([mutex.path, mutex.reason], ["mutexKey", "range"])
             assert.include(mutex.message, "the mutex key is 300 characters long; the limit is 255")
-            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "a\ud800" }))).message, "lone surrogate")
-            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "a" }, { unique: "\udc00" }))).message, "lone surrogate")
-            assert.include((yield* refusal(queue.enqueue(Keyed, { k: "" }))).message, "must not be empty")
+            const surrogate = yield* optionRefusal(queue.enqueue(Keyed, { k: "a\ud800" }))
+            assert.deepStrictEqual([surrogate.path, surrogate.reason], ["mutexKey", "characters"])
+            assert.include(surrogate.message, "lone surrogate")
+            const uniqueSurrogate = yield* optionRefusal(queue.enqueue(Keyed, { k: "a" }, { unique: { key: "\udc00" } }))
+            assert.deepStrictEqual([uniqueSurrogate.path, uniqueSurrogate.reason], ["unique.key", "characters"])
+            assert.include(uniqueSurrogate.message, "lone surrogate")
+            assert.include((yield* optionRefusal(queue.enqueue(Keyed, { k: "" }))).message, "must not be empty")
           }))
           assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
           assert.strictEqual(refused.statements, 0)
@@ -674,28 +725,34 @@ export const badInput = (target: Target) => {
           assert.strictEqual(ran, 1)
         })))
 
-    it.live(name("odd mutex key results are refused with InvalidPayload, nothing written"), () =>
+    it.live(name("odd mutex key results are refused with InvalidEnqueueOption (path mutexKey), nothing written"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
-          for (const mode of ["throw", "empty", "long", "number", "null", "nul"]) {
+          const reasons = { throw: "threw", empty: "range", long: "range", number: "type", null: "type", nul: "characters" }
+          for (const [mode, reason] of Object.entries(reasons)) {
             const error = yield* Effect.flip(queue.enqueue(OddKey, { mode }))
-            assert.strictEqual(error._tag, "InvalidPayload", `mode ${mode}: ${String(error)}`)
+            assert.strictEqual(error._tag, "InvalidEnqueueOption", `mode ${mode}: ${String(error)}`)
+            assert.deepStrictEqual(
+              error._tag === "InvalidEnqueueOption" ? [error.path, error.reason] : [],
+              ["mutexKey", reason],
+              `mode ${mode}`
+            )
           }
           const many = yield* Effect.flip(queue.enqueueMany(OddKey, [{ mode: "none" }, { mode: "throw" }]))
-          assert.strictEqual(many._tag, "InvalidPayload")
+          assert.strictEqual(many._tag, "InvalidEnqueueOption")
           assert.strictEqual(yield* countJobs(prefix), 0)
           // undefined: no key
           yield* queue.enqueue(OddKey, { mode: "none" })
           assert.strictEqual(yield* countJobs(prefix), 1)
         })))
 
-    it.live(name("a unique key containing NUL is refused with InvalidPayload"), () =>
+    it.live(name("a unique key containing NUL is refused with InvalidEnqueueOption"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
-          const error = yield* Effect.flip(queue.enqueue(Loose, { i: 1 }, { unique: "a\u0000b" }))
-          assert.strictEqual(error._tag, "InvalidPayload", String(error))
+          const error = yield* optionRefusal(queue.enqueue(Loose, { i: 1 }, { unique: "a\u0000b" }))
+          assert.deepStrictEqual([error.path, error.reason], ["unique", "characters"], String(error))
           assert.strictEqual(yield* countJobs(prefix), 0)
         })))
 
@@ -705,41 +762,55 @@ export const badInput = (target: Target) => {
           const queue = yield* Queue.Queue
           const Plain = Job.make("bi-options", { payload: Schema.Struct({ i: Schema.Number }) })
           const refused = yield* countStatements(Effect.gen(function*() {
-            const unique = yield* refusal(queue.enqueue(Plain, { i: 1 }, { unique: 42 as any }))
-            assert.strictEqual(unique.reason, "key")
+            const unique = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { unique: 42 as any }))
+            assert.deepStrictEqual([unique.path, unique.reason], ["unique", "type"])
             assert.strictEqual(unique.message, "unique must be a key (a string) or { key, states }, got 42")
-            const uniqueKey = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: 42 as any } }))
+            const uniqueKey = yield* optionRefusal(queue.insert(Plain, { i: 1 }, { unique: { key: 42 as any } }))
+            assert.deepStrictEqual([uniqueKey.path, uniqueKey.reason], ["unique.key", "type"])
             assert.strictEqual(uniqueKey.message, "the unique key must be a string, got number: 42")
-            const states = yield* refusal(queue.insert(Plain, { i: 1 }, { unique: { key: "k", states: "pending" as any } }))
+            const states = yield* optionRefusal(queue.insert(Plain, { i: 1 }, { unique: { key: "k", states: "pending" as any } }))
+            assert.deepStrictEqual([states.path, states.reason], ["unique.states", "type"])
             assert.strictEqual(states.message, "unique.states must be an array of job states, got \"pending\"")
-            const delays: Array<readonly [unknown, string]> = [
-              ["banana", "must be a duration (milliseconds or e.g. \"5 seconds\"), got \"banana\""],
-              [NaN, "must be a finite duration, got NaN"],
-              [Infinity, "must be a finite duration, got Infinity"],
-              [-Infinity, "must be a finite duration, got -Infinity"],
-              [Duration.infinity, "must be a finite duration, got the Duration Infinity"],
-              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}"]
+            const delays: Array<readonly [unknown, string, Errors.InvalidOptionReason]> = [
+              ["banana", "must be a duration (milliseconds or e.g. \"5 seconds\"), got \"banana\"", "type"],
+              [NaN, "must be a finite duration, got NaN", "range"],
+              [Infinity, "must be a finite duration, got Infinity", "range"],
+              [-Infinity, "must be a finite duration, got -Infinity", "range"],
+              [Duration.infinity, "must be a finite duration, got the Duration Infinity", "range"],
+              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}", "type"]
             ]
-            for (const [delay, message] of delays) {
-              const one = yield* refusal(queue.enqueue(Plain, { i: 1 }, { delay: delay as any }))
-              assert.deepStrictEqual([one.reason, one.message], ["option", `delay ${message}`], String(delay))
-              const many = yield* refusal(queue.enqueueMany(Plain, [{ i: 1 }], { delay: delay as any }))
+            for (const [delay, message, reason] of delays) {
+              const one = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { delay: delay as any }))
+              assert.deepStrictEqual([one.path, one.reason, one.message], ["delay", reason, `delay ${message}`], String(delay))
+              const many = yield* optionRefusal(queue.enqueueMany(Plain, [{ i: 1 }], { delay: delay as any }))
               assert.strictEqual(many.message, `delay ${message}`)
             }
-            const invalidDate = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date(NaN) }))
-            assert.deepStrictEqual([invalidDate.reason, invalidDate.message], [
-              "option",
+            const invalidDate = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date(NaN) }))
+            assert.deepStrictEqual([invalidDate.path, invalidDate.reason, invalidDate.message], [
+              "runAt",
+              "type",
               "runAt must be a valid Date or a DateTime, got an invalid Date"
             ])
-            const dateText = yield* refusal(queue.enqueue(Plain, { i: 1 }, { runAt: "2030-01-01" as any }))
+            const dateText = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { runAt: "2030-01-01" as any }))
             assert.strictEqual(dateText.message, "runAt must be a valid Date or a DateTime, got \"2030-01-01\"")
-            const many = yield* refusal(queue.enqueueMany(Plain, [{ i: 1 }], { unique: "k" } as any))
-            assert.deepStrictEqual([many.reason, many.message], ["option", "enqueueMany takes no unique key (use enqueue or insert for each job)"])
-            const text = yield* refusal(queue.enqueueMany(Plain, "ab" as any))
+            const farAway = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date("+010000-01-01") }))
+            assert.deepStrictEqual([farAway.path, farAway.reason], ["runAt", "range"])
+            const many = yield* optionRefusal(queue.enqueueMany(Plain, [{ i: 1 }], { unique: "k" } as any))
+            assert.deepStrictEqual([many.path, many.reason, many.message], [
+              "unique",
+              "conflict",
+              "enqueueMany takes no unique key (use enqueue or insert for each job)"
+            ])
+            const text = yield* optionRefusal(queue.enqueueMany(Plain, "ab" as any))
+            assert.deepStrictEqual([text.path, text.reason], ["payloads", "type"])
             assert.strictEqual(text.message, "enqueueMany takes an iterable of payloads (an array), got string")
             for (const priority of [NaN, 1.5, Infinity, null as any]) {
-              const p = yield* refusal(queue.enqueue(Plain, { i: 1 }, { priority }))
-              assert.deepStrictEqual([p.reason, p.message], ["option", `priority must be a 32-bit integer, got ${priority}`])
+              const p = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { priority }))
+              assert.deepStrictEqual([p.path, p.reason, p.message], [
+                "priority",
+                priority === null ? "type" : "range",
+                `priority must be a 32-bit integer, got ${priority}`
+              ])
             }
           }))
           assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))
@@ -748,14 +819,39 @@ export const badInput = (target: Target) => {
           // A negative delay is due now, as Effect reads a negative duration (documented).
           const now = yield* queue.enqueue(Plain, { i: 1 }, { delay: -5000 })
           assert.isAtMost((yield* queue.get(now)).runAt.getTime(), Date.now())
-          // At definition: a timeout or an attempt count that is not one throws.
+          // At definition: a timeout, a priority or an attempt count that is not one throws InvalidJobDefinition.
           const payload = Schema.Struct({})
-          assert.throws(() => Job.make("bi-t", { payload, timeout: NaN }), "sqlane: timeout must be a finite duration, got NaN")
-          assert.throws(() => Job.make("bi-t", { payload, timeout: "banana" as any }), /timeout must be a duration.*got "banana"/)
-          assert.throws(() => Job.make("bi-t", { payload, timeout: 0 }), "sqlane: timeout must be longer than 0, got 0")
-          assert.throws(() => Job.make("bi-t", { payload, timeout: Duration.infinity }), /timeout must be a finite duration/)
-          assert.throws(() => Job.make("bi-t", { payload, priority: NaN }), "priority must be an integer, got NaN")
-          for (const n of [NaN, 2.5, 0, -1]) assert.throws(() => Job.attempts(n), `at least 1; got ${n}`)
+          const definitionError = (make: () => unknown) => {
+            try {
+              make()
+            } catch (e) {
+              assert.instanceOf(e, Errors.InvalidJobDefinition)
+              const { _tag, job, message, option, reason } = e as Errors.InvalidJobDefinition
+              return { _tag, job, option, reason, message }
+            }
+            return assert.fail("accepted")
+          }
+          assert.deepStrictEqual(definitionError(() => Job.make("bi-t", { payload, timeout: NaN })), {
+            _tag: "InvalidJobDefinition",
+            job: "bi-t",
+            option: "timeout",
+            reason: "range",
+            message: "timeout must be a finite duration, got NaN"
+          })
+          const banana = definitionError(() => Job.make("bi-t", { payload, timeout: "banana" as any }))
+          assert.deepStrictEqual([banana.option, banana.reason], ["timeout", "type"])
+          assert.match(banana.message, /timeout must be a duration.*got "banana"/)
+          assert.strictEqual(definitionError(() => Job.make("bi-t", { payload, timeout: 0 })).message, "timeout must be longer than 0, got 0")
+          assert.match(definitionError(() => Job.make("bi-t", { payload, timeout: Duration.infinity })).message, /timeout must be a finite duration/)
+          const priority = definitionError(() => Job.make("bi-t", { payload, priority: NaN }))
+          assert.deepStrictEqual([priority.option, priority.reason, priority.message], ["priority", "range", "priority must be an integer, got NaN"])
+          for (const n of [NaN, 2.5, 0, -1]) {
+            const attempts = definitionError(() => Job.attempts(n))
+            assert.deepStrictEqual([attempts.option, attempts.reason, attempts.job], ["attempts", "range", undefined])
+            assert.include(attempts.message, `at least 1; got ${n}`)
+          }
+          const emptyName = definitionError(() => Job.make("", { payload }))
+          assert.deepStrictEqual([emptyName.option, emptyName.reason, emptyName.job], ["name", "range", ""])
           // A periodic job's name is checked as a job name.
           const periodic = (name: string) =>
             Either.match(PeriodicJob.make(name, { cron: "* * * * *", job: Plain, payload: { i: 1 } }), {
@@ -788,8 +884,8 @@ export const badInput = (target: Target) => {
                 queue.enqueue(Plain, { i: 1 }, { runAt: new Date(), delay: 0 })
               ]
             ) {
-              const e = yield* refusal(attempt)
-              assert.deepStrictEqual([e.reason, e.message, e.job], ["option", message, "bi-when"])
+              const e = yield* optionRefusal(attempt)
+              assert.deepStrictEqual([e.path, e.reason, e.message, e.job], ["delay", "conflict", message, "bi-when"])
             }
           }))
           assert.isTrue(Exit.isSuccess(refused.exit), String(refused.exit))

@@ -548,8 +548,23 @@ export const core = (target: Target) => {
           assert.strictEqual(error._tag, "InvalidPayload")
           assert.instanceOf(error, Errors.InvalidPayload)
           assert.include(error.message, "@")
+          // The schema's first issue gives the path, as a JSON path into the payload.
+          assert.deepStrictEqual(
+            error._tag === "InvalidPayload" ? [error.reason, error.path, error.job] : [],
+            ["schema", "$.email", "typed"]
+          )
           const many = yield* Effect.flip(queue.enqueueMany(Typed, [{ email: "a@b" }, { email: "nope" }]))
           assert.strictEqual(many._tag, "InvalidPayload")
+          const Order = Job.make("order", {
+            payload: Schema.Struct({ items: Schema.Array(Schema.Struct({ qty: Schema.Int, "gift note": Schema.String })) })
+          })
+          const items = [{ qty: 1, "gift note": "" }, { qty: 2, "gift note": "" }]
+          const qty = yield* Effect.flip(queue.enqueue(Order, { items: [...items, { qty: 1.5, "gift note": "" }] }))
+          assert.deepStrictEqual(qty._tag === "InvalidPayload" ? [qty.reason, qty.path] : [], ["schema", "$.items[2].qty"])
+          const note = yield* Effect.flip(queue.enqueue(Order, { items: [...items, { qty: 3, "gift note": 7 as any }] }))
+          assert.deepStrictEqual(note._tag === "InvalidPayload" ? note.path : "", "$.items[2][\"gift note\"]")
+          const whole = yield* Effect.flip(queue.enqueue(Order, "not an order" as any))
+          assert.deepStrictEqual(whole._tag === "InvalidPayload" ? [whole.reason, whole.path] : [], ["schema", "$"])
           const cyclic: any = { email: "a@b" }
           cyclic.self = cyclic
           const Loose = Job.make("loose", { payload: Schema.Any })
@@ -559,6 +574,11 @@ export const core = (target: Target) => {
           const nan = yield* Effect.flip(queue.enqueue(Noop, { i: NaN }))
           assert.strictEqual(nan._tag, "InvalidPayload")
           const priority = yield* Effect.flip(queue.enqueue(Noop, { i: 1 }, { priority: 2 ** 40 }))
+          assert.instanceOf(priority, Errors.InvalidEnqueueOption)
+          assert.deepStrictEqual(
+            priority._tag === "InvalidEnqueueOption" ? [priority.path, priority.reason] : [],
+            ["priority", "range"]
+          )
           assert.include(priority.message, "32-bit")
           const unknownId = yield* Effect.flip(queue.get("99999999999999999999"))
           assert.strictEqual(unknownId._tag, "JobNotFound")

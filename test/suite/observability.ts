@@ -2,6 +2,7 @@
  * Metrics and tracing: counters and histograms read back with `Metric.snapshot` after a known
  * workload, and the span of a job linked to the span that enqueued it (an in-memory tracer).
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -105,6 +106,119 @@ export const observability = (target: Target) => {
             assert.deepStrictEqual(line?.annotations, { app: "orders", "sqlane.job.id": id, "sqlane.job.name": Logged.name })
           }
         }), { pollInterval: "1 hour" }))
+
+    it.live(name("logs: a failed attempt at Warning, a dead letter at Error, with the job's id, name and attempt; quiet logs neither"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          class Oops extends Schema.TaggedError<Oops>()("Oops", { message: Schema.String }) {}
+          const definition = { payload: Schema.Struct({ i: Schema.Number }), failure: Oops, retry: Job.attempts(2, Schedule.spaced("10 millis")) }
+          const Flaky = Job.make(`${prefix}flaky`, definition)
+          const Hushed = Job.make(`${prefix}hushed`, definition)
+          const lines: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
+          const capture = Logger.make(({ annotations, logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (text.startsWith("sqlane:")) {
+              lines.push({ level: logLevel.label, message: text, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+            }
+          })
+          const fail = (p: { readonly i: number }) => Effect.fail(new Oops({ message: `no\nluck ${p.i}` }))
+          yield* Worker.make({ handlers: [Job.handler(Flaky, fail)] }).pipe(
+            Effect.annotateLogs("app", "orders"),
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          yield* Worker.make({ handlers: [Job.handler(Hushed, fail)], logs: "quiet" }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Flaky, { i: 1 })
+          const hushed = yield* queue.enqueue(Hushed, { i: 2 })
+          yield* waitUntil(Effect.sync(() => lines.some((l) => l.level === "ERROR")), 20_000, "the dead letter's line")
+          const annotations = (attempt: number) => ({
+            app: "orders",
+            package: "sqlane",
+            module: "Worker",
+            "sqlane.job.id": id,
+            "sqlane.job.name": Flaky.name,
+            "sqlane.job.attempt": attempt,
+            "sqlane.job.max_attempts": 2
+          })
+          assert.deepStrictEqual(lines.filter((l) => l.annotations["sqlane.job.id"] === id), [
+            {
+              level: "WARN",
+              message: `sqlane: job ${id} (${Flaky.name}) attempt 1 of 2 failed; retrying in 10ms: Oops: no luck 1`,
+              annotations: annotations(1)
+            },
+            {
+              level: "ERROR",
+              message: `sqlane: job ${id} (${Flaky.name}) is dead after attempt 2 of 2: Oops: no luck 1`,
+              annotations: annotations(2)
+            }
+          ])
+          // The quiet worker's job died too, and logged nothing (its end is written before it would log).
+          yield* waitUntil(Effect.map(queue.get(hushed), (j) => j.state === "dead"), 20_000, "the quiet dead letter")
+          yield* waitUntil(Effect.map(metricOf("sqlane_jobs_dead", Hushed.name), (n) => n === 1), 20_000, "its count")
+          yield* Effect.sleep("200 millis")
+          assert.deepStrictEqual(lines.filter((l) => l.message.includes(Hushed.name) || l.annotations["sqlane.job.id"] === hushed), [])
+        }), { pollInterval: "1 hour" }))
+
+    it.live(name("logs: the jobs of a lost worker taken back, one Warning line naming the worker and the jobs"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const Orphan = Job.make(`${prefix}orphan`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const queue = yield* Queue.Queue
+          const ids = yield* queue.enqueueMany(Orphan, [{ i: 1 }, { i: 2 }], { delay: "1 hour" })
+          // Left running by a worker whose heartbeat is long past the lease.
+          yield* sql`INSERT INTO ${sql(prefix + "workers")} (id, started_at, heartbeat_at, host, pid)
+            SELECT ${"gone-worker"}, created_at, created_at, ${"old-host"}, ${1} FROM ${sql(prefix + "jobs")} WHERE id = ${ids[0]}`
+          yield* sql`UPDATE ${sql(prefix + "workers")} SET heartbeat_at = started_at - INTERVAL '1' HOUR WHERE id = ${"gone-worker"}`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"gone-worker"},
+            claimed_at = created_at WHERE ${sql.in("id", ids)}`
+          const warnings: Array<string> = []
+          const capture = Logger.make(({ logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (logLevel.label === "WARN" && text.startsWith("sqlane:")) warnings.push(text)
+          })
+          yield* Worker.make({ handlers: [Job.handler(Orphan, () => Effect.void)] }).pipe(
+            Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+          )
+          yield* waitUntil(Effect.sync(() => warnings.length > 0), 20_000, "the rescue's line")
+          assert.deepStrictEqual(warnings, [
+            `sqlane: took back 2 job(s) of lost worker(s) gone-worker: ${ids[0]}, ${ids[1]}`
+          ])
+          // Retried at once (a lost worker says nothing about when a job can succeed): the line is the rescue's only one.
+          yield* waitUntil(Effect.map(Effect.forEach(ids, queue.get), (js) => js.every((j) => j.state === "completed")))
+          assert.deepStrictEqual(warnings.length, 1)
+        }), { pollInterval: "1 hour", rescueInterval: "100 millis" }))
+
+    it.live(name("logs: an end that changed nothing (its job was taken back while the attempt ran) at Warning"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const Overtaken = Job.make(`${prefix}overtaken`, { payload: Schema.Struct({ i: Schema.Number }) })
+          const gate = yield* Effect.makeLatch(false)
+          let started = false
+          const warnings: Array<string> = []
+          const capture = Logger.make(({ logLevel, message }) => {
+            const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+            if (logLevel.label === "WARN" && text.startsWith("sqlane:")) warnings.push(text)
+          })
+          yield* Worker.make({
+            handlers: [Job.handler(Overtaken, () => Effect.zipRight(Effect.sync(() => void (started = true)), gate.await))]
+          }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Overtaken, { i: 1 })
+          yield* waitUntil(Effect.sync(() => started), 20_000, "the attempt to start")
+          // Another worker took the job meanwhile (as a rescuer does): the row is on its next attempt.
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET attempts = 2 WHERE id = ${id}`
+          yield* gate.open
+          yield* waitUntil(Effect.sync(() => warnings.length > 0), 20_000, "the line")
+          assert.deepStrictEqual(warnings, [
+            `sqlane: the end of job ${id} (${Overtaken.name}) attempt 1 of 25 changed nothing: the job was cancelled, ` +
+            "or taken back as a lost worker's, while the attempt ran (its completion was not written)"
+          ])
+          assert.strictEqual((yield* queue.get(id)).attempts, 2)
+        }), { pollInterval: "1 hour", rescueInterval: "1 hour" }))
 
     it.live(name("the due-jobs gauge counts due jobs per name at each heartbeat"), () =>
       withQueue(target, (prefix) =>

@@ -5,6 +5,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -18,7 +19,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
-import { Completer, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
+import { Completer, Errors, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
@@ -297,8 +298,15 @@ export const safety = (target: Target) => {
           assert.match(refused.lastError._tag === "Some" ? refused.lastError.value : "", /could not record this attempt's end/)
         })))
 
-    it.live(name("an end the database refuses (a trigger) holds up no other end; it is retried, then dead-lettered with the database's message"), () =>
-      withQueue(target, (prefix) =>
+    it.live(name("an end the database refuses (a trigger) holds up no other end; it is retried, then dead-lettered with the database's message"), () => {
+      // The app's log lines, around the layers: the dead letter written in place of the refused end is
+      // logged once, at Error, by the Completer (and not again by the worker).
+      const logged: Array<string> = []
+      const capture = Logger.make(({ logLevel, message }) => {
+        const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+        if (text.startsWith("sqlane: job")) logged.push(`${logLevel.label} ${text}`)
+      })
+      return withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const drop = yield* refuseEndsOf(target, prefix, "completion")
@@ -320,8 +328,14 @@ export const safety = (target: Target) => {
             assert.strictEqual(Option.getOrThrow(info.lastError), `sqlane could not record this attempt's end: ${refusedMessage}`)
             assert.strictEqual(info.attempts, 1)
             assert.strictEqual(runs, 21)
+            yield* waitUntil(Effect.sync(() => logged.length > 0), 10_000, "the dead letter's line")
+            assert.deepStrictEqual(logged.map((l) => l.split(": the database refused")[0]), [
+              `ERROR sqlane: job ${poison} (${Poisonable.name}) is dead after attempt 1`
+            ])
+            assert.include(logged[0], refusedMessage)
           }).pipe(Effect.ensuring(drop))
-        })))
+        })).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+    })
 
     it.live(name("an end the database refuses with its dead letter: the job stays running, its slot is freed, one warning; another worker takes it back once its worker is gone"), () => {
       const warnings: Array<string> = []
@@ -874,7 +888,12 @@ export const safety = (target: Target) => {
             Effect.scoped(Worker.make({ id: "twin", handlers: [Job.handler(Noop, () => Effect.void)] }))
           )
           assert.isTrue(second._tag === "Failure")
-          assert.include(String(second._tag === "Failure" && second.cause), "is in use by another live worker")
+          const error = second._tag === "Failure" ? Cause.failureOption(second.cause) : Option.none()
+          assert.isTrue(Option.isSome(error) && error.value instanceof Errors.InvalidWorkerOptions, String(second))
+          assert.deepStrictEqual(
+            Option.map(error, (e) => [e.option, e.reason, e.message]),
+            Option.some(["id", "inUse", "worker id \"twin\" is in use by another live worker; give each worker its own id"])
+          )
         })))
 
     it.live(name("an error message with U+0000 is recorded, and it stalls no other job"), () =>

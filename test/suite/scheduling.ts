@@ -150,9 +150,9 @@ export const scheduling = (target: Target) => {
           assert.strictEqual(yield* countJobs(prefix), 3)
           // out-of-range keys are refused
           const long = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "x".repeat(256) }))
-          assert.strictEqual(long._tag, "InvalidPayload")
+          assert.strictEqual(long._tag, "InvalidEnqueueOption")
           const empty = yield* Effect.flip(queue.enqueue(Plain, { i: 6 }, { unique: "" }))
-          assert.strictEqual(empty._tag, "InvalidPayload")
+          assert.strictEqual(empty._tag, "InvalidEnqueueOption")
           assert.strictEqual(yield* countJobs(prefix), 3)
         })))
 
@@ -281,7 +281,10 @@ export const scheduling = (target: Target) => {
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const bogus = yield* Effect.flip(queue.enqueue(Plain, { i: 0 }, { unique: { key: "b", states: ["bogus" as any] } }))
-          assert.strictEqual(bogus._tag, "InvalidPayload")
+          assert.deepStrictEqual(
+            bogus._tag === "InvalidEnqueueOption" ? [bogus.path, bogus.reason] : [bogus._tag],
+            ["unique.states", "type"]
+          )
           const empty = yield* queue.insert(Plain, { i: 0 }, { unique: { key: "e", states: [] } })
           assert.isFalse(empty.duplicate)
           assert.isTrue((yield* queue.insert(Plain, { i: 0 }, { unique: { key: "e", states: [] } })).duplicate)

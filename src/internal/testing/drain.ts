@@ -11,7 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
-import { DrainIncomplete } from "../../schema/Errors.js"
+import { DrainIncomplete, type InvalidWorkerOptions } from "../../schema/Errors.js"
 import type { Handler } from "../../schema/Job.js"
 import { Claimer } from "../../services/Claimer.js"
 import type { Completer } from "../../services/Completer.js"
@@ -140,7 +140,8 @@ const base = (e: { readonly id: string; readonly name: string; readonly attempt:
  * and their jobs released (pending again, the attempt not counted). Jobs of paused names are not run. The
  * attempts are read from `Events` (a buffer of 4,096 between two looks, 10 ms apart).
  *
- * Fails with `DrainIncomplete`, or a `SqlError` of its reads. Requires `QueueLive`'s services (and
+ * Fails with `DrainIncomplete`, `InvalidWorkerOptions` (a `concurrency` that is not a positive
+ * integer, two handlers for one name), or a `SqlError` of its reads. Requires `QueueLive`'s services (and
  * the handlers' context).
  *
  * Source: Oban's `Oban.Testing.drain_queue/2` (`with_scheduled`, `with_recursion`), River's
@@ -160,7 +161,7 @@ export const drain = <R>(
   options: DrainOptions<R>
 ): Effect.Effect<
   ReadonlyArray<Ran>,
-  DrainIncomplete | SqlError,
+  DrainIncomplete | InvalidWorkerOptions | SqlError,
   R | Events | JobQueue | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
 > =>
   Effect.gen(function*() {

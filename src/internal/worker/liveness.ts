@@ -19,6 +19,7 @@ import { bounded, forkScopedBounded } from "../outage.js"
 import { nowMicros } from "../time.js"
 import { wallSleep } from "../wallClock.js"
 import { QueueConfig } from "../../services/QueueConfig.js"
+import { InvalidWorkerOptions } from "../../schema/Errors.js"
 
 /**
  * How often, at least, a worker checks its lock's connection (`SELECT 1` on it): every
@@ -150,8 +151,13 @@ export const liveness = (
       }
       // Freed meanwhile: try again.
       if (holder === null) return yield* Effect.fail(new Error("sqlane: the worker's lock was freed meanwhile"))
-      return yield* Effect.dieMessage(
-        `sqlane: worker id "${workerId}" is in use by another live worker; give each worker its own id`
+      // A defect here, so that the retries below stop; the start fails with it (see `acquired`).
+      return yield* Effect.die(
+        new InvalidWorkerOptions({
+          option: "id",
+          reason: "inUse",
+          message: `worker id "${workerId}" is in use by another live worker; give each worker its own id`
+        })
       )
     })
     const hold = (acquired: Deferred.Deferred<void>) =>
@@ -246,7 +252,11 @@ export const liveness = (
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
       (effect) => forkScopedBounded(effect, 100)
     )
-    yield* Deferred.await(acquired)
+    yield* Deferred.await(acquired).pipe(
+      Effect.catchSomeDefect((defect) =>
+        defect instanceof InvalidWorkerOptions ? Option.some(Effect.fail(defect)) : Option.none()
+      )
+    )
     return { steadySinceMs: () => steadySinceMs }
-  }).pipe(Effect.orDie)
+  }).pipe(Effect.catchAll((error) => error instanceof InvalidWorkerOptions ? Effect.fail(error) : Effect.die(error)))
 

@@ -19,6 +19,7 @@ import { nowMicros } from "../time.js"
 import { wallSleep } from "../wallClock.js"
 import { Completer, type Outcome } from "../../services/Completer.js"
 import { QueueConfig } from "../../services/QueueConfig.js"
+import type { EndLogs } from "./endLogs.js"
 import { lockGraceMillis, lockGracePasses } from "./liveness.js"
 
 /** What the rescuer needs of its worker. */
@@ -46,6 +47,8 @@ export interface RescuerHost {
   readonly releasedEnd: (row: OrphanedRow) => Outcome
   /** Counts a written end in the job name's metrics. */
   readonly counted: (name: string, outcome: Outcome) => void
+  /** The worker's log lines of ends and rescues. */
+  readonly endLogs: EndLogs
   /** Interrupts the attempts of these jobs running here. */
   readonly cancel: (ids: ReadonlyArray<string>) => void
   /** Wakes the worker's claim loop. */
@@ -114,7 +117,8 @@ export const start = (
       yield* host.claimsEnded(claimsBefore)
       /** This worker's own lock held without a break since then (ms), if it is held (see `lockGraceMillis`). */
       const steadySinceMs = host.steadySinceMs()
-      let rescued = 0
+      /** The jobs this pass took back (to pending, or released); those it dead-lettered are logged each. */
+      const rescued: Array<OrphanedRow> = []
       const seen = new Set<string>()
       for (const row of orphans) {
         /** Claimed by this instance, answer lost: its handler never ran, so the attempt is not counted. */
@@ -159,7 +163,8 @@ export const start = (
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
         if ((yield* completer.finish(outcome)) === false) continue
         host.counted(row.name, outcome)
-        rescued++
+        if (outcome.state === "dead") yield* host.endLogs.ended(row, outcome, true) ?? Effect.void
+        else rescued.push(row)
       }
       let graceEndsMs: number | undefined
       for (const [key, entry] of lockFree) {
@@ -173,8 +178,8 @@ export const start = (
           graceEndsMs = endsMs
         }
       }
-      if (rescued > 0) {
-        yield* Effect.logInfo(`sqlane: rescued ${rescued} job(s) of lost workers`)
+      if (rescued.length > 0) {
+        yield* host.endLogs.rescued(rescued)
         yield* host.wake
       }
       yield* cancelFromTable
