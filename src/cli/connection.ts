@@ -12,7 +12,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as DriverPackages from "../internal/driverPackages.js"
 import { QueueLive } from "../layers/QueueLive.js"
+import { SetupError } from "../schema/Errors.js"
 import type * as Admin from "../services/Admin.js"
 import { CliError } from "./CliError.js"
 
@@ -60,11 +62,14 @@ export const parseUrl = (text: string): Effect.Effect<Target, CliError> =>
     }
   })
 
-/** The client of the URL's dialect; only that driver is loaded. */
+/**
+ * The client of the URL's dialect; only that driver is loaded. Its package missing (an optional
+ * peer dependency) is said with the command that installs it.
+ */
 export const clientLayer = (target: Target): Layer.Layer<SqlClient.SqlClient, CliError> => {
   const layer = Layer.unwrapEffect(
     target.dialect === "pg"
-      ? Effect.promise(() => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
+      ? DriverPackages.load("pg", () => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
         PgClient.layer({
           url: Redacted.make(target.url.toString()),
           maxConnections: 3,
@@ -72,17 +77,17 @@ export const clientLayer = (target: Target): Layer.Layer<SqlClient.SqlClient, Cl
           applicationName: "sqlane-cli"
         })
       ))
-      : Effect.promise(() => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
+      : DriverPackages.load("mysql", () => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
         MysqlClient.layer({ url: Redacted.make(target.url.toString()), maxConnections: 3 })
       ))
   )
   return Layer.mapError(layer, (error) => {
+    if (error instanceof SetupError) return new CliError({ message: error.message })
     const cause = (error as { cause?: unknown }).cause
     const detail = cause instanceof Error ? cause.message || (cause as any).code : String(cause ?? error)
     return new CliError({ message: `cannot connect to ${safeUrl(target.url)}: ${detail}` })
   }) as Layer.Layer<SqlClient.SqlClient, CliError>
 }
-
 
 export const databaseUrl = Options.text("database-url").pipe(
   Options.withDescription("postgres://… or mysql://… (default: the DATABASE_URL environment variable)"),

@@ -118,8 +118,10 @@ export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>
 }
 
 /**
- * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
- * (for example a table prefix that is not a plain SQL identifier).
+ * A migration of sqlane's own tables failed, sqlane's configuration is invalid (for example a table
+ * prefix that is not a plain SQL identifier), or a package the database needs is not installed
+ * (e.g. `sqlane: PostgreSQL needs @effect/sql-pg and pg: npm install @effect/sql-pg@^0.53 pg`;
+ * they are optional peer dependencies, see docs/install.md).
  *
  * @since 0.1.0
  * @category errors
