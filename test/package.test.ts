@@ -1,6 +1,6 @@
 /**
  * The package as an app gets it: built (`npm run build`), packed, and installed with npm into a new
- * app outside this repository, beside the peer dependencies the README names; the app is
+ * app outside this repository, beside the peer dependencies the README names for PostgreSQL; the app is
  * type-checked (with the README's quick start, examples/quickstart.ts) with the strictest compiler
  * options against sqlane's .d.ts files only and run with
  * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15, and the `sqlane` command
@@ -144,6 +144,7 @@ if (pg) {
         "effect@^3.22",
         "@effect/sql@^0.52",
         "@effect/sql-pg@^0.53",
+        "pg",
         "@types/node@^20"
       ], { cwd: appDir })
       assert.strictEqual(installed.code, 0, installed.stdout + installed.stderr)
