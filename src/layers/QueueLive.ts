@@ -122,6 +122,7 @@ const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig
       autoIncrement: session.autoIncrement,
       direct,
       maxStatementBytes: session.maxStatementBytes,
+      multiStatements: session.multiStatements,
       deleteCompleted: Duration.isZero(config.retention.completed)
     })
     return {

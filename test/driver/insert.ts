@@ -4,6 +4,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -14,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import Pg from "pg"
 import { QueueLive } from "../../src/layers/QueueLive.js"
 import { Database } from "../../src/internal/Database.js"
+import * as Worker from "../../src/services/Worker.js"
 import type { UniqueInsertRow } from "../../src/internal/driver/Driver.js"
 import { stateBits } from "../../src/internal/driver/shared.js"
 import { countJobs, realSleep, waitUntil } from "../support/helpers.js"
@@ -103,7 +105,7 @@ export const insertOps = (target: Target) => {
           )
         })))
 
-    it.live(name("many rows on a client that sends one statement per query, in the caller's transaction and outside one"), () =>
+    it.live(name("many rows on a client that sends one statement per query, in the caller's transaction and outside one; a worker there refuses to start"), () =>
       withDriver(target, ({ prefix }) =>
         Effect.gen(function*() {
           // The same tables, reached through a QueueLive on that client.
@@ -115,6 +117,16 @@ export const insertOps = (target: Target) => {
           if (target.dialect === "mysql") {
             const refused = yield* Effect.flip(sql.unsafe("SELECT 1; SELECT 2").unprepared)
             assert.include(String((refused.cause as { code?: string }).code), "PARSE_ERROR")
+          }
+          // Claims and ends on MySQL/MariaDB need several statements in one query: a worker says so.
+          assert.strictEqual(driver.capabilities.multiStatements, target.dialect === "pg")
+          if (target.dialect === "mysql") {
+            const worker = yield* Effect.exit(Worker.make({ handlers: [] }).pipe(Effect.scoped, Effect.provide(context)))
+            assert.isTrue(worker._tag === "Failure" && Cause.isDie(worker.cause))
+            assert.include(
+              worker._tag === "Failure" ? String(Cause.squash(worker.cause)) : "",
+              "a worker on MySQL/MariaDB needs connections that take several statements in one query"
+            )
           }
           const inside = [row("a", { payload: `{"n":1}` }), row("b", { payload: `{"n":2}` }), row("a", { payload: `{"n":3}` })]
           const [insideIds, count] = yield* sql.withTransaction(Effect.gen(function*() {
