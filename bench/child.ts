@@ -6,22 +6,9 @@
  * counts of finished handlers ("count"). "stop" stops the worker and exits.
  */
 import { nowMs } from "./lib/stats.js"
-import type { Env, System, SystemId } from "./systems/types.js"
+import { loadSystem } from "./systems/index.js"
+import type { Env, SystemId } from "./systems/types.js"
 
-/** Only the adapter this child runs is loaded: a child starts faster without the others. */
-const load: Record<SystemId, () => Promise<System>> = {
-  sqlane: () => import("./systems/sqlane.js").then((m) => m.sqlane),
-  "sqlane-delete-completed": () => import("./systems/sqlane.js").then((m) => m.sqlaneDeleteCompleted),
-  "skip-locked-1": () => import("./systems/skip-locked.js").then((m) => m.skipLocked1),
-  "skip-locked-50": () => import("./systems/skip-locked.js").then((m) => m.skipLocked50),
-  "pg-boss-default": () => import("./systems/pg-boss.js").then((m) => m.pgBossDefault),
-  "pg-boss-tuned": () => import("./systems/pg-boss.js").then((m) => m.pgBossTuned),
-  "graphile-worker": () => import("./systems/graphile-worker.js").then((m) => m.graphileWorker),
-  "bullmq-redis": () => import("./systems/bullmq.js").then((m) => m.bullmqRedis),
-  "bullmq-pg": () => import("./systems/bullmq.js").then((m) => m.bullmqPg),
-  "effect-sql-persisted-queue": () =>
-    import("./systems/effect-sql-persisted-queue.js").then((m) => m.effectSqlPersistedQueue)
-}
 
 interface Config {
   readonly system: SystemId
@@ -39,7 +26,7 @@ const send = (m: unknown) => process.send?.(m)
 process.on("disconnect", () => process.exit(1))
 
 const main = async () => {
-  const system = await load[config.system]()
+  const system = await loadSystem(config.system)
   const instance = await system.open(config.env, {
     concurrency: config.concurrency,
     ...(config.pool === undefined ? {} : { pool: config.pool }),

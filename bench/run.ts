@@ -17,7 +17,7 @@ import { dbTitle, markdown, type Note } from "./report.js"
 import { groups, type Row, type ScenarioId, scenarioIds } from "./scenarios.js"
 import { median, nowMs } from "./lib/stats.js"
 import { type DbId, dbIds, open } from "./lib/targets.js"
-import { systems } from "./systems/index.js"
+import { loadSystem } from "./systems/index.js"
 import { type SystemId, systemIds } from "./systems/types.js"
 
 const usage = `usage: npm run bench -- [--db ${dbIds.join("|")} …] [--quick] [--scenario NAME…] [--system ID…] [--runs N] [--json FILE]
@@ -138,10 +138,9 @@ const main = async () => {
     const notes: Array<Note> = []
     const dbStart = nowMs()
     try {
-      const selectedSystems = systemIds
-        .filter((id) => args.only.length === 0 || args.only.includes(id))
-        .map((id) => systems[id])
-        .filter((s) => s.dialects.includes(target.dialect))
+      const selectedSystems = (await Promise.all(
+        systemIds.filter((id) => args.only.length === 0 || args.only.includes(id)).map(loadSystem)
+      )).filter((s) => s.dialects.includes(target.dialect))
       for (let run = 0; run < args.runs; run++) {
         const rows: Array<Row> = []
         for (const group of groups) {

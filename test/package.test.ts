@@ -1,6 +1,6 @@
 /**
  * The package as an app gets it: built (`npm run build`), packed, and installed with npm into a new
- * app outside this repository, beside the peer dependencies docs/getting-started.md names; the app is
+ * app outside this repository, beside the peer dependencies docs/install.md names for PostgreSQL; the app is
  * type-checked (with the README's quick start, examples/quickstart.ts) with the strictest compiler
  * options against sqlane's .d.ts files only and run with
  * plain `node` (no tsx): a job enqueued and completed on PostgreSQL 15 (waited for with
@@ -8,13 +8,18 @@
  * and the `sqlane` command from node_modules/.bin. An import of a package that is not a dependency or peer dependency (a
  * devDependency such as tsx) fails here.
  *
+ * The app installs PostgreSQL's packages only: npm installs neither `mysql2` nor
+ * `@effect/sql-mysql2` (optional peer dependencies), warns about no engine, and the app runs without
+ * them. `import "sqlane"` loads no database package and none of the CLI's (each module it resolves
+ * is recorded by a module hook); the CLI given a MySQL URL names the packages to install.
+ *
  * npm installs from its cache when it can (`--prefer-offline`): `npm ci` of this repository has
  * put every package there.
  */
 import { assert, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
@@ -79,6 +84,40 @@ await queue.close()
 console.log(JSON.stringify({ state: job.state, result: job.result, notFound: missing instanceof JobNotFound }))
 `
 
+/**
+ * Imports "sqlane" under a module hook that records every module it resolves, and prints those
+ * under node_modules as JSON. After "sqlane", the hook resolves `node:os`: once that arrives, every
+ * module of "sqlane" has (messages on one port keep their order).
+ */
+const loadedScript = `import { register } from "node:module"
+import { MessageChannel } from "node:worker_threads"
+const { port1, port2 } = new MessageChannel()
+const urls = []
+const done = new Promise((resolve) => port1.on("message", (url) => url === "node:os" ? resolve() : urls.push(url)))
+register("./hooks.mjs", import.meta.url, { data: { port: port2 }, transferList: [port2] })
+await import("sqlane")
+await import("node:os")
+await done
+port1.close()
+console.log(JSON.stringify(urls.filter((u) => u.includes("/node_modules/"))))
+`
+const hooksScript = `let port
+export const initialize = (data) => { port = data.port }
+export const resolve = async (specifier, context, next) => {
+  const result = await next(specifier, context)
+  port.postMessage(result.url)
+  return result
+}
+`
+
+/** The package a node_modules URL is in, e.g. `@effect/sql` or `pg`. */
+const packageOf = (url: string) => {
+  const [first, second] = url.slice(url.lastIndexOf("/node_modules/") + "/node_modules/".length).split("/")
+  return first.startsWith("@") ? `${first}/${second}` : first
+}
+
+const exists = (file: string) => access(file).then(() => true, () => false)
+
 const tsconfig = {
   compilerOptions: {
     target: "ES2022",
@@ -114,15 +153,22 @@ if (pg) {
         "--prefer-offline",
         "--no-audit",
         "--no-fund",
-        "--loglevel=error",
+        "--loglevel=warn",
         tarball,
         "effect@^3.22",
         "@effect/sql@^0.52",
         "@effect/sql-pg@^0.53",
         "@effect/platform-node@^0.108",
+        "pg",
         "@types/node@^20"
       ], { cwd: appDir })
       assert.strictEqual(installed.code, 0, installed.stdout + installed.stderr)
+      assert.notInclude(installed.stdout + installed.stderr, "EBADENGINE")
+      // PostgreSQL's packages only: MySQL's are optional peer dependencies nobody asked for.
+      const modules = path.join(appDir, "node_modules")
+      assert.isTrue(await exists(path.join(modules, "pg", "package.json")), "pg installed")
+      assert.isFalse(await exists(path.join(modules, "mysql2")), "mysql2 not installed")
+      assert.isFalse(await exists(path.join(modules, "@effect", "sql-mysql2")), "@effect/sql-mysql2 not installed")
       // What the package holds: the build, its bin, docs and license; no TypeScript sources.
       const files = await readdir(path.join(appDir, "node_modules", "sqlane"))
       assert.deepStrictEqual(files.sort(), ["LICENSE", "README.md", "bin", "dist", "docs", "package.json"])
@@ -160,6 +206,28 @@ if (pg) {
       const cli = await exec(path.join(appDir, "node_modules", ".bin", "sqlane"), ["status", "--json"], { cwd: appDir, env })
       assert.strictEqual(cli.code, 0, cli.stderr)
       assert.strictEqual(JSON.parse(cli.stdout).names[0].completed, 1)
+
+      // `import "sqlane"` loads @effect/sql and effect, and no database or CLI package.
+      await writeFile(path.join(appDir, "loaded.mjs"), loadedScript)
+      await writeFile(path.join(appDir, "hooks.mjs"), hooksScript)
+      const loaded = await exec(process.execPath, ["loaded.mjs"], { cwd: appDir })
+      assert.strictEqual(loaded.code, 0, loaded.stderr)
+      const packages = new Set((JSON.parse(loaded.stdout.trim()) as Array<string>).map(packageOf))
+      assert.isTrue(packages.has("sqlane") && packages.has("effect") && packages.has("@effect/sql"), [...packages].join(", "))
+      for (const name of ["pg", "@effect/sql-pg", "mysql2", "@effect/sql-mysql2", "@effect/cli", "@effect/platform-node"]) {
+        assert.isFalse(packages.has(name), `${name} loaded by import "sqlane"`)
+      }
+
+      // MySQL without its packages: the CLI names them, and the command that installs them.
+      const mysql = await exec(path.join(appDir, "node_modules", ".bin", "sqlane"), ["status"], {
+        cwd: appDir,
+        env: { ...env, DATABASE_URL: "mysql://root@127.0.0.1:3306/sqlane" }
+      })
+      assert.strictEqual(mysql.code, 1, mysql.stdout + mysql.stderr)
+      assert.strictEqual(
+        mysql.stderr.trim(),
+        "sqlane: MySQL/MariaDB needs @effect/sql-mysql2 and mysql2: npm install @effect/sql-mysql2@^0.53 mysql2"
+      )
     } finally {
       for (const p of [prefix, `${prefix}p_`]) {
         await Effect.runPromise(dropTables(p).pipe(Effect.provide(clientLayer(pg)), Effect.ignore))

@@ -7,14 +7,14 @@
  */
 import { admin, open } from "../lib/targets.js"
 import { nowMs, sleep } from "../lib/stats.js"
-import { systems } from "../systems/index.js"
+import { loadSystem } from "../systems/index.js"
 import { payload, type SystemId } from "../systems/types.js"
 
 const [id, nArg, cArg] = process.argv.slice(2)
 const n = Number(nArg ?? 5000)
 const concurrency = Number(cArg ?? 50)
 const target = await open("postgres-15")
-const system = systems[id as SystemId]
+const system = await loadSystem(id as SystemId)
 const env = { target, ns: `diag_${process.pid}` }
 await system.prepare(env)
 const inst = await system.open(env, { pool: 10, concurrency })

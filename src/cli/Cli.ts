@@ -57,7 +57,9 @@ export const describeError = (error: unknown): string => {
       const cause = e.cause as { message?: string; code?: string } | undefined
       return `database error: ${cause?.message ?? String(e.message)}`.replace(/\s+/g, " ")
     }
-    if (typeof e.message === "string" && e.message.length > 0) return e.message.replace(/\s+/g, " ")
+    // The line starts with "sqlane: " already (src/cli/main.ts); a message that has it (a package
+    // missing) does not repeat it.
+    if (typeof e.message === "string" && e.message.length > 0) return e.message.replace(/^sqlane: /, "").replace(/\s+/g, " ")
     if (e._tag !== undefined) return e._tag
   }
   return String(error).replace(/\s+/g, " ")

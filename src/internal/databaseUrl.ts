@@ -12,6 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import type { SetupError } from "../schema/Errors.js"
+import * as DriverPackages from "./driverPackages.js"
 
 /** A parsed database URL; `mariadb://` is read as `mysql://`. */
 export interface Target {
@@ -64,11 +66,18 @@ export const parseDatabaseUrl = (text: string): Either.Either<Target, string> =>
   }
 }
 
-/** The client of the target's dialect (`@effect/sql-pg` or `@effect/sql-mysql2`); only that driver is loaded. */
-export const clientLayer = (target: Target, options: ClientOptions): Layer.Layer<SqlClient.SqlClient, SqlError> =>
+/**
+ * The client of the target's dialect (`@effect/sql-pg` or `@effect/sql-mysql2`); only that driver is
+ * loaded. Its package missing (an optional peer dependency) fails with `SetupError` naming the
+ * command that installs it.
+ */
+export const clientLayer = (
+  target: Target,
+  options: ClientOptions
+): Layer.Layer<SqlClient.SqlClient, SqlError | SetupError> =>
   Layer.unwrapEffect(
     target.dialect === "pg"
-      ? Effect.promise(() => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
+      ? DriverPackages.load("pg", () => import("@effect/sql-pg/PgClient")).pipe(Effect.map((PgClient) =>
         PgClient.layer({
           url: Redacted.make(target.url.toString()),
           maxConnections: options.maxConnections,
@@ -76,13 +85,14 @@ export const clientLayer = (target: Target, options: ClientOptions): Layer.Layer
           applicationName: options.applicationName
         })
       ))
-      : Effect.promise(() => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
+      : DriverPackages.load("mysql", () => import("@effect/sql-mysql2/MysqlClient")).pipe(Effect.map((MysqlClient) =>
         MysqlClient.layer({ url: Redacted.make(target.url.toString()), maxConnections: options.maxConnections })
       ))
-  ) as Layer.Layer<SqlClient.SqlClient, SqlError>
+  ) as Layer.Layer<SqlClient.SqlClient, SqlError | SetupError>
 
 /** Why a client of `target` could not be made, in one line: `cannot connect to <url>: <the driver's reason>`. */
 export const connectProblem = (target: Target, error: unknown): string => {
+  if ((error as { _tag?: unknown })._tag === "SetupError") return (error as SetupError).message
   const cause = (error as { cause?: unknown }).cause
   const detail = cause instanceof Error ? cause.message || (cause as any).code : String(cause ?? error)
   return `cannot connect to ${safeUrl(target.url)}: ${detail}`

@@ -9,17 +9,20 @@
  * - MySQL 8.0+ / MariaDB 10.6+ (and a PostgreSQL client without `PgClient`'s settings): the insert
  *   check (`insertCheckInterval`).
  *
+ * It loads the packages of the database it finds only (`@effect/sql-pg` and `pg`, or
+ * `@effect/sql-mysql2`: optional peer dependencies, see docs/install.md); `pg` missing beside a
+ * `PgClient` fails with `SetupError` naming the packages to install.
+ *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Database } from "../internal/Database.js"
+import * as DriverPackages from "../internal/driverPackages.js"
 import * as Facts from "../internal/facts.js"
 import { makeReachability } from "../internal/outage.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
@@ -64,19 +67,41 @@ const services = Layer.mergeAll(Queue.layer, Completer.layer).pipe(
   (base) => Layer.merge(base, Pruner.layer)
 )
 
+/** @effect/sql-pg's `PgClient` in the context, if that package is installed and a client provided. */
+const pgClientOf = Effect.flatMap(
+  DriverPackages.loadOptional(() => import("@effect/sql-pg/PgClient")),
+  Option.match({
+    onNone: () => Effect.succeedNone,
+    onSome: (PgClient) => Effect.serviceOption(PgClient.PgClient)
+  })
+)
+
+/** The same for @effect/sql-mysql2's `MysqlClient`. */
+const mysqlClientOf = Effect.flatMap(
+  DriverPackages.loadOptional(() => import("@effect/sql-mysql2/MysqlClient")),
+  Option.match({
+    onNone: () => Effect.succeedNone,
+    onSome: (MysqlClient) => Effect.serviceOption(MysqlClient.MysqlClient)
+  })
+)
+
 /** The PostgreSQL driver on `sql`, and what is known of its database. */
 const pgDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig["Type"], version: string) =>
   Effect.gen(function*() {
     const session = yield* PgSession.serverSession(sql)
     // @effect/sql-pg's connections need no scope outside a transaction: the hot statements may
-    // run on them directly (`runner`, internal/driver/run.ts). Its settings open the LISTEN connection.
-    const pg = yield* Effect.serviceOption(PgClient.PgClient)
-    const direct = Option.isSome(pg) && pg.value === (yield* SqlClient.SqlClient)
+    // run on them directly (`runner`, internal/driver/run.ts). Its settings open the LISTEN
+    // connection. Without the package installed, the client is another one.
+    const pgClient = yield* pgClientOf
+    const direct = Option.isSome(pgClient) && pgClient.value === (yield* SqlClient.SqlClient)
+    const listen = Option.isSome(pgClient)
+      ? { config: pgClient.value.config, pg: yield* DriverPackages.load("pg", () => import("pg").then((m) => m.default)) }
+      : undefined
     const driver = PgDriver.make(sql, config.prefix, session.database, {
       durableClaims: config.durableClaims,
       direct,
       deleteCompleted: Duration.isZero(config.retention.completed),
-      listen: Option.isSome(pg) ? pg.value.config : undefined
+      listen
     })
     return {
       driver: withTransientRetry(driver, direct),
@@ -91,12 +116,13 @@ const mysqlDatabase = (sql: SqlClient.SqlClient, config: QueueConfig.QueueConfig
   Effect.gen(function*() {
     const session = yield* MysqlSession.serverSession(sql)
     // As on PostgreSQL, for @effect/sql-mysql2's client.
-    const mysql = yield* Effect.serviceOption(MysqlClient.MysqlClient)
-    const direct = Option.isSome(mysql) && mysql.value === (yield* SqlClient.SqlClient)
+    const mysqlClient = yield* mysqlClientOf
+    const direct = Option.isSome(mysqlClient) && mysqlClient.value === (yield* SqlClient.SqlClient)
     const driver = MysqlDriver.make(sql, config.prefix, session.database, {
       autoIncrement: session.autoIncrement,
       direct,
       maxStatementBytes: session.maxStatementBytes,
+      multiStatements: session.multiStatements,
       deleteCompleted: Duration.isZero(config.retention.completed)
     })
     return {

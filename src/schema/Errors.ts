@@ -318,9 +318,10 @@ export class UnsupportedDatabase extends Schema.TaggedError<UnsupportedDatabase>
 }
 
 /**
- * A migration of sqlane's own tables failed, or sqlane's configuration is invalid
- * (for example a table prefix that is not a plain SQL identifier), or `createQueue` of
- * `sqlane/promise` was given a database URL it cannot read or reach (the message says which).
+ * A migration of sqlane's own tables failed, sqlane's configuration is invalid (for example a table
+ * prefix that is not a plain SQL identifier), or a package the database needs is not installed
+ * (e.g. `sqlane: PostgreSQL needs @effect/sql-pg and pg: npm install @effect/sql-pg@^0.53 pg`;
+ * they are optional peer dependencies, see docs/install.md).
  *
  * @example
  * ```ts

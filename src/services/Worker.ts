@@ -234,7 +234,14 @@ export const make = <R>(
     const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
     const keyedNames = Array.from(keyed)
     const { driver } = yield* Database
-    const { maxStatementBytes } = driver.capabilities
+    const { maxStatementBytes, multiStatements } = driver.capabilities
+    if (!multiStatements) {
+      return yield* Effect.dieMessage(
+        "sqlane: a worker on MySQL/MariaDB needs connections that take several statements in one query " +
+          "(the client flag MULTI_STATEMENTS, which @effect/sql-mysql2's MysqlClient sets): its claims and ends " +
+          "send their transaction in one round trip. Enqueueing works without it."
+      )
+    }
     // Each worker's lock holds one connection for the worker's life: with none left over, the
     // first claim would wait forever for one.
     const client = yield* SqlClient.SqlClient

@@ -2,16 +2,38 @@
  * Inserting jobs: `jobInsertMany`, `jobInsertUnique`, `jobNewestId`.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import Pg from "pg"
+import { QueueLive } from "../../src/layers/QueueLive.js"
+import { Database } from "../../src/internal/Database.js"
+import * as Worker from "../../src/services/Worker.js"
 import type { UniqueInsertRow } from "../../src/internal/driver/Driver.js"
 import { stateBits } from "../../src/internal/driver/shared.js"
 import { countJobs, realSleep, waitUntil } from "../support/helpers.js"
-import type { Target } from "../support/targets.js"
+import { clientLayer, type Target } from "../support/targets.js"
 import { claim, end, insert, row, s, stateOf, t0, withDriver } from "./fixtures.js"
+
+/**
+ * A client of its own whose connections send one statement per query: on MySQL/MariaDB without the
+ * client flag `MULTI_STATEMENTS` (which @effect/sql-mysql2 sets and mysql2's `flags` option in the
+ * URL takes away), as a client other than @effect/sql-mysql2's, or a proxy that refuses
+ * multi-statements, connects. The server then refuses two statements in one query.
+ */
+const singleStatementClient = (target: Target) => {
+  if (target.dialect === "pg") return clientLayer(target, { maxConnections: 2 })
+  const url = new URL(target.url)
+  url.searchParams.set("flags", "-MULTI_STATEMENTS")
+  return MysqlClient.layer({ url: Redacted.make(url.toString()), maxConnections: 2 })
+}
 
 /** A unique row of job `name` holding `key` while pending or running. */
 const unique = (name: string, key: string, fields: Partial<UniqueInsertRow> = {}): UniqueInsertRow => ({
@@ -80,6 +102,48 @@ export const insertOps = (target: Target) => {
           assert.deepStrictEqual(
             read.map((j) => [j?.name, j?.payload, j?.priority, j?.runAtUs, j?.traceContext]),
             rows.map((r) => [r.name, r.payload, r.priority, r.runAtUs, r.traceContext])
+          )
+        })))
+
+    it.live(name("many rows on a client that sends one statement per query, in the caller's transaction and outside one; a worker there refuses to start"), () =>
+      withDriver(target, ({ prefix }) =>
+        Effect.gen(function*() {
+          // The same tables, reached through a QueueLive on that client.
+          const context = yield* Layer.build(
+            QueueLive({ prefix, migrate: false, prune: false }).pipe(Layer.provideMerge(singleStatementClient(target)))
+          )
+          const { driver } = Context.get(context, Database)
+          const sql = Context.get(context, SqlClient.SqlClient)
+          if (target.dialect === "mysql") {
+            const refused = yield* Effect.flip(sql.unsafe("SELECT 1; SELECT 2").unprepared)
+            assert.include(String((refused.cause as { code?: string }).code), "PARSE_ERROR")
+          }
+          // Claims and ends on MySQL/MariaDB need several statements in one query: a worker says so.
+          assert.strictEqual(driver.capabilities.multiStatements, target.dialect === "pg")
+          if (target.dialect === "mysql") {
+            const worker = yield* Effect.exit(Worker.make({ handlers: [] }).pipe(Effect.scoped, Effect.provide(context)))
+            assert.isTrue(worker._tag === "Failure" && Cause.isDie(worker.cause))
+            assert.include(
+              worker._tag === "Failure" ? String(Cause.squash(worker.cause)) : "",
+              "a worker on MySQL/MariaDB needs connections that take several statements in one query"
+            )
+          }
+          const inside = [row("a", { payload: `{"n":1}` }), row("b", { payload: `{"n":2}` }), row("a", { payload: `{"n":3}` })]
+          const [insideIds, count] = yield* sql.withTransaction(Effect.gen(function*() {
+            const ids = yield* insert(driver, ...inside)
+            // Read in the same transaction, before its COMMIT.
+            const rows = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}`
+            return [ids, Number(rows[0].n)] as const
+          }))
+          assert.strictEqual(count, 3)
+          const outside = [row("c", { payload: `{"n":4}` }), row("c", { payload: `{"n":5}` })]
+          const outsideIds = yield* insert(driver, ...outside)
+          const ids = [...insideIds, ...outsideIds]
+          assert.deepStrictEqual([...ids].sort((x, y) => Number(x) - Number(y)), ids)
+          const read = yield* Effect.forEach(ids, (id) => driver.jobGet(id))
+          assert.deepStrictEqual(
+            read.map((j) => [j?.name, j?.payload]),
+            [...inside, ...outside].map((r) => [r.name, r.payload])
           )
         })))
 

@@ -24,7 +24,8 @@ export const sessionOps = (target: Target) => {
               listenNotify: true,
               claimsRideOnEnds: true,
               maxStatementBytes: undefined,
-              padSpaceKeys: false
+              padSpaceKeys: false,
+              multiStatements: true
             })
           } else {
             // The server's max_allowed_packet, as read at start.
@@ -33,7 +34,8 @@ export const sessionOps = (target: Target) => {
               listenNotify: false,
               claimsRideOnEnds: true,
               maxStatementBytes: Number(packet.packet),
-              padSpaceKeys: true
+              padSpaceKeys: true,
+              multiStatements: true
             })
           }
           // The ride is there exactly when the capability says so.

@@ -57,6 +57,14 @@ export interface Capabilities {
    * SPACE collation): "name " and "name" are one key there.
    */
   readonly padSpaceKeys: boolean
+  /**
+   * Whether the client's connections take several statements in one query. The MySQL/MariaDB
+   * driver's claims and ends send their transaction in one round trip and need it (a `Worker`
+   * refuses to start without it); inserting jobs does not. @effect/sql-mysql2's client sets the
+   * flag (`MULTI_STATEMENTS`); a connection through a proxy that refuses it, or a client opened
+   * without it, has none. Always true on PostgreSQL, whose driver never sends several.
+   */
+  readonly multiStatements: boolean
 }
 
 export interface Driver {

@@ -1,6 +1,7 @@
 /**
  * A client that runs nothing: it records the statements sent through it (text and parameters), as
- * the dialect's compiler writes them, and answers each with no rows. `Migrations.dryRun` lists the
+ * the dialect's compiler writes them (from the dialect's package: `SetupError` when it is not
+ * installed), and answers each with no rows. `Migrations.dryRun` lists the
  * migrations' SQL with it; the bench's tools take the driver's statements from it, to run them on
  * clients of their own instead of copying their text.
  *
@@ -11,15 +12,17 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlConnection from "@effect/sql/SqlConnection"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import type { SetupError } from "../../schema/Errors.js"
+import * as DriverPackages from "../driverPackages.js"
 
 export const recordingClient = (
   dialect: "pg" | "mysql",
   record: (text: string, params: ReadonlyArray<unknown>) => void
-): Effect.Effect<SqlClient.SqlClient> =>
+): Effect.Effect<SqlClient.SqlClient, SetupError> =>
   Effect.gen(function*() {
     const compiler = dialect === "pg"
-      ? (yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))).makeCompiler()
-      : (yield* Effect.promise(() => import("@effect/sql-mysql2/MysqlClient"))).makeCompiler()
+      ? (yield* DriverPackages.load("pg", () => import("@effect/sql-pg/PgClient"))).makeCompiler()
+      : (yield* DriverPackages.load("mysql", () => import("@effect/sql-mysql2/MysqlClient"))).makeCompiler()
     const answer = (text: string, params: ReadonlyArray<unknown>) =>
       Effect.sync(() => {
         record(text, params)

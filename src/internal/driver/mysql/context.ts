@@ -21,6 +21,8 @@ export interface MysqlOptions {
   readonly maxStatementBytes?: number | undefined
   /** Whether an attempt's end deletes a completed job's row (`retention.completed` of 0; default false). */
   readonly deleteCompleted?: boolean | undefined
+  /** Whether the connections take several statements in one query (`capabilities.multiStatements`; default true). */
+  readonly multiStatements?: boolean | undefined
 }
 
 /** The context of each module: `database` is the database's name (`DATABASE()`), which scopes worker lock names. */

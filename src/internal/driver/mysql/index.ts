@@ -29,7 +29,8 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
       listenNotify: false,
       claimsRideOnEnds: true,
       maxStatementBytes: ctx.maxStatementBytes,
-      padSpaceKeys: true
+      padSpaceKeys: true,
+      multiStatements: options.multiStatements ?? true
     },
     ...Insert.make(ctx),
     ...jobs,

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
 import type { InsertOps, InsertRow } from "../Driver.js"
@@ -23,12 +24,24 @@ export const make = (ctx: MysqlContext): InsertOps => {
       run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]), "raw"),
       (result: any) => [String(result.insertId)]
     )
-  // Several jobs: one unprepared multi-row INSERT and `LAST_INSERT_ID()`, in one round trip, whatever
-  // the count (a prepared text per count would fill the server's statement cache). The text is
-  // written here, its strings as mysqlText literals.
+  // Several jobs: one unprepared multi-row INSERT, whatever the count (a prepared text per count
+  // would fill the server's statement cache), then `LAST_INSERT_ID()` on the same connection: two
+  // statements, not one multi-statement, so a connection opened without `multipleStatements` takes
+  // them. The text is written here, its strings as mysqlText literals.
   const [jobsText] = sql`${jobs}`.compile()
   const epochUs = (us: number) => `TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
   const insertHead = `INSERT INTO ${jobsText} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES `
+  const lastInsertIdText = "SELECT LAST_INSERT_ID() AS id"
+  /**
+   * `effect`'s statements on one connection, where `LAST_INSERT_ID()` reads the INSERT's: the
+   * transaction's (the caller's, or the chunks' below), else one reserved from the pool for them.
+   */
+  const onOneConnection = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) =>
+      tx._tag === "Some"
+        ? effect
+        : Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
+          Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0] as const))))
   const orNull = (s: string | null) => (s === null ? "NULL" : MysqlText.literal(s))
   const insertMany = (rows: ReadonlyArray<InsertRow>, nowUs: number) => {
     const created = epochUs(nowUs)
@@ -39,14 +52,18 @@ export const make = (ctx: MysqlContext): InsertOps => {
         epochUs(Number(r.runAtUs))
       }, ${created}, ${orNull(r.mutexKey)}, ${orNull(r.traceContext)})`
     }
+    const insertAndFirstId = Effect.zipRight(
+      run(sql.unsafe(text), "unprepared"),
+      run(sql.unsafe<{ id: unknown }>(lastInsertIdText), "unprepared")
+    )
     return Effect.map(
-      run(sql.unsafe<any>(`${text}; SELECT LAST_INSERT_ID() AS id`), "unprepared"),
-      (results: ReadonlyArray<any>) => {
+      onOneConnection(insertAndFirstId),
+      (first) => {
         // A multi-row INSERT ... VALUES is a "simple insert": InnoDB gives its rows consecutive
         // ids (in steps of auto_increment_increment) in every autoinc lock mode; LAST_INSERT_ID()
         // is the first.
-        const first = BigInt(results[1][0].id)
-        return rows.map((_, i) => String(first + BigInt(i * autoIncrement)))
+        const id = BigInt(first[0].id as string | number)
+        return rows.map((_, i) => String(id + BigInt(i * autoIncrement)))
       }
     )
   }

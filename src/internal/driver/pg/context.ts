@@ -7,6 +7,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Statement from "@effect/sql/Statement"
+import type Pg from "pg"
 import { runner } from "../run.js"
 import { workerLockPrefix } from "../shared.js"
 
@@ -19,10 +20,11 @@ export interface PgOptions {
   /** Whether the hot statements may run directly on their connection (see `runner`). */
   readonly direct?: boolean | undefined
   /**
-   * The settings of @effect/sql-pg's `PgClient`, with which the LISTEN connection is opened; without
+   * The settings of @effect/sql-pg's `PgClient`, with which the LISTEN connection is opened, and the
+   * `pg` module that opens it (loaded by the caller: `pg` is an optional peer dependency); without
    * them the driver has no notifications (`capabilities.listenNotify` false).
    */
-  readonly listen?: PgClient.PgClientConfig | undefined
+  readonly listen?: { readonly config: PgClient.PgClientConfig; readonly pg: typeof Pg } | undefined
 }
 
 /** First key of sqlane's two-key advisory locks on PostgreSQL. */

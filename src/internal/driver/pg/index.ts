@@ -26,7 +26,8 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
       listenNotify: options.listen !== undefined,
       claimsRideOnEnds: true,
       maxStatementBytes: undefined,
-      padSpaceKeys: false
+      padSpaceKeys: false,
+      multiStatements: true
     },
     ...Insert.make(ctx),
     ...jobs,

@@ -10,7 +10,7 @@
 import type * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import Pg from "pg"
+import type Pg from "pg"
 import type { NotificationsOps } from "../Driver.js"
 import { ListenError } from "../errors.js"
 import type { PgContext } from "./context.js"
@@ -20,6 +20,7 @@ import type { PgContext } from "./context.js"
  * the connection fails (the effect fails) or the scope closes (the connection is closed).
  */
 const listen = (
+  pg: typeof Pg,
   config: PgClient.PgClientConfig,
   channel: string,
   onReady: () => void,
@@ -30,7 +31,7 @@ const listen = (
       const client = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: async () => {
-            const client = new Pg.Client({
+            const client = new pg.Client({
               connectionString: config.url ? Redacted.value(config.url) : undefined,
               host: config.host,
               port: config.port,
@@ -59,7 +60,7 @@ const listen = (
         client.on("notification", onNotification)
         client.on("error", onError)
         client.on("end", onEnd)
-        client.query(`LISTEN ${Pg.escapeIdentifier(channel)}`).then(
+        client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).then(
           () => onReady(),
           (err) => resume(Effect.fail(new ListenError(`LISTEN failed: ${String(err)}`, { cause: err })))
         )
@@ -74,12 +75,12 @@ const listen = (
 
 export const make = (ctx: PgContext): NotificationsOps => {
   const { options, sql } = ctx
-  const config = options.listen
+  const settings = options.listen
   return {
     channelListen: (channel, onReady, onPayload) =>
-      config === undefined
+      settings === undefined
         ? Effect.fail(new ListenError("no LISTEN without the settings of @effect/sql-pg's PgClient"))
-        : listen(config, channel, onReady, onPayload),
+        : listen(settings.pg, settings.config, channel, onReady, onPayload),
     channelNotify: (channel, payload) => sql`SELECT pg_notify(${channel}, ${payload})`.pipe(Effect.asVoid)
   }
 }
