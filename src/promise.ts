@@ -140,8 +140,7 @@ export interface EnqueueOptions extends Queue.EnqueueOptions {
 }
 
 /**
- * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`. On MySQL/MariaDB a
- * `transaction` connection must be opened with `multipleStatements: true` for more than one job.
+ * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`.
  *
  * @example
  * ```ts

@@ -562,9 +562,8 @@ export type { CallerConnection } from "../internal/callerConnection.js"
  * use the connection for anything else until the effect is done. On PostgreSQL the enqueue's
  * `NOTIFY` is delivered at your `COMMIT`; this process's workers are hinted `hintDelay` after the
  * enqueue (sqlane cannot see your commit). Not a pool: the effect dies when `connection` is a pool, or
- * a connection of the other database. On MySQL/MariaDB, `enqueueMany` of more than one job sends
- * `INSERT …; SELECT LAST_INSERT_ID()` as one query, which needs a connection opened with
- * `multipleStatements: true`.
+ * a connection of the other database. On MySQL/MariaDB any connection works, with or without
+ * `multipleStatements`.
  *
  * @example
  * ```ts

@@ -112,7 +112,7 @@ export const promise = (target: Target) => {
 
     it(name("a job enqueued in the app's own transaction runs after COMMIT and does not exist after ROLLBACK"), () =>
       withPromiseQueue(async (queue) => {
-        const rolledBack = await begin()
+        const rolledBack = await begin(true) // mysql2's callback API on MySQL/MariaDB
         const gone = await queue.enqueue(Double, { n: 1 }, { transaction: rolledBack.connection })
         await rolledBack.end("ROLLBACK")
         const missing = await queue.get(gone).then(() => undefined, (e: unknown) => e)
@@ -123,8 +123,7 @@ export const promise = (target: Target) => {
         // Not visible outside the transaction before its COMMIT.
         assert.instanceOf(await queue.get(kept).then(() => undefined, (e: unknown) => e), JobNotFound)
         await committed.end("COMMIT")
-        // On MySQL/MariaDB, several jobs in one enqueueMany need a connection with multipleStatements.
-        const batch = await begin(true)
+        const batch = await begin()
         const keptMany = await queue.enqueueMany(Double, [{ n: 3 }, { n: 4 }], { transaction: batch.connection })
         await batch.end("COMMIT")
 
