@@ -59,7 +59,10 @@ export * as Job from "./schema/Job.js"
  * @since 0.2.0
  */
 export {
+  InvalidEnqueueOption,
+  InvalidJobDefinition,
   InvalidPayload,
+  InvalidWorkerOptions,
   JobNotFound,
   QueueClosed,
   SchemaNotMigrated,
@@ -198,6 +201,11 @@ export interface WorkOptions {
   readonly id?: string | undefined
   /** On `stop`, how long running jobs may take before they are interrupted and released. Default 30 seconds. */
   readonly shutdownTimeout?: Duration.DurationInput | undefined
+  /**
+   * The worker's log lines for its jobs: a failed attempt at `Warning`, a dead letter at `Error`
+   * (docs/observability.md). `"quiet"` turns them off. Default `"default"`.
+   */
+  readonly logs?: "default" | "quiet" | undefined
 }
 
 /**

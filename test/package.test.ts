@@ -18,7 +18,7 @@
  */
 import { assert, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -134,16 +134,57 @@ const tsconfig = {
   include: ["app.ts", "quickstart.ts", "promise-app.ts"]
 }
 
+/** Builds the package (`npm run build`) and packs it into `dir`; the tarball's path. */
+const pack = async (dir: string) => {
+  const built = await exec("npm", ["run", "build", "--silent"], { cwd: root })
+  assert.strictEqual(built.code, 0, built.stdout + built.stderr)
+  const packed = await exec("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", dir], { cwd: root })
+  assert.strictEqual(packed.code, 0, packed.stderr)
+  return path.join(dir, (await readdir(dir)).find((f) => f.endsWith(".tgz"))!)
+}
+
+/** The fenced code block of `markdown` that follows `after` (a heading, or the block's first line). */
+const codeBlock = (markdown: string, after: string) => {
+  const at = markdown.indexOf(after)
+  assert.isAtLeast(at, 0, `no ${after}`)
+  const match = /```(?:ts|sh)\n([\s\S]*?)```/.exec(markdown.slice(at))
+  assert.isNotNull(match, `no code block after ${after}`)
+  return match![1]!
+}
+
+/** Runs one statement on the database of `url` (with the `pg` of this repository). */
+const query = async (url: string, text: string) => {
+  const { default: Pg } = await import("pg")
+  const client = new Pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query(text)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+/** Runs `args` with node in `cwd` until `ready` is printed, then Ctrl-C (SIGINT); its output and exit code. */
+const runUntil = (args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv, ready: string) =>
+  new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000)
+    const onData = (chunk: Buffer) => {
+      output += chunk
+      if (output.includes(ready)) child.kill("SIGINT")
+    }
+    child.stdout.on("data", onData)
+    child.stderr.on("data", onData)
+    child.on("exit", (code) => (clearTimeout(timer), resolve({ code, output })))
+  })
+
 if (pg) {
   it("the packed package: installed by npm, typed by its .d.ts under the strictest options, runs on plain node, its CLI too", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "sqlane-package-"))
     const prefix = uniquePrefix("pkg")
     try {
-      const built = await exec("npm", ["run", "build", "--silent"], { cwd: root })
-      assert.strictEqual(built.code, 0, built.stdout + built.stderr)
-      const packed = await exec("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", dir], { cwd: root })
-      assert.strictEqual(packed.code, 0, packed.stderr)
-      const tarball = path.join(dir, (await readdir(dir)).find((f) => f.endsWith(".tgz"))!)
+      const tarball = await pack(dir)
 
       const appDir = path.join(dir, "app")
       await mkdir(appDir)
@@ -235,4 +276,62 @@ if (pg) {
       await rm(dir, { recursive: true, force: true })
     }
   }, 420_000)
+
+  it("a new app, following the docs only: the README's install lines, its quick start, docs/testing.md's test file under vitest, docs/promise.md's script", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "sqlane-docs-app-"))
+    const database = uniquePrefix("docsapp").slice(0, -1)
+    const url = new URL(pg.url)
+    url.pathname = `/${database}`
+    await query(pg.url, `CREATE DATABASE ${database}`)
+    try {
+      const tarball = await pack(dir)
+      const appDir = path.join(dir, "my-app")
+      await mkdir(appDir)
+      await writeFile(path.join(appDir, "package.json"), JSON.stringify({ name: "my-app", private: true, type: "module" }))
+      const readme = await readFile(path.join(root, "README.md"), "utf8")
+
+      // The README's install lines for PostgreSQL and for tests, as a user pastes them.
+      const install = codeBlock(readme, "## Install").split("\n").filter((line) => line.startsWith("npm install"))
+      assert.lengthOf(install, 3, "PostgreSQL, MySQL/MariaDB and the test stack")
+      for (const line of [install[0]!, install[2]!]) {
+        const args = line.split(" ").slice(1).map((a) => a.replace(/^"|"$/g, "").replace("./sqlane-0.1.0.tgz", tarball))
+        const installed = await exec("npm", [...args, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=warn"], {
+          cwd: appDir
+        })
+        assert.strictEqual(installed.code, 0, `${line}\n${installed.stdout}${installed.stderr}`)
+        assert.notInclude(installed.stdout + installed.stderr, "EBADENGINE", line)
+      }
+      // The app's own environment: none of this test run's (vitest's workers, a NODE_OPTIONS).
+      const env: NodeJS.ProcessEnv = { PATH: process.env["PATH"], HOME: process.env["HOME"], DATABASE_URL: url.href }
+
+      // The quick start as pasted, run as the README says (node --import tsx app.ts), stopped by Ctrl-C.
+      await writeFile(path.join(appDir, "app.ts"), codeBlock(readme, "## Quick start"))
+      const quick = await runUntil(["--import", "tsx", "app.ts"], appDir, env, "emailing ada@example.com about order 1")
+      assert.include(quick.output, "emailing ada@example.com about order 1")
+      assert.strictEqual(quick.code, 0, quick.output)
+
+      // docs/testing.md's whole test file, on this database, run by the app's vitest.
+      const testing = await readFile(path.join(root, "docs", "testing.md"), "utf8")
+      const testFile = codeBlock(testing, "// test/orders.test.ts")
+      assert.include(testFile, `"postgres://postgres@127.0.0.1:5432/test"`)
+      await mkdir(path.join(appDir, "test"))
+      await writeFile(
+        path.join(appDir, "test", "orders.test.ts"),
+        testFile.replace(`"postgres://postgres@127.0.0.1:5432/test"`, JSON.stringify(url.href))
+      )
+      const vitest = await exec(path.join(appDir, "node_modules", ".bin", "vitest"), ["run"], { cwd: appDir, env })
+      assert.strictEqual(vitest.code, 0, vitest.stdout + vitest.stderr)
+      assert.match(vitest.stdout, /Tests\s+3 passed \(3\)/)
+
+      // docs/promise.md's whole script: plain TypeScript, no Effect code of its own.
+      const promise = await readFile(path.join(root, "docs", "promise.md"), "utf8")
+      await writeFile(path.join(appDir, "send-emails.ts"), codeBlock(promise, "// send-emails.ts"))
+      const script = await exec(process.execPath, ["--import", "tsx", "send-emails.ts"], { cwd: appDir, env })
+      assert.strictEqual(script.code, 0, script.stdout + script.stderr)
+      assert.strictEqual(script.stdout.trim().split("\n").at(-1), "completed sent order 1 to ada@example.com true")
+    } finally {
+      await query(pg.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 600_000)
 }

@@ -24,6 +24,14 @@ import * as Stream from "effect/Stream"
  *   (`mysql2/promise`).
  *
  * Not a pool: each statement of a pool may run on another connection, outside the transaction.
+ *
+ * @example
+ * ```ts
+ * const client = await pool.connect() // node-postgres
+ * await client.query("BEGIN")
+ * await queue.enqueue(SendEmail, { to }, { transaction: client }) // client is a CallerConnection
+ * await client.query("COMMIT")
+ * ```
  */
 export interface CallerConnection {
   readonly query: (...args: Array<any>) => unknown

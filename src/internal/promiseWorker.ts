@@ -84,7 +84,8 @@ export const start = async (
       handlers: [effectHandler(job, handler, progress)],
       concurrency: options.concurrency,
       id: options.id,
-      shutdownTimeout: options.shutdownTimeout
+      shutdownTimeout: options.shutdownTimeout,
+      logs: options.logs
     }),
     scope
   ))

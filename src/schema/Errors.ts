@@ -103,12 +103,25 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
  *   `enqueueMany`, two handlers for one job name;
  * - `threw`: a function of the job definition threw (its `mutexKey`).
  *
+ * @example
+ * ```ts
+ * const error = yield* Effect.flip(queue.enqueue(SendEmail, payload, { priority: 2.5 }))
+ * if (error._tag === "InvalidEnqueueOption" && error.reason === "range") console.log(error.path) // "priority"
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */
 export const InvalidOptionReason = Schema.Literal("type", "range", "characters", "conflict", "threw")
 
 /**
+ * The reasons of {@link InvalidOptionReason}, as a type: `"type" | "range" | "characters" | "conflict" | "threw"`.
+ *
+ * @example
+ * ```ts
+ * const retryable = (reason: InvalidOptionReason) => reason !== "conflict"
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */
@@ -155,6 +168,12 @@ export class InvalidEnqueueOption extends Schema.TaggedError<InvalidEnqueueOptio
  *   connection for its whole life, so a pool needs at least one connection more than its workers;
  * - `inUse`: another live worker of this queue holds the worker's `id`.
  *
+ * @example
+ * ```ts
+ * const error = yield* Effect.flip(Worker.make({ handlers, id: "mailer-1" }))
+ * if (error.reason === "inUse") yield* Effect.logError(`another live worker is ${error.message}`)
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */
@@ -168,6 +187,13 @@ export const InvalidWorkerOptionsReason = Schema.Literal(
 )
 
 /**
+ * The reasons of {@link InvalidWorkerOptionsReason}, as a type.
+ *
+ * @example
+ * ```ts
+ * const fixable = (reason: InvalidWorkerOptionsReason) => reason === "pool" // raise maxConnections
+ * ```
+ *
  * @since 0.2.0
  * @category errors
  */
