@@ -312,7 +312,7 @@ if (pg) {
 
       // docs/testing.md's whole test file, on this database, run by the app's vitest.
       const testing = await readFile(path.join(root, "docs", "testing.md"), "utf8")
-      const testFile = codeBlock(testing, "// test/orders.test.ts")
+      const testFile = codeBlock(testing, "```ts\n// test/orders.test.ts")
       assert.include(testFile, `"postgres://postgres@127.0.0.1:5432/test"`)
       await mkdir(path.join(appDir, "test"))
       await writeFile(
@@ -325,7 +325,7 @@ if (pg) {
 
       // docs/promise.md's whole script: plain TypeScript, no Effect code of its own.
       const promise = await readFile(path.join(root, "docs", "promise.md"), "utf8")
-      await writeFile(path.join(appDir, "send-emails.ts"), codeBlock(promise, "// send-emails.ts"))
+      await writeFile(path.join(appDir, "send-emails.ts"), codeBlock(promise, "```ts\n// send-emails.ts"))
       const script = await exec(process.execPath, ["--import", "tsx", "send-emails.ts"], { cwd: appDir, env })
       assert.strictEqual(script.code, 0, script.stdout + script.stderr)
       assert.strictEqual(script.stdout.trim().split("\n").at(-1), "completed sent order 1 to ada@example.com true")
