@@ -30,7 +30,6 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -46,6 +45,7 @@ import * as Job from "./schema/Job.js"
 import type { AttemptError, JobInfo, JobState } from "./schema/JobInfo.js"
 import * as Queue from "./services/Queue.js"
 import type { QueueOptions } from "./services/QueueConfig.js"
+import type { WorkerOptions } from "./services/Worker.js"
 
 /**
  * Job definitions, the same module as `Job` of `sqlane`: `Job.make("name", { payload: Schema… })`.
@@ -184,7 +184,9 @@ export interface HandlerContext extends Job.JobContext {
 }
 
 /**
- * The options of `work`.
+ * The options of `work`: those of the Effect `Worker` (`WorkerOptions`) that apply to one job name —
+ * `concurrency` (default 10), `id` (default a random UUID), `shutdownTimeout` (default 30 seconds),
+ * `logs` (`"quiet"` turns off the lines of failed attempts and dead letters).
  *
  * @example
  * ```ts
@@ -194,19 +196,7 @@ export interface HandlerContext extends Job.JobContext {
  * @since 0.2.0
  * @category models
  */
-export interface WorkOptions {
-  /** Jobs run at once by this worker: a positive integer. Default 10. */
-  readonly concurrency?: number | undefined
-  /** The worker's id (at most 55 characters, unique within the queue). Default: a random UUID. */
-  readonly id?: string | undefined
-  /** On `stop`, how long running jobs may take before they are interrupted and released. Default 30 seconds. */
-  readonly shutdownTimeout?: Duration.DurationInput | undefined
-  /**
-   * The worker's log lines for its jobs: a failed attempt at `Warning`, a dead letter at `Error`
-   * (docs/observability.md). `"quiet"` turns them off. Default `"default"`.
-   */
-  readonly logs?: "default" | "quiet" | undefined
-}
+export type WorkOptions = Pick<WorkerOptions<never>, "concurrency" | "id" | "shutdownTimeout" | "logs">
 
 /**
  * A running worker, from `work`.
