@@ -238,7 +238,8 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
         Effect.suspend(() => {
           letteredInPlace.add(outcome)
           return Effect.logError(
-            `sqlane: job ${outcome.id} (${outcome.name}) is dead after attempt ${outcome.attempt}: the database ` +
+            `sqlane: job ${outcome.id}${outcome.name === undefined ? "" : ` (${outcome.name})`} is dead after attempt ` +
+              `${outcome.attempt}: the database ` +
               `refused this attempt's end: ${saidWhy(refusal)}`
           )
         })
@@ -254,7 +255,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       ),
       Effect.annotateLogs({
         "sqlane.job.id": outcome.id,
-        "sqlane.job.name": outcome.name,
+        ...(outcome.name === undefined ? {} : { "sqlane.job.name": outcome.name }),
         "sqlane.job.attempt": outcome.attempt
       })
     )
