@@ -98,7 +98,7 @@ export const markdown = (
   const run: ReadonlyArray<ScenarioId> = ["run-c10", "run-c50", "burst-c50", "run-4-instances", "run-4-processes"]
   const runSystems = systemsIn(rows, run, notes)
   if (runSystems.length > 0) {
-    out.push("", `Run ${o.n.run.toLocaleString("en-US")} due jobs, empty handler, drained after ANALYZE and CHECKPOINT; "c50, burst": drained right after the preload (jobs/s; CPU of the worker process per job):`, "")
+    out.push("", `Run ${o.n.run.toLocaleString("en-US")} due jobs, empty handler, drained after ${db.startsWith("postgres") ? "ANALYZE and CHECKPOINT" : "ANALYZE TABLE"}; "c50, burst": drained right after the preload (jobs/s; CPU of the worker process per job):`, "")
     out.push(table(
       ["System", "1 process, c10", "1 process, c50", "c50, burst", "4 instances, c10", "4 processes, c10", "CPU µs/job (c50)"],
       runSystems.map((s) => [label[s], ...run.map((r) => c(r, s, "jobs_per_s")), c("run-c50", s, "cpu_us_per_job")])
