@@ -7,6 +7,7 @@ import { whileRunning } from "./lib/cleanup.js"
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { admin, type Target } from "./lib/targets.js"
+import { settle } from "./lib/settle.js"
 import { nowMs, percentile, sleep } from "./lib/stats.js"
 import { probe as sqlaneProbe, runtime as sqlaneRuntime } from "./systems/sqlane.js"
 import { type Env, type Instance, payload, type Payload, type System, type SystemId } from "./systems/types.js"
@@ -25,6 +26,7 @@ export type ScenarioId =
   | "enqueue-many"
   | "run-c10"
   | "run-c50"
+  | "burst-c50"
   | "run-4-instances"
   | "run-4-processes"
   | "real-work"
@@ -70,11 +72,15 @@ const short = (id: SystemId) =>
     "skip-locked-50": "sl50",
     "pg-boss-default": "pbd",
     "pg-boss-tuned": "pbt",
+    "pg-boss-tuned-all": "pbta",
     "graphile-worker": "gw",
     "bullmq-redis": "bmr",
     "bullmq-pg": "bmp",
     "effect-sql-persisted-queue": "epq"
   })[id]
+
+/** The scenarios that preload jobs and time how fast workers drain them. */
+const isDrain = (scenario: ScenarioId) => scenario.startsWith("run-") || scenario === "burst-c50" || scenario === "real-work"
 
 /**
  * --quick keeps a full run on one database within about 3.5 minutes on a 2-core machine: scenarios that
@@ -86,7 +92,7 @@ const quickSkip = (scenario: ScenarioId, system: SystemId): string | undefined =
   if ((scenario === "run-4-processes" || scenario === "latency-other-process") && !quickCore.has(system)) {
     return "OS-process scenarios run only sqlane and the targets' peers"
   }
-  if (system === "pg-boss-default" && (scenario.startsWith("run-") || scenario === "real-work")) {
+  if (system === "pg-boss-default" && isDrain(scenario)) {
     return "it polls every 2 s and only hits the cap"
   }
   return undefined
@@ -102,7 +108,7 @@ const each = async (
   const s0 = nowMs()
   for (const system of ctx.systems.filter(filter)) {
     // sqlane with retention.completed 0 differs from sqlane only in how a completed job ends.
-    if (system.id === "sqlane-delete-completed" && !scenario.startsWith("run-") && scenario !== "real-work") continue
+    if (system.id === "sqlane-delete-completed" && !isDrain(scenario)) continue
     const skip = ctx.quick ? quickSkip(scenario, system.id) : undefined
     if (skip !== undefined) {
       ctx.note(scenario, system.id, `skipped in --quick (${skip})`)
@@ -251,19 +257,14 @@ const probeGroup: Group = {
               await a.query(`INSERT INTO ${jobs} (name, state, payload, priority, run_at, created_at)
                 SELECT 'n' || lpad(n::text, 4, '0'), 'pending', '{}', 0, now() - interval '1 second', now()
                 FROM generate_series(0, ${k - 1}) AS n, generate_series(1, 10) AS r`)
-              await a.query(`ANALYZE ${jobs}`)
             } else {
               await a.query(`INSERT INTO ${jobs} (name, state, payload, priority, run_at, created_at)
                 SELECT CONCAT('n', LPAD(n.seq, 4, '0')), 'pending', '{}', 0,
                        UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, UTC_TIMESTAMP(6)
                 FROM seq_0_to_${k - 1} AS n, seq_1_to_10 AS r`)
-              await a.query(`ANALYZE TABLE ${jobs}`)
             }
-          } else if (env.target.dialect === "pg") {
-            await a.query(`ANALYZE ${jobs}`)
-          } else {
-            await a.query(`ANALYZE TABLE ${jobs}`)
           }
+          await settle(env)
           if (selected.has(scenario)) {
             for (let i = 0; i < 10; i++) await sqlaneProbe(rt, names)
             const ms: Array<number> = []
@@ -408,6 +409,9 @@ const enqueueGroup: Group = {
 
 // ---------------------------------------------------------------------------------------------
 // run: N due jobs drained by workers; real-work: the same with a 10 ms handler at concurrency 50.
+// After the preload every drain settles the tables (ANALYZE, CHECKPOINT: lib/settle.ts) as a server
+// with autovacuum would have, and asks the system to check its claim's plan; burst-c50 is run c50
+// drained right after the preload, without statistics.
 
 const fill = async (inst: Instance, n: number) => {
   for (let i = 0; i < n; i += 1000) {
@@ -417,13 +421,13 @@ const fill = async (inst: Instance, n: number) => {
 
 const runGroup: Group = {
   name: "run",
-  scenarios: ["run-c10", "run-c50", "run-4-instances", "run-4-processes", "real-work"],
+  scenarios: ["run-c10", "run-c50", "burst-c50", "run-4-instances", "run-4-processes", "real-work"],
   run: async (ctx, selected) => {
     const n = ctx.quick ? 2000 : 20_000
     const capMs = ctx.quick ? 3_000 : 30_000
     for (const scenario of runGroup.scenarios) {
       if (!selected.has(scenario)) continue
-      const concurrency = scenario === "run-c50" || scenario === "real-work" ? 50 : 10
+      const concurrency = scenario === "run-c50" || scenario === "burst-c50" || scenario === "real-work" ? 50 : 10
       const workMs = scenario === "real-work" ? 10 : 0
       const instances = scenario === "run-4-instances" || scenario === "run-4-processes" ? 4 : 1
       await each(ctx, scenario, async (system, env) => {
@@ -434,6 +438,8 @@ const runGroup: Group = {
         const counter = new Counter()
         try {
           await fill(producer, n)
+          if (scenario !== "burst-c50") await settle(env)
+          await system.checkPlan?.(env)
           const handle = workMs > 0
             ? () => new Promise<void>((r) => setTimeout(() => {
               counter.inc()
@@ -473,7 +479,7 @@ const runGroup: Group = {
           if (!finished) ctx.note(scenario, system.id, `capped: ${done} of ${n} jobs in ${capMs / 1000} s`)
           ctx.record(scenario, system.id, "jobs_per_s", done / (elapsed / 1000), "jobs/s")
           ctx.record(scenario, system.id, "seconds", elapsed / 1000, "s")
-          if (scenario === "run-c50" && done > 0) {
+          if ((scenario === "run-c50" || scenario === "burst-c50") && done > 0) {
             ctx.record(scenario, system.id, "cpu_us_per_job", (cpu.user + cpu.system) / done, "µs")
           }
           if (scenario === "real-work") ctx.record(scenario, system.id, "ceiling_share", done / (elapsed / 1000) / 5000, "ratio")
@@ -501,6 +507,7 @@ const storageGroup: Group = {
       try {
         const before = await system.bytes(env)
         await fill(inst, n)
+        await settle(env)
         const after = await system.bytes(env)
         ctx.record("storage", system.id, "bytes_per_job", (after - before) / n, "B")
       } finally {

@@ -13,6 +13,7 @@ const loaders: Record<SystemId, () => Promise<System>> = {
   "skip-locked-50": () => import("./skip-locked.js").then((m) => m.skipLocked50),
   "pg-boss-default": () => import("./pg-boss.js").then((m) => m.pgBossDefault),
   "pg-boss-tuned": () => import("./pg-boss.js").then((m) => m.pgBossTuned),
+  "pg-boss-tuned-all": () => import("./pg-boss.js").then((m) => m.pgBossTunedAll),
   "graphile-worker": () => import("./graphile-worker.js").then((m) => m.graphileWorker),
   "bullmq-redis": () => import("./bullmq.js").then((m) => m.bullmqRedis),
   "bullmq-pg": () => import("./bullmq.js").then((m) => m.bullmqPg),

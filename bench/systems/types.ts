@@ -9,6 +9,7 @@ export type SystemId =
   | "sqlane-delete-completed"
   | "pg-boss-default"
   | "pg-boss-tuned"
+  | "pg-boss-tuned-all"
   | "graphile-worker"
   | "bullmq-redis"
   | "bullmq-pg"
@@ -23,6 +24,7 @@ export const systemIds: ReadonlyArray<SystemId> = [
   "skip-locked-50",
   "pg-boss-default",
   "pg-boss-tuned",
+  "pg-boss-tuned-all",
   "graphile-worker",
   "bullmq-redis",
   "bullmq-pg",
@@ -39,7 +41,11 @@ export interface Payload {
 
 export const payload = (i: number): Payload => ({ i, userId: 1000 + i, email: `user${i}@example.com`, template: "welcome" })
 
-/** Where the system's data lives and how to reach it. `ns` is unique per measurement. */
+/**
+ * Where the system's data lives and how to reach it. `ns` is unique per measurement; every system
+ * keeps its tables under names (or in schemas) that start with `${ns}_`, which is how the scenarios'
+ * settle step (lib/settle.ts) finds the tables to `ANALYZE` after a preload.
+ */
 export interface Env {
   readonly target: Pick<Target, "db" | "dialect" | "url" | "redis">
   readonly ns: string
@@ -82,6 +88,12 @@ export interface System {
   readonly drop: (env: Env) => Promise<void>
   /** What the bytes count: "disk" or "RAM". */
   readonly storage?: "disk" | "RAM"
+  /**
+   * Run on the preloaded tables before a drain (with and without statistics): throws, saying
+   * why, when the system's claim would not read its index in order (the hand-written floor must
+   * be a floor whatever the planner knows).
+   */
+  readonly checkPlan?: (env: Env) => Promise<void>
 }
 
 export const QUEUE = "bench"
