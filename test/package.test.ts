@@ -24,7 +24,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { inject } from "vitest"
 import { dropTables } from "./support/helpers.js"
-import { clientLayer, uniquePrefix } from "./support/targets.js"
+import { clientLayer, pgQuery, uniquePrefix } from "./support/targets.js"
 
 const root = path.join(import.meta.dirname, "..")
 const pg = inject("targets").find((t) => t.id === "postgres-15")
@@ -152,17 +152,7 @@ const codeBlock = (markdown: string, after: string) => {
   return match![1]!
 }
 
-/** Runs one statement on the database of `url` (with the `pg` of this repository). */
-const query = async (url: string, text: string) => {
-  const { default: Pg } = await import("pg")
-  const client = new Pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return (await client.query(text)).rows
-  } finally {
-    await client.end()
-  }
-}
+
 
 /** Runs `args` with node in `cwd` until `ready` is printed, then Ctrl-C (SIGINT); its output and exit code. */
 const runUntil = (args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv, ready: string) =>
@@ -282,7 +272,7 @@ if (pg) {
     const database = uniquePrefix("docsapp").slice(0, -1)
     const url = new URL(pg.url)
     url.pathname = `/${database}`
-    await query(pg.url, `CREATE DATABASE ${database}`)
+    await pgQuery(pg.url, `CREATE DATABASE ${database}`)
     try {
       const tarball = await pack(dir)
       const appDir = path.join(dir, "my-app")
@@ -330,7 +320,7 @@ if (pg) {
       assert.strictEqual(script.code, 0, script.stdout + script.stderr)
       assert.strictEqual(script.stdout.trim().split("\n").at(-1), "completed sent order 1 to ada@example.com true")
     } finally {
-      await query(pg.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await pgQuery(pg.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
       await rm(dir, { recursive: true, force: true })
     }
   }, 600_000)

@@ -9,11 +9,10 @@ import { Effect, Layer, Redacted, Schema, TestClock } from "effect"
 import { spawn } from "node:child_process"
 import { readFile } from "node:fs/promises"
 import * as path from "node:path"
-import pg from "pg"
 import { Job, Queue, QueueLive, Worker } from "sqlane"
 import { inject } from "vitest"
 import { dropTables, waitUntil } from "./support/helpers.js"
-import { uniquePrefix } from "./support/targets.js"
+import { pgQuery, uniquePrefix } from "./support/targets.js"
 
 const root = path.join(import.meta.dirname, "..")
 const example = path.join(root, "examples", "quickstart.ts")
@@ -26,23 +25,12 @@ it("the README's quick start is examples/quickstart.ts", async () => {
   assert.strictEqual(code, await readFile(example, "utf8"))
 })
 
-/** Runs one statement on the database of `url`. */
-const query = async (url: string, text: string) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return (await client.query(text)).rows
-  } finally {
-    await client.end()
-  }
-}
-
 if (target) {
   it("[postgres-15] the quick start runs as written: the order's email is sent, Ctrl-C stops it", async () => {
     const database = uniquePrefix("quickstart").slice(0, -1)
     const url = new URL(target.url)
     url.pathname = `/${database}`
-    await query(target.url, `CREATE DATABASE ${database}`)
+    await pgQuery(target.url, `CREATE DATABASE ${database}`)
     try {
       const child = spawn(process.execPath, ["--conditions=sqlane-source", "--import", "tsx", example], {
         cwd: root,
@@ -66,10 +54,10 @@ if (target) {
       assert.isTrue(sent, output)
       child.kill("SIGINT")
       assert.strictEqual(await exited, 0, output)
-      const jobs = await query(url.href, "SELECT name, state FROM sqlane_jobs")
+      const jobs = await pgQuery(url.href, "SELECT name, state FROM sqlane_jobs")
       assert.deepStrictEqual(jobs, [{ name: "send-email", state: "completed" }])
     } finally {
-      await query(target.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await pgQuery(target.url, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
     }
   }, 90_000)
 

@@ -8,6 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as ConfigError from "effect/ConfigError"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import Pg from "pg"
 
 export interface Target {
   /** e.g. `postgres-15`, `mariadb-10.11`: shown in every test name. */
@@ -28,3 +29,14 @@ let counter = 0
 /** A table prefix of its own for each test: tests never see each other's jobs. */
 export const uniquePrefix = (label = "t") =>
   `${label}_${process.pid.toString(36)}_${Date.now().toString(36)}_${(counter++).toString(36)}_`
+
+/** Runs one statement on the PostgreSQL database of `url` with a client of its own (its rows). */
+export const pgQuery = async (url: string, text: string) => {
+  const client = new Pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query(text)).rows
+  } finally {
+    await client.end()
+  }
+}
