@@ -152,8 +152,6 @@ const codeBlock = (markdown: string, after: string) => {
   return match![1]!
 }
 
-
-
 /** Runs `args` with node in `cwd` until `ready` is printed, then Ctrl-C (SIGINT); its output and exit code. */
 const runUntil = (args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv, ready: string) =>
   new Promise<{ code: number | null; output: string }>((resolve) => {
