@@ -14,7 +14,7 @@
  * refusal (a trigger raising, a missing privilege) — it is retried a few times apart on its own
  * fiber, so that no other end waits for it, then dead-lettered. An end whose dead letter is refused
  * too is left unwritten: the job stays `running` until a rescuer takes it back as its worker's once
- * that worker is gone, and a warning says so.
+ * that worker is gone, and a warning says so (`internal/completer/endWriter.ts`).
  *
  * A write may carry a worker's next claim: the batch holding a worker's ends asks it for the claim
  * (`internal/claimsOnEnds.ts`), and the Claimer writes the ends and makes the claim in one commit
@@ -30,25 +30,20 @@
  *
  * @since 0.1.0
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { Claimant, ClaimRequest, EndWritten } from "../internal/claimsOnEnds.js"
+import { makeEndWriter } from "../internal/completer/endWriter.js"
 import { Database } from "../internal/Database.js"
 import { Facts } from "../internal/facts.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
-import { unrecorded } from "../internal/sanitize.js"
-import { wallSleep } from "../internal/wallClock.js"
 import type { ClaimedRow, Finish, StaleEnds } from "../internal/driver/Driver.js"
-import { errorKind } from "../internal/driver/errors.js"
 import { endKey } from "../internal/driver/shared.js"
 import { Claimer } from "./Claimer.js"
 
@@ -133,31 +128,6 @@ type Entry = readonly [Outcome, EndWritten, Claimant | undefined]
 const maxBatch = 1000
 
 /**
- * While the database is unavailable, how long an end waits between writes: 50 ms doubling, at most
- * 5 s apart, for as long as it takes.
- */
-const unavailableRetries = Schedule.exponential("50 millis").pipe(Schedule.union(Schedule.spaced("5 seconds")))
-
-/** While closing, the pause between two tries of a write the database did not take (wall clock). */
-const closingPauseMillis = 50
-
-/**
- * An end the database refuses (neither unavailable nor refusing its values) is written 5 times in
- * all: again 100 ms, 200 ms, 400 ms and 800 ms after each refusal (at most 2 s apart), on Effect's
- * `Clock`.
- */
-const refusalRetries = Schedule.exponential("100 millis").pipe(
-  Schedule.union(Schedule.spaced("2 seconds")),
-  Schedule.intersect(Schedule.recurs(4))
-)
-
-/** What the database said when it refused a write: its message, without the driver's wrapping. */
-const saidWhy = (error: SqlError): string => {
-  const cause = error.cause
-  return cause instanceof Error && cause.message !== "" ? cause.message : String(cause ?? error.message)
-}
-
-/**
  * Builds the `Completer` service and its writer fiber in the current scope (used by {@link layer}).
  *
  * @example
@@ -188,127 +158,15 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
   /** The refused ends being retried, each on a fiber of its own. */
   const retrying = yield* FiberSet.make<void>()
 
-  /**
-   * `effect`, retried while the database is unavailable, for as long as it takes (at close, up to
-   * the close's bound). Once closing, a pause is cut short: the close wants the ends written now,
-   * and the database may be back.
-   */
-  const whileUnavailable = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
-    Effect.gen(function*() {
-      const pauses = yield* Schedule.driver(unavailableRetries)
-      while (true) {
-        const tried = yield* Effect.either(effect)
-        if (Either.isRight(tried)) return tried.right
-        if (errorKind(tried.left) !== "unavailable") return yield* Effect.fail(tried.left)
-        yield* reachability.failed("completer", "sqlane: completing jobs failed; retrying", Cause.fail(tried.left))
-        yield* closed
-          ? wallSleep(closingPauseMillis)
-          : Effect.raceFirst(Effect.ignore(pauses.next(undefined)), Deferred.await(closing))
-      }
-    })
-
-  /**
-   * Of `stale`, the ends their rows do not hold. A write retried after its connection failed may
-   * have committed unseen; its ends are stale then, written by it.
-   */
-  const notHeld = (ends: ReadonlyArray<Outcome>, stale: StaleEnds): Effect.Effect<StaleEnds> =>
-    stale.size === 0
-      ? Effect.succeed(stale)
-      : driver.jobEndsNotHeld(ends.filter((o) => stale.has(endKey(o.id, o.attempt)))).pipe(
-        Effect.orElseSucceed(() => stale)
-      )
-
-  /**
-   * An end written alone: `end` is the end or the dead letter written in its place, `stale` whether
-   * it changed nothing; or `"unwritten"`: neither it nor its dead letter could be written, the row
-   * is left to a rescuer.
-   */
-  type Single = { readonly end: Outcome; readonly stale: boolean } | "unwritten"
-
-  /**
-   * The dead letter written in place of an end the database refused, saying why. If it is refused
-   * too, the end is left unwritten, with a warning: the job stays `running`, and a rescuer takes it
-   * back once its worker is gone (its lock free, or its lease passed).
-   */
-  const deadLetter = (outcome: Outcome, refusal: SqlError): Effect.Effect<Single> => {
-    const dead = unrecorded(outcome, saidWhy(refusal))
-    return whileUnavailable(driver.jobFinishMany([dead])).pipe(
-      Effect.map((stale): Single => ({ end: dead, stale: stale.size > 0 })),
-      Effect.tap(() =>
-        Effect.suspend(() => {
-          letteredInPlace.add(outcome)
-          return Effect.logError(
-            `sqlane: job ${outcome.id}${outcome.name === undefined ? "" : ` (${outcome.name})`} is dead after attempt ` +
-              `${outcome.attempt}: the database ` +
-              `refused this attempt's end: ${saidWhy(refusal)}`
-          )
-        })
-      ),
-      Effect.catchAll((error) =>
-        Effect.as(
-          Effect.logWarning(
-            "sqlane: the database refused this attempt's end and the dead letter in its place; the job stays " +
-              `running until a rescuer takes it back once its worker is gone: ${saidWhy(refusal)}; then: ${saidWhy(error)}`
-          ),
-          "unwritten" as const
-        )
-      ),
-      Effect.annotateLogs({
-        "sqlane.job.id": outcome.id,
-        ...(outcome.name === undefined ? {} : { "sqlane.job.name": outcome.name }),
-        "sqlane.job.attempt": outcome.attempt
-      })
-    )
-  }
-
-  /**
-   * Retries an end the database refused (`first`), on a fiber of its own: up to `refusalRetries`,
-   * then its dead letter. Once `closing` is done it waits no more: its dead letter is written at
-   * once.
-   */
-  const retryRefused = (entry: Entry, first: SqlError): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      const [outcome, done] = entry
-      const pauses = yield* Schedule.driver(refusalRetries)
-      let refusal = first
-      let result: Single | undefined
-      while (result === undefined) {
-        const again = yield* Effect.raceFirst(
-          Effect.isSuccess(pauses.next(undefined)),
-          Effect.as(Deferred.await(closing), false)
-        )
-        if (!again) break
-        const tried = yield* Effect.either(whileUnavailable(driver.jobFinishMany([outcome])))
-        if (Either.isRight(tried)) result = { end: outcome, stale: tried.right.size > 0 }
-        else if (errorKind((refusal = tried.left)) !== "refused") break
-      }
-      result ??= yield* deadLetter(outcome, refusal)
-      if (result === "unwritten") return done(false, true)
-      const { end, stale } = result
-      done(!stale || (yield* notHeld([end], new Set([endKey(end.id, end.attempt)]))).size === 0)
-    }).pipe(
-      // A defect must not leave the job's slot taken: the end counts as unwritten.
-      Effect.catchAllDefect((defect) =>
-        Effect.logError("sqlane: retrying a refused end failed", defect).pipe(
-          Effect.zipRight(Effect.sync(() => entry[1](false, true)))
-        )
-      )
-    )
-
-  /**
-   * One end of a batch the database refused, written alone. The database unavailable: retried until
-   * it is written. Its values refused: dead-lettered at once. Any other refusal: retried on a
-   * fiber of its own (`retryRefused`), or while closing dead-lettered at once.
-   */
-  const writeOne = (entry: Entry): Effect.Effect<Single | "retrying"> =>
-    whileUnavailable(driver.jobFinishMany([entry[0]])).pipe(
-      Effect.map((stale): Single | "retrying" => ({ end: entry[0], stale: stale.size > 0 })),
-      Effect.catchAll((error): Effect.Effect<Single | "retrying"> =>
-        errorKind(error) === "data" || closed
-          ? deadLetter(entry[0], error)
-          : Effect.as(FiberSet.run(retrying, retryRefused(entry, error)), "retrying" as const)
-      )
-    )
+  const endWriter = makeEndWriter({
+    driver,
+    reachability,
+    closing,
+    isClosed: () => closed,
+    retrying,
+    onLetteredInPlace: (outcome) => letteredInPlace.add(outcome)
+  })
+  const { notHeld } = endWriter
 
   /** Entries of a batch written end by end that are not called back with the batch. */
   const aside = new Map<Entry, "unwritten" | "retrying">()
@@ -337,7 +195,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       const stale = new Set<string>()
       const ends: Array<Outcome> = []
       for (const entry of batch) {
-        const single = yield* writeOne(entry)
+        const single = yield* endWriter.writeOne(entry[0], entry[1])
         if (typeof single === "string") aside.set(entry, single)
         else if (single.stale) {
           stale.add(endKey(single.end.id, single.end.attempt))
