@@ -185,7 +185,8 @@ export interface HandlerContext extends Job.JobContext {
 
 /**
  * The options of `work`: those of the Effect `Worker` (`WorkerOptions`) that apply to one job name —
- * `concurrency` (default 10), `id` (default a random UUID), `shutdownTimeout` (default 30 seconds),
+ * `concurrency` (default 10), `prefetch` (jobs claimed ahead while a backlog lasts, default `2 × concurrency`),
+ * `id` (default a random UUID), `shutdownTimeout` (default 30 seconds),
  * `logs` (`"quiet"` turns off the lines of failed attempts and dead letters).
  *
  * @example
@@ -196,7 +197,7 @@ export interface HandlerContext extends Job.JobContext {
  * @since 0.2.0
  * @category models
  */
-export type WorkOptions = Pick<WorkerOptions<never>, "concurrency" | "id" | "shutdownTimeout" | "logs">
+export type WorkOptions = Pick<WorkerOptions<never>, "concurrency" | "prefetch" | "id" | "shutdownTimeout" | "logs">
 
 /**
  * A running worker, from `work`.

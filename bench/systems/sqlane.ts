@@ -82,6 +82,8 @@ const make = (id: SystemId, deleteCompleted: boolean): System => ({
         await rt.runPromise(
           Worker.make({
             concurrency,
+            // Diagnostic: SQLANE_PREFETCH=N sets the worker's prefetch (default: the worker's own).
+            ...(process.env.SQLANE_PREFETCH === undefined ? {} : { prefetch: Number(process.env.SQLANE_PREFETCH) }),
             handlers: [
               Job.handler(BenchJob, (p: Payload) =>
                 Effect.suspend(() => {

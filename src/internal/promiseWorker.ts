@@ -83,6 +83,7 @@ export const start = async (
     Worker.make({
       handlers: [effectHandler(job, handler, progress)],
       concurrency: options.concurrency,
+      prefetch: options.prefetch,
       id: options.id,
       shutdownTimeout: options.shutdownTimeout,
       logs: options.logs

@@ -11,7 +11,7 @@
  * | `sqlane_jobs_failed` | counter | an attempt's failure is written (typed failure, defect, bad payload, timeout, lost worker) |
  * | `sqlane_jobs_retried` | counter | a failed attempt is rescheduled |
  * | `sqlane_jobs_dead` | counter | a job is dead-lettered |
- * | `sqlane_job_pickup_latency_ms` | histogram | a job is claimed: claim time − the job's `run_at` (or its creation, if later) |
+ * | `sqlane_job_pickup_latency_ms` | histogram | an attempt starts: start time − the job's `run_at` (or its creation, if later) |
  * | `sqlane_job_run_duration_ms` | histogram | an attempt's handler ends: its run time |
  * | `sqlane_jobs_due` | gauge | every `heartbeatInterval`, per job name a worker handles: its due jobs (counted up to 10,000) |
  *

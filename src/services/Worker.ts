@@ -39,6 +39,7 @@ import * as Pauses from "../internal/pauses.js"
 import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
 import { nowMicros } from "../internal/time.js"
+import { wallSleep } from "../internal/wallClock.js"
 import { ofJobName } from "./Metrics.js"
 import type { Handler } from "../schema/Job.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
@@ -79,6 +80,23 @@ export interface WorkerOptions<R> {
    * `InvalidWorkerOptions`). Default 10.
    */
   readonly concurrency?: number | undefined
+  /**
+   * The most jobs this worker claims ahead of those it runs, so that while a backlog lasts a slot
+   * whose attempt ends starts the next job at once, and the end is written (with the next claim)
+   * behind it. A whole number, 0 or more (anything else fails `make` with `InvalidWorkerOptions`);
+   * 0: a job is claimed only for a free slot. Default: `2 × concurrency`.
+   *
+   * Fewer wait than this when fewer are needed: about the jobs that end while one end is written
+   * (measured), so a worker of long jobs claims none ahead. Jobs wait only while the worker has a
+   * backlog, never for a worker with a job that has a `mutexKey` (a waiting job would hold its key),
+   * and at most 1 s (or half `leaseTimeout`); then, and when they are cancelled, their name paused,
+   * or the worker stops, they are released: back to pending, the attempt not counted. Waiting jobs
+   * are held by the worker like running ones: if it crashes, they are rescued with them.
+   * docs/workers.md ("Prefetch") says more.
+   *
+   * Source: Celery's `worker_prefetch_multiplier`, AMQP's consumer prefetch (`basic.qos`), pg-boss's `batchSize`.
+   */
+  readonly prefetch?: number | undefined
   /**
    * Recorded on the jobs this worker claims. Default: a random UUID. At most 55 characters (on
    * MySQL the worker's lock name, `sqw<scope>:<id>`, must fit `GET_LOCK`'s 64). Unique within one
@@ -123,12 +141,20 @@ export interface WorkerOptions<R> {
  */
 export interface WorkerHandle {
   readonly id: string
-  /** Jobs claimed and not yet finished (running, or their end not yet written). */
+  /** Jobs claimed and not yet finished (running, waiting to start, or their end not yet written). */
   readonly running: Effect.Effect<number>
+  /** Jobs claimed ahead of the running ones, waiting to start (at most `prefetch`; see `WorkerOptions.prefetch`). */
+  readonly waiting: Effect.Effect<number>
 }
 
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
+
+/** The default `prefetch`: twice the jobs the worker runs at once (measured: docs/performance.md, "Prefetch"). */
+const defaultPrefetch = (concurrency: number) => 2 * concurrency
+
+/** How often the jobs waiting to start are checked for a pause, their bound and the worker's id (wall clock, ms). */
+const waitingCheckMillis = 250
 
 /** The longest worker id: MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`. */
 const maxWorkerIdLength = 55
@@ -141,6 +167,14 @@ const optionsProblem = <R>(options: WorkerOptions<R>): InvalidWorkerOptions | un
       option: "concurrency",
       reason: typeof concurrency === "number" ? "range" : "type",
       message: `concurrency must be a positive integer, got ${options.concurrency}`
+    })
+  }
+  const prefetch = options.prefetch
+  if (prefetch !== undefined && (!Number.isSafeInteger(prefetch) || prefetch < 0)) {
+    return new InvalidWorkerOptions({
+      option: "prefetch",
+      reason: typeof prefetch === "number" ? "range" : "type",
+      message: `prefetch must be a whole number of jobs, 0 or more, got ${String(prefetch)}`
     })
   }
   if (options.id !== undefined) {
@@ -221,6 +255,8 @@ export const make = <R>(
     const invalid = optionsProblem(options)
     if (invalid !== undefined) return yield* invalid
     const config = yield* QueueConfig
+    /** Effect's Clock (TestClock in tests), read outside a fiber in the hot path. */
+    const clock = yield* Effect.clock
     const completer = yield* Completer
     const notifier = yield* Notifier
     const concurrency = options.concurrency ?? 10
@@ -280,7 +316,20 @@ export const make = <R>(
     /** The claim loop (made below, once what it needs is). */
     let loop: Loop.ClaimLoop | undefined
 
-    const slots = yield* Slots.make(concurrency)
+    const slots = yield* Slots.make({
+      concurrency,
+      // A waiting job would hold its mutex key, which another worker could use now.
+      prefetch: keyed.size > 0 ? 0 : options.prefetch ?? defaultPrefetch(concurrency),
+      leaseMillis: Duration.toMillis(config.leaseTimeout)
+    }, {
+      start: (row) => {
+        const nowMs = clock.unsafeCurrentTimeMillis()
+        // Never throws: a start that fails fails its own attempt.
+        attempts.start(row)
+        ofJobName(row.name).pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
+      },
+      release: (row) => submit(row, released(row))
+    })
     const { inflight } = slots
     /** Wakes the claim loop (made below): an attempt was rescheduled, re-probe to learn its new run_at. */
     const wakeSelf = Effect.suspend(() => loop?.wake ?? Effect.void)
@@ -296,7 +345,6 @@ export const make = <R>(
       keyed,
       slots,
       paused,
-      start: attempts.start,
       release: (row) => submit(row, released(row)),
       stopping: () => stopping,
       idTaken: () => idTaken
@@ -322,6 +370,8 @@ export const make = <R>(
     const submit = (row: ClaimedJob, end: Outcome) => {
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
       const outcome = fitRecord(end, maxStatementBytes)
+      // Its slot starts the next waiting job now, while the end is written.
+      slots.handed(row)
       const submitted = claims.submitting()
       completer.submit(outcome, (changed, unwritten) => {
         claims.written(submitted)
@@ -346,11 +396,37 @@ export const make = <R>(
       workerId,
       slots,
       shutdownTimeout,
-      stop: () => void (stopping = true),
+      stop: () => {
+        stopping = true
+        slots.releaseWaiting()
+      },
       loopFiber: () => loopFiber
     })
 
-    yield* notifier.onCancel(attempts.cancel)
+    /** Cancelled jobs: a waiting one is released (its write changes nothing if the job is cancelled), a running one interrupted. */
+    const cancel = (ids: ReadonlyArray<string>) => {
+      if (slots.waiting() > 0) {
+        const cancelled = new Set(ids)
+        slots.releaseWaiting((row) => cancelled.has(row.id))
+      }
+      attempts.cancel(ids)
+    }
+    yield* notifier.onCancel(cancel)
+
+    // Waiting jobs leave when they waited too long, their name was paused, or the worker's id was taken.
+    yield* Effect.suspend(() => {
+      if (slots.waiting() === 0) return Effect.void
+      if (idTaken) slots.releaseWaiting()
+      else {
+        slots.releaseOverdue()
+        slots.releaseWaiting((row) => paused.claimable([row.name]).length === 0)
+      }
+      return Effect.void
+    }).pipe(
+      Effect.zipRight(wallSleep(waitingCheckMillis)),
+      Effect.forever,
+      Effect.forkScoped
+    )
 
     // The rescuer (internal/worker/rescuer.ts): lost workers' jobs of these names, and cancellations of jobs
     // running here that no NOTIFY announced.
@@ -360,7 +436,7 @@ export const make = <R>(
       concurrency,
       startedAtUs,
       idTaken: () => idTaken,
-      running: () => inflight,
+      running: slots.attempts,
       holds: slots.holds,
       claimsStarted: slots.claimsStarted,
       claimsEnded: slots.claimsEnded,
@@ -369,13 +445,13 @@ export const make = <R>(
       releasedEnd: released,
       counted: count,
       endLogs,
-      cancel: attempts.cancel,
+      cancel,
       wake: wakeSelf
     })
 
     // Stopped by the graceful shutdown above, which waits for it.
     loopFiber = yield* Effect.forkDaemon(Effect.interruptible(claims.run))
-    return { id: workerId, running: Effect.sync(slots.running) } satisfies WorkerHandle
+    return { id: workerId, running: Effect.sync(slots.running), waiting: Effect.sync(slots.waiting) } satisfies WorkerHandle
   })
 
 /**

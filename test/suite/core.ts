@@ -626,7 +626,7 @@ export const core = (target: Target) => {
           assert.strictEqual(byWorker.length, 4, JSON.stringify(byWorker))
         })), 120_000)
 
-    it.live(name("concurrency 4: never more than 4 jobs claimed-and-running per worker"), () =>
+    it.live(name("concurrency 4, prefetch 0: never more than 4 jobs claimed-and-running per worker"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -641,7 +641,7 @@ export const core = (target: Target) => {
             }))
           const queue = yield* Queue.Queue
           yield* queue.enqueueMany(Noop, Array.from({ length: 300 }, (_, i) => ({ i })))
-          const worker = yield* Worker.make({ handlers: [handler], concurrency: 4 })
+          const worker = yield* Worker.make({ handlers: [handler], concurrency: 4, prefetch: 0 })
           let maxClaimed = 0
           let maxRunning = 0
           while ((yield* countJobs(prefix, "completed")) < 300) {
@@ -681,7 +681,8 @@ export const core = (target: Target) => {
               }).pipe(Effect.orDie))
             const queue = yield* Queue.Queue
             yield* queue.enqueueMany(Noop, Array.from({ length: total / 2 }, (_, i) => ({ i })))
-            const worker = yield* Worker.make({ handlers: [handler], concurrency: 4 })
+            // Nothing claimed ahead (prefetch 0): a job holds its slot until its end is written.
+            const worker = yield* Worker.make({ handlers: [handler], concurrency: 4, prefetch: 0 })
             let maxClaimed = 0
             let more = true
             while ((yield* countJobs(prefix, "completed")) < total) {
@@ -758,7 +759,9 @@ export const core = (target: Target) => {
                 inHandler--
                 ran++
               }))],
-            concurrency: 4
+            concurrency: 4,
+            // Nothing claimed ahead: a job holds its slot until its end is written.
+            prefetch: 0
           }).pipe(Effect.provide(services))
           let maxClaimed = 0
           while ((yield* countJobs(prefix, "completed")) < total) {

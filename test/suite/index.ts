@@ -9,6 +9,7 @@ import { badInput } from "./badInput.js"
 import { core } from "./core.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
+import { prefetch } from "./prefetch.js"
 import { operations } from "./operations.js"
 import { outage } from "./outage.js"
 import { pause } from "./pause.js"
@@ -22,6 +23,7 @@ export const suitesFor = (id: string) => {
   if (target) {
     driverSuite(target)
     core(target)
+    prefetch(target)
     safety(target)
     plans(target)
     observability(target)

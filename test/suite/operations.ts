@@ -21,7 +21,7 @@ import * as PgMigrations from "../../src/internal/driver/pg/migrations.js"
 import { Facts } from "../../src/internal/facts.js"
 import * as Claimer from "../../src/services/Claimer.js"
 import * as Completer from "../../src/services/Completer.js"
-import { countJobs, dropTables, realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { countJobs, dropTables, ledgerOf, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Hang, Noop, Slow } from "../support/jobs.js"
 import { binScript, runCli, runCliClosingEarly, spawnWorker } from "../support/processes.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
@@ -96,17 +96,6 @@ const countByState = (prefix: string, name: string) =>
     const rows = yield* sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM ${sql(`${prefix}jobs`)}
       WHERE name = ${name} GROUP BY state`
     return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])) as Record<string, number>
-  })
-
-const ledgerOf = (prefix: string) =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const ledger = sql(prefix + "ledger")
-    yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
-    return {
-      count: (jobId: string) =>
-        Effect.map(sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = ${jobId}`, (r) => Number(r[0].n))
-    }
   })
 
 export const operations = (target: Target) => {

@@ -22,27 +22,10 @@ import * as TestClock from "effect/TestClock"
 import { Completer, Errors, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { ledgerOf, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
-
-const ledgerOf = (prefix: string) =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const ledger = sql(prefix + "ledger")
-    yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
-    return {
-      rows: sql<{ job_id: string; worker: string }>`SELECT job_id, worker FROM ${ledger}`,
-      count: (jobId: string) =>
-        Effect.map(
-          sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = ${jobId}`,
-          (r) => Number(r[0].n)
-        ),
-      record: (jobId: string, worker: string) =>
-        Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${jobId}, ${worker})`)
-    }
-  })
 
 /**
  * What a worker `workerId` leaves of job `jobId` when its process is gone: the job running under it,

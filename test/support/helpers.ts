@@ -89,3 +89,21 @@ export const holdJobRow = (prefix: string, id: string) =>
     yield* Deferred.await(holding)
     return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
   })
+
+/** A ledger table of the prefix (`job_id`, `worker`) that handlers and child processes record runs in. */
+export const ledgerOf = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const ledger = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${ledger} (job_id VARCHAR(64) NOT NULL, worker VARCHAR(64) NOT NULL)`
+    return {
+      rows: sql<{ job_id: string; worker: string }>`SELECT job_id, worker FROM ${ledger}`,
+      count: (jobId: string) =>
+        Effect.map(
+          sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${ledger} WHERE job_id = ${jobId}`,
+          (r) => Number(r[0].n)
+        ),
+      record: (jobId: string, worker: string) =>
+        Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${jobId}, ${worker})`)
+    }
+  })

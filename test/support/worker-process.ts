@@ -3,10 +3,13 @@
  *
  *   worker-process.ts <mode> <pg|mysql> <url> <prefix> <name> <arg>
  *
- * - work:     runs "noop" jobs, recording each run in <prefix>ledger, until <arg> jobs are completed
+ * - work:     runs "noop" jobs (each SQLANE_JOB_MS ms, default 2), recording each run in <prefix>ledger,
+ *             until <arg> jobs are completed
  * - enqueue:  enqueues <arg> "noop" jobs and exits
  * - burst:    enqueues <arg> "noop" jobs at once (concurrently, a statement each) and exits
  * - hang:     runs "hang" jobs (recording the start, then sleeping an hour) until killed
+ * - hang-one: as hang, at concurrency 1 and prefetch 1, and runs "noop" jobs at once: after a few
+ *             "noop" jobs the next "hang" job waits, claimed, behind the one that hangs
  * - suicide:  runs "suicide" jobs, which record the start and SIGKILL this process; exits when none
  *             is left pending or running
  * - graceful: runs "slow" jobs (3 s, recording start and end); on SIGTERM/SIGINT shuts down with a
@@ -40,6 +43,9 @@ const record = (jobId: string) =>
 
 const ready = record("ready")
 
+/** How long a "work" or "outage" job takes (ms), if set. */
+const jobMs = process.env.SQLANE_JOB_MS === undefined ? undefined : Number(process.env.SQLANE_JOB_MS)
+
 const countState = (states: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(`${prefix}jobs`)} WHERE state IN ${sql.in(states)}`.pipe(
@@ -50,7 +56,7 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
   work: Effect.gen(function*() {
     yield* Worker.make({
       concurrency: 5,
-      handlers: [Job.handler(Noop, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("2 millis"))))]
+      handlers: [Job.handler(Noop, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep(jobMs ?? 2))))]
     })
     yield* ready
     while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
@@ -68,6 +74,18 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
   }),
   hang: Effect.gen(function*() {
     yield* Worker.make({ handlers: [Job.handler(Hang, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("1 hour"))))] })
+    yield* ready
+    yield* Effect.never
+  }),
+  "hang-one": Effect.gen(function*() {
+    yield* Worker.make({
+      concurrency: 1,
+      prefetch: 1,
+      handlers: [
+        Job.handler(Hang, (_, ctx) => record(ctx.id).pipe(Effect.zipRight(Effect.sleep("1 hour")))),
+        Job.handler(Noop, () => Effect.void)
+      ]
+    })
     yield* ready
     yield* Effect.never
   }),
@@ -90,12 +108,11 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
   }),
   cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg)),
   outage: Effect.gen(function*() {
-    const jobMs = Number(process.env.SQLANE_JOB_MS ?? 3_600_000)
     yield* Worker.make({
       concurrency: 20,
       shutdownTimeout: Duration.millis(Number(arg)),
       // Each start is printed (`started <id>`): a claim whose answer the cut lost started nothing here.
-      handlers: [Job.handler(Slow, (_, ctx) => Effect.zipRight(Effect.sync(() => console.log(`started ${ctx.id}`)), Effect.sleep(jobMs)))]
+      handlers: [Job.handler(Slow, (_, ctx) => Effect.zipRight(Effect.sync(() => console.log(`started ${ctx.id}`)), Effect.sleep(jobMs ?? 3_600_000)))]
     })
     yield* Effect.never
   })

@@ -9,8 +9,9 @@
  * claimed (`answers`). One transaction and one commit end a batch of attempts and claim the slots
  * they free, so the slots are never over-filled and the claim costs no commit of its own.
  *
- * How many jobs to claim is decided here, from the slots (`Slots.free`); claimed jobs take their
- * slots and start in `took`.
+ * How many jobs to claim is decided here, from the slots (`Slots.free`: with a backlog, also the
+ * jobs that may wait ahead of the running ones); the slots start what a claim took, or keep it
+ * waiting (`internal/worker/slots.ts`).
  *
  * @internal
  */
@@ -50,9 +51,7 @@ export interface LoopHost {
   readonly slots: Slots
   /** Paused job names, left out of every probe and claim. */
   readonly paused: Pauses.PausedView
-  /** Starts the attempt of a claimed job whose slot is taken. */
-  readonly start: (row: ClaimedRow) => void
-  /** Releases a claimed job whose slot is taken (back to pending, not run). */
+  /** Releases a claimed job the slots hold (back to pending, not run). */
   readonly release: (row: ClaimedRow) => void
   /** The worker's scope is closing: jobs a claim in flight brings back are released. */
   readonly stopping: () => boolean
@@ -92,21 +91,16 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     const batchMin = Math.ceil(concurrency / 2)
     const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
 
-    /** Starts the jobs a claim took; returns how many. */
+    /** Hands the jobs a claim took to the slots, which start them or keep them waiting; returns how many. */
     const took = (rows: ReadonlyArray<ClaimedRow>) => {
       slots.take(rows)
-      const nowMs = clock.unsafeCurrentTimeMillis()
-      for (const row of rows) {
-        // A claim that was in flight when the worker began to stop: back to pending, not run.
-        if (host.stopping()) {
-          host.release(row)
-          continue
-        }
-        const metrics = ofJobName(row.name)
-        metrics.claimed.unsafeUpdate(1, [])
-        metrics.pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
-        host.start(row)
+      // A claim that was in flight when the worker began to stop: back to pending, not run.
+      if (host.stopping()) {
+        for (const row of rows) host.release(row)
+        return rows.length
       }
+      for (const row of rows) ofJobName(row.name).claimed.unsafeUpdate(1, [])
+      slots.admit(rows)
       return rows.length
     }
 
@@ -141,7 +135,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (rideInFlight) return undefined
         if (!rideArmed || !offered || host.stopping() || host.idTaken()) return pass()
         const groups = paused.claimableGroups(rideGroups)
-        const limit = slots.free() + ended
+        const limit = slots.free(true, ended)
         if (groups.length === 0 || limit <= 0) return pass()
         slots.claimStarted(true)
         rideInFlight = true
@@ -209,7 +203,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (rideArmed || rideInFlight) {
           // Riding (see `claimant`): the writes of this worker's ends claim for it.
           let signal: ClaimAnswer | typeof passed | undefined
-          if (!rideInFlight && slots.free() > 0) {
+          if (!rideInFlight && slots.free(true) > 0) {
             // Slots free beside the ride (the last claim asked for half the slots, or slots were
             // freed while it was in flight): the next write of this worker's ends claims them too.
             // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
@@ -234,15 +228,15 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
           else rideGroups = paused.claimableGroups(due)
           continue
         }
-        if (slots.free() <= 0) {
+        if (slots.free(backlog) <= 0) {
           yield* slots.slotFreed
           continue
         }
-        if (backlog && slots.free() < batchMin) {
+        if (backlog && slots.free(true) < batchMin) {
           // Jobs are waiting: claim when half the slots are free (fewer, larger claims), but
           // leave no slot idle for more than about 2 ms (wall-clock: this is not job timing).
           const deadline = Date.now() + 2
-          while (slots.free() < batchMin && slots.running() > 0 && Date.now() < deadline) {
+          while (slots.free(true) < batchMin && slots.running() > 0 && Date.now() < deadline) {
             yield* Effect.raceFirst(slots.slotFreed, wallSleep(Math.max(1, deadline - Date.now())))
           }
         }
@@ -259,7 +253,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         }
         // With a backlog, claim at most half the slots at a time: two halves in flight, one being
         // claimed or run while the other's ends are written, so round trips overlap.
-        const free: number = backlog ? Math.min(slots.free(), batchMin) : slots.free()
+        const free: number = backlog ? Math.min(slots.free(true), batchMin + slots.target()) : slots.free(false)
+        // The slots changed during the waits and the probe above (a slot taken back by a release, the
+        // jobs that may wait fewer): nothing to claim now; the probe's groups are kept for the next pass.
+        if (free <= 0) continue
         // Names paused since they were found due (or hinted) are left out.
         due = paused.claimableGroups(due)
         const claimed: number = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)

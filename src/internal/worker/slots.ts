@@ -1,10 +1,27 @@
 /**
- * A worker's slots: the jobs it holds against its `concurrency` — claimed, and their end not yet
- * written — the attempts running here, the claim statements in flight, and the waits on them (a slot
- * freed, every slot free).
+ * A worker's slots: the attempts it runs against its `concurrency`, the jobs it claimed ahead of
+ * them (waiting to start), the jobs it holds — claimed, and their end not yet written — the claim
+ * statements in flight, and the waits on them (room for a claim, every job let go).
  *
- * A slot is taken when a claim brings a job back (`take`, before the job starts) and freed once the
- * job's end is written (`ended`). Whoever decides how many jobs to claim asks `free()`.
+ * A claim brings jobs back (`take`, then `admit`): each starts at once while fewer than
+ * `concurrency` attempts run, the rest wait here in claim order. When an attempt ends — its end
+ * handed to the Completer, not yet written — the next waiting job starts at once, so while a backlog
+ * lasts no slot waits for the database: the end is written, and the next claim made with it,
+ * behind the jobs already running.
+ *
+ * With `prefetch` 0 nothing waits, and a job keeps its slot until its end is written: the worker
+ * never has more than `concurrency` jobs claimed. Otherwise how many jobs wait is bounded twice. By `prefetch`, the worker's option. And by what a slot needs
+ * to never wait: the jobs that end while one end is written, i.e. about
+ * `2 × concurrency × write time ÷ attempt time` (both measured here, on the wall clock), so that a
+ * worker of long jobs claims nothing ahead of them. Jobs are claimed ahead only while a backlog lasts
+ * (the loop's last claim filled every slot it asked for), never for a worker with mutex keys (a
+ * waiting job would hold its key), and a job waits at most `maxWaitMillis` (or half the lease) before
+ * it is released: back to pending, the attempt not counted. A cancel or the worker's shutdown releases
+ * the waiting jobs it concerns at once; a pause or the worker's id taken within the worker's next
+ * check of its waiting jobs (`Worker.ts`, every 250 ms).
+ *
+ * Source: Celery's `worker_prefetch_multiplier` and AMQP's consumer prefetch (`basic.qos`), with
+ * the number kept to what the write of an end costs.
  *
  * @internal
  */
@@ -22,12 +39,43 @@ export interface Inflight {
   readonly stopped: (thrown: unknown) => void
 }
 
+/** The longest a claimed job waits to start before it is released (wall clock, ms). */
+export const maxWaitMillis = 1000
+
+/** What the slots do with a job that leaves them. */
+export interface SlotsHost {
+  /** Starts the attempt of a claimed job. */
+  readonly start: (row: ClaimedRow) => void
+  /** Releases a claimed job that did not start (back to pending, the attempt not counted). */
+  readonly release: (row: ClaimedRow) => void
+}
+
+export interface SlotsOptions {
+  readonly concurrency: number
+  /** The most jobs claimed ahead of the running ones (0: none). */
+  readonly prefetch: number
+  /** The lease (ms): a waiting job is released after half of it at the latest. */
+  readonly leaseMillis: number
+}
+
 export interface Slots {
   readonly concurrency: number
-  /** Jobs held: claimed, and their end not yet written. */
+  readonly prefetch: number
+  /** Jobs held: claimed, and their end not yet written (running, waiting to start, or being written). */
   readonly running: () => number
-  /** Slots free: `concurrency - running()`. */
-  readonly free: () => number
+  /** Attempts started whose end is not yet handed to the Completer. */
+  readonly active: () => number
+  /** Jobs claimed and waiting to start. */
+  readonly waiting: () => number
+  /** How many jobs wait ahead of the running ones at most now (see the module's description). */
+  readonly target: () => number
+  /**
+   * How many jobs a claim may take now: the slots neither running nor waiting, plus the jobs that
+   * may wait (`target`) when `backlog`. With `prefetch` 0 a job holds its slot until its end is
+   * written (so a worker never has more than `concurrency` jobs claimed); `ended` of them are being
+   * written with the claim, which may take their slots.
+   */
+  readonly free: (backlog: boolean, ended?: number) => number
   /** Attempts running here, by job id. */
   readonly inflight: Map<string, Inflight>
   /**
@@ -36,17 +84,33 @@ export interface Slots {
    * write of the attempt before it has called back, so an end removes only its own attempt.
    */
   readonly claiming: ReadonlyMap<string, number>
-  /** Whether this instance holds the job: running here, or claimed and its end not yet written. */
+  /** Whether this instance holds the job: running here, waiting, or claimed and its end not yet written. */
   readonly holds: (id: string) => boolean
-  /** Takes a slot for each job a claim brought back. */
+  /** The attempts running or waiting here, by job id (what the rescuer checks against the table). */
+  readonly attempts: () => ReadonlyMap<string, { readonly attempt: number }>
+  /** Holds each job a claim brought back. */
   readonly take: (rows: ReadonlyArray<ClaimedRow>) => void
+  /** Starts the jobs a claim brought back while slots are free; the rest wait. */
+  readonly admit: (rows: ReadonlyArray<ClaimedRow>) => void
+  /** An attempt's end was handed to the Completer: its slot starts the next waiting job. */
+  readonly handed: (row: ClaimedRow) => void
   /**
-   * Frees the slot of a job whose end was written. `unwritten`: the database refused the end and the
+   * Lets go of a job whose end was written. `unwritten`: the database refused the end and the
    * dead letter in its place; the job stays `running` under this worker and stays held, so that this
    * worker's rescuer does not take it for a lost claim.
    */
   readonly ended: (row: ClaimedRow, unwritten: boolean | undefined) => void
-  /** Waits until a slot is freed (one wait covers every slot freed since the last). */
+  /**
+   * Releases the waiting jobs `which` selects (all without it): cancelled, paused, waiting too
+   * long, or the worker stops.
+   */
+  readonly releaseWaiting: (which?: (row: ClaimedRow, waitedMs: number) => boolean) => void
+  /**
+   * Releases the waiting jobs that waited longer than their bound; the worker then claims none ahead
+   * until its attempts end faster than that wait.
+   */
+  readonly releaseOverdue: () => void
+  /** Waits until a claim may take jobs again (a slot freed; one wait covers every one since the last). */
   readonly slotFreed: Effect.Effect<void>
   /**
    * A claim statement starts: jobs it brings back are not held yet. `withEnds`: it is made with the
@@ -64,11 +128,25 @@ export interface Slots {
   readonly awaitIdle: Effect.Effect<void>
 }
 
-export const make = (concurrency: number): Effect.Effect<Slots> =>
+/** Weight of the newest measure in the moving averages of attempt and write times. */
+const weight = 0.1
+
+export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slots> =>
   Effect.gen(function*() {
+    const { concurrency, prefetch } = options
+    const waitBoundMs = Math.min(maxWaitMillis, options.leaseMillis / 2)
     const inflight = new Map<string, Inflight>()
     const claiming = new Map<string, number>()
-    let running = 0
+    let held = 0
+    /** Started attempts, with when they started (wall clock, ms). */
+    const active = new Map<ClaimedRow, number>()
+    /** Jobs waiting to start, in claim order, with when they began to wait (wall clock, ms). */
+    const ready: Array<readonly [ClaimedRow, number]> = []
+    /** Ends handed to the Completer and not yet written, with when they were handed (wall clock, ms). */
+    const writing = new Map<ClaimedRow, number>()
+    /** Moving averages (ms) of an attempt's time and of an end's write. */
+    let attemptMs: number | undefined
+    let writeMs: number | undefined
     /** Claim statements started and ended. */
     let started = 0
     let endedClaims = 0
@@ -77,7 +155,7 @@ export const make = (concurrency: number): Effect.Effect<Slots> =>
     const claimEndedQueue = yield* Queue.sliding<void>(1)
     const slotFreedQueue = yield* Queue.sliding<void>(1)
     let idleWaiters: Array<() => void> = []
-    const idle = () => running === 0 && withEndsInFlight === 0
+    const idle = () => held === 0 && withEndsInFlight === 0
     const idleCheck = () => {
       if (idleWaiters.length > 0 && idle()) {
         const waiters = idleWaiters
@@ -85,22 +163,102 @@ export const make = (concurrency: number): Effect.Effect<Slots> =>
         for (const w of waiters) w()
       }
     }
+    const average = (previous: number | undefined, ms: number) =>
+      previous === undefined ? ms : previous + weight * (ms - previous)
+    const target = () => {
+      if (prefetch === 0 || attemptMs === undefined || writeMs === undefined) return 0
+      return Math.min(prefetch, Math.round(2 * concurrency * writeMs / Math.max(attemptMs, 0.01)))
+    }
+    /** Starts waiting jobs while slots are free; safe to re-enter (a start may hand its end at once). */
+    let starting = false
+    const startWaiting = () => {
+      if (starting) return
+      starting = true
+      try {
+        while (ready.length > 0 && active.size < concurrency) {
+          const [row] = ready.shift()!
+          active.set(row, performance.now())
+          host.start(row)
+        }
+      } finally {
+        starting = false
+      }
+    }
+    /** Releases the waiting jobs `which` selects; returns the longest wait (ms) of those released, or -1. */
+    const releaseWaiting = (which?: (row: ClaimedRow, waitedMs: number) => boolean) => {
+      if (ready.length === 0) return -1
+      const nowMs = performance.now()
+      const released: Array<ClaimedRow> = []
+      let longestMs = -1
+      for (let i = ready.length - 1; i >= 0; i--) {
+        const [row, sinceMs] = ready[i]
+        if (which === undefined || which(row, nowMs - sinceMs)) {
+          ready.splice(i, 1)
+          released.push(row)
+          longestMs = Math.max(longestMs, nowMs - sinceMs)
+        }
+      }
+      for (let i = released.length - 1; i >= 0; i--) host.release(released[i])
+      if (released.length > 0) Queue.unsafeOffer(slotFreedQueue, undefined)
+      return longestMs
+    }
     return {
       concurrency,
-      running: () => running,
-      free: () => concurrency - running,
+      prefetch,
+      running: () => held,
+      active: () => active.size,
+      waiting: () => ready.length,
+      target,
+      free: (backlog, ended = 0) =>
+        prefetch === 0
+          ? concurrency - held + ended
+          : concurrency + (backlog ? target() : 0) - active.size - ready.length,
       inflight,
       claiming,
       holds: (id) => inflight.has(id) || claiming.has(id),
+      attempts: () => {
+        if (ready.length === 0) return inflight
+        const all = new Map<string, { readonly attempt: number }>(inflight)
+        // An earlier attempt of a job may still run here while its retry waits: both are checked.
+        for (const [row] of ready) if (!all.has(row.id)) all.set(row.id, { attempt: row.attempts })
+        return all
+      },
       take: (rows) => {
-        running += rows.length
+        held += rows.length
         for (const row of rows) claiming.set(row.id, row.attempts)
       },
+      admit: (rows) => {
+        const nowMs = performance.now()
+        for (const row of rows) ready.push([row, nowMs])
+        startWaiting()
+      },
+      handed: (row) => {
+        const startedMs = active.get(row)
+        if (startedMs === undefined) return
+        active.delete(row)
+        const nowMs = performance.now()
+        attemptMs = average(attemptMs, nowMs - startedMs)
+        writing.set(row, nowMs)
+        startWaiting()
+        Queue.unsafeOffer(slotFreedQueue, undefined)
+      },
       ended: (row, unwritten) => {
+        const handedMs = writing.get(row)
+        if (handedMs !== undefined) {
+          writing.delete(row)
+          writeMs = average(writeMs, performance.now() - handedMs)
+        }
         if (!unwritten && claiming.get(row.id) === row.attempts) claiming.delete(row.id)
-        running--
+        held--
         Queue.unsafeOffer(slotFreedQueue, undefined)
         idleCheck()
+      },
+      releaseWaiting: (which) => void releaseWaiting(which),
+      releaseOverdue: () => {
+        const waitedMs = releaseWaiting((_, waitedMs) => waitedMs > waitBoundMs)
+        // No slot freed for `waitedMs`: the running attempts take longer than measured — at least
+        // `concurrency × waitedMs` each on average. Claim no more ahead until attempts say otherwise.
+        if (waitedMs >= 0) attemptMs = Math.max(attemptMs ?? 0, concurrency * waitedMs)
       },
       slotFreed: Queue.take(slotFreedQueue),
       claimStarted: (withEnds) => {
