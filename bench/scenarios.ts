@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url"
 import { admin, type Target } from "./lib/targets.js"
 import { settle } from "./lib/settle.js"
 import { nowMs, percentile, sleep } from "./lib/stats.js"
+import { steadyGroup } from "./steady.js"
 import { probe as sqlaneProbe, runtime as sqlaneRuntime } from "./systems/sqlane.js"
 import { type Env, type Instance, payload, type Payload, type System, type SystemId } from "./systems/types.js"
 
@@ -32,6 +33,7 @@ export type ScenarioId =
   | "real-work"
   | "crash-recovery"
   | "storage"
+  | "steady"
 
 export interface Row {
   readonly scenario: ScenarioId
@@ -99,7 +101,7 @@ const quickSkip = (scenario: ScenarioId, system: SystemId): string | undefined =
 }
 
 /** Runs `f` on a fresh namespace of `system`, dropping it afterwards; a failure becomes a note. */
-const each = async (
+export const each = async (
   ctx: Ctx,
   scenario: ScenarioId,
   f: (system: System, env: Env) => Promise<void>,
@@ -536,5 +538,5 @@ const crashGroup: Group = {
   }
 }
 
-export const groups: ReadonlyArray<Group> = [probeGroup, latencyGroup, enqueueGroup, runGroup, storageGroup, crashGroup]
+export const groups: ReadonlyArray<Group> = [probeGroup, latencyGroup, enqueueGroup, runGroup, storageGroup, crashGroup, steadyGroup]
 export const scenarioIds: ReadonlyArray<ScenarioId> = groups.flatMap((g) => g.scenarios)
