@@ -228,7 +228,7 @@ export type InvalidWorkerOptionsReason = typeof InvalidWorkerOptionsReason.Type
 export class InvalidWorkerOptions extends Schema.TaggedError<InvalidWorkerOptions>("sqlane/InvalidWorkerOptions")(
   "InvalidWorkerOptions",
   {
-    /** The option refused: `"concurrency"`, `"handlers"`, `"id"`, `"shutdownTimeout"`, `"logs"` or `"maxConnections"`. */
+    /** The option refused: `"concurrency"`, `"prefetch"`, `"handlers"`, `"id"`, `"shutdownTimeout"`, `"logs"` or `"maxConnections"`. */
     option: Schema.String,
     /** What is wrong with it. */
     reason: InvalidWorkerOptionsReason,

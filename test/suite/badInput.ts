@@ -580,6 +580,9 @@ export const badInput = (target: Target) => {
           [{ shutdownTimeout: "banana" as any }, "shutdownTimeout", "type", "shutdownTimeout must be a duration"],
           [{ shutdownTimeout: Infinity }, "shutdownTimeout", "range", "must be a finite duration"],
           [{ logs: "loud" as any }, "logs", "type", "logs must be \"default\" or \"quiet\", got loud"],
+          [{ prefetch: -1 }, "prefetch", "range", "prefetch must be a whole number of jobs, 0 or more, got -1"],
+          [{ prefetch: 2.5 }, "prefetch", "range", "got 2.5"],
+          [{ prefetch: "10" as any }, "prefetch", "type", "got 10"],
           [
             { handlers: [Job.handler(Noop, () => Effect.void), Job.handler(Noop, () => Effect.void)] },
             "handlers",
