@@ -10,10 +10,10 @@
  * behind the jobs already running.
  *
  * With `prefetch` 0 nothing waits, and a job keeps its slot until its end is written: the worker
- * never has more than `concurrency` jobs claimed. Otherwise how many jobs wait is bounded twice. By `prefetch`, the worker's option. And by what a slot needs
- * to never wait: the jobs that end while one end is written, i.e. about
- * `2 × concurrency × write time ÷ attempt time` (both measured here, on the wall clock), so that a
- * worker of long jobs claims nothing ahead of them. Jobs are claimed ahead only while a backlog lasts
+ * never has more than `concurrency` jobs claimed. Otherwise how many jobs wait is bounded twice: by
+ * `prefetch`, the worker's option, and by what a slot needs so as never to wait — the jobs that end
+ * while one end is written, about `2 × concurrency × write time ÷ attempt time` (both measured here,
+ * on the wall clock), so that a worker of long jobs claims nothing ahead of them. Jobs are claimed ahead only while a backlog lasts
  * (the loop's last claim filled every slot it asked for), never for a worker with mutex keys (a
  * waiting job would hold its key), and a job waits at most `maxWaitMillis` (or half the lease) before
  * it is released: back to pending, the attempt not counted. A cancel or the worker's shutdown releases
