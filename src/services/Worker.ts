@@ -328,13 +328,15 @@ export const make = <R>(
         attempts.start(row)
         ofJobName(row.name).pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
       },
-      release: (row) => submit(row, released(row))
+      release: (row) => release(row)
     })
     const { inflight } = slots
     /** Wakes the claim loop (made below): an attempt was rescheduled, re-probe to learn its new run_at. */
     const wakeSelf = Effect.suspend(() => loop?.wake ?? Effect.void)
     const outcomes = Outcomes.make(handlers, Duration.isZero(config.retention.completed))
     const { released } = outcomes
+    /** Releases a claimed job that did not start: back to pending, the attempt not counted. */
+    const release = (row: ClaimedJob) => submit(row, released(row))
     const attempts = yield* Attempts.make<R>({ handlers, inflight, outcomes, submit: (row, end) => submit(row, end) })
 
     // Paused job names are left out of every probe and claim; a resume wakes the loop.
@@ -345,7 +347,7 @@ export const make = <R>(
       keyed,
       slots,
       paused,
-      release: (row) => submit(row, released(row)),
+      release,
       stopping: () => stopping,
       idTaken: () => idTaken
     })
