@@ -2,7 +2,10 @@
  * Drains N due jobs with one sqlane worker (concurrency C) on PostgreSQL 15 or MariaDB and prints
  * jobs/s and CPU µs per job. Run under `node --cpu-prof` to see where the worker's CPU goes:
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/tools/profile-run.ts [pg|mysql] [N] [C]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/tools/profile-run.ts [pg|mysql] [N] [C] [workMs]
+ *
+ * `workMs` > 0: each handler waits that long (a `setTimeout`, like the real-work scenario), and the
+ * line also gives the share of the ceiling (C × 1000 / workMs jobs/s).
  */
 import { sqlane } from "../systems/sqlane.js"
 import { payload, type Env } from "../systems/types.js"
@@ -10,6 +13,7 @@ import { payload, type Env } from "../systems/types.js"
 const dialect = (process.argv[2] ?? "pg") as "pg" | "mysql"
 const n = Number(process.argv[3] ?? 20000)
 const concurrency = Number(process.argv[4] ?? 50)
+const workMs = Number(process.argv[5] ?? 0)
 const env: Env = {
   target: dialect === "pg"
     ? { db: "postgres-15", dialect, url: process.env.SQLANE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres" } as any
@@ -33,7 +37,11 @@ let resolve!: () => void
 const finished = new Promise<void>((r) => (resolve = r))
 const t0 = performance.now()
 const cpu0 = process.cpuUsage()
-const stop = await inst.work({ concurrency, handle: () => { if (++done === n) resolve() } })
+const end = () => { if (++done === n) resolve() }
+const stop = await inst.work({
+  concurrency,
+  handle: workMs > 0 ? () => new Promise<void>((r) => setTimeout(() => { end(); r() }, workMs)) : end
+})
 await finished
 const ms = performance.now() - t0
 if (process.env.PROFILE) {
@@ -42,7 +50,8 @@ if (process.env.PROFILE) {
   fs.writeFileSync(process.env.PROFILE, JSON.stringify(profile))
 }
 const cpu = process.cpuUsage(cpu0)
-console.log(`${n} jobs in ${ms.toFixed(0)} ms: ${(n / ms * 1000).toFixed(0)} jobs/s, CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/job (user ${(cpu.user / n).toFixed(1)}, system ${(cpu.system / n).toFixed(1)})`)
+const share = workMs > 0 ? ` (${(100 * (n / ms * 1000) / (concurrency * 1000 / workMs)).toFixed(0)} % of the ceiling)` : ""
+console.log(`${n} jobs in ${ms.toFixed(0)} ms: ${(n / ms * 1000).toFixed(0)} jobs/s${share}, CPU ${((cpu.user + cpu.system) / n).toFixed(1)} µs/job (user ${(cpu.user / n).toFixed(1)}, system ${(cpu.system / n).toFixed(1)})`)
 await stop()
 await inst.close()
 await sqlane.drop(env)

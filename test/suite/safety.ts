@@ -1027,7 +1027,7 @@ export const safety = (target: Target) => {
         Effect.gen(function*() {
           // Three workers gone (their locks free, their rows fresh): "plain", "marked" (its row says
           // `relocking`), and "bumped" (its row's `relocks` changes all the time, as when it keeps taking
-          // its lock again). Passes every 2 s: the quick rule (300 ms after the first sight) takes only
+          // its lock again). Passes every 2 s: the quick rule (1 s after the first sight) takes only
           // "plain"; the pass rule (the third pass in a row, 4 s) takes "marked".
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const workers = sql(prefix + "workers")
@@ -1046,7 +1046,7 @@ export const safety = (target: Target) => {
           }))
           const state = (id: string) => Effect.map(queue.get(id), (j) => j.state)
           yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.void)] })
-          yield* realSleep(1500)
+          yield* realSleep(1800)
           // "plain" rescued (and run since), the other two not yet.
           assert.deepStrictEqual(
             [(yield* state(plain)) !== "running", yield* state(marked), yield* state(bumped)],

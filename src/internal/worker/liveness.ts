@@ -38,10 +38,13 @@ const lockCheckMaxMillis = 100
  *
  * A live worker whose lock connection was cut notices within {@link lockCheckMaxMillis}, and marks
  * its row `relocking` (through its pool) before it takes its lock again; taking it again clears the
- * mark and adds one to `relocks`. The 200 ms beyond its check cover the mark's write (on a connection
- * the pool has, or a new one; a few ms) and a busy event loop. (A worker of an earlier sqlane version,
- * during a rolling upgrade, checks every `rescueInterval / 2` and writes no mark: it takes its lock
- * again up to about 300 ms after its lock connection was cut, at the edge of the grace.)
+ * mark and adds one to `relocks`. The 900 ms beyond its check cover the mark's write, or, when the
+ * mark cannot be written (the pool's connections were cut in the same moment), taking the lock again
+ * on a new connection — a few ms on an idle machine, but measured at about 700 ms from the cut for a
+ * worker process a second old on a loaded 2-core machine (the soak), whose pool had to open new
+ * connections: a grace of 300 ms let a rescuer take that worker's just-finished jobs, which then ran
+ * twice. (A worker of an earlier sqlane version, during a rolling upgrade, checks every
+ * `rescueInterval / 2` and writes no mark: it takes its lock again well inside the grace.)
  *
  * Why a live worker keeps its jobs: say a pass answered at `a` first found the lock of worker W free,
  * with `relocks` = `c`: the statement read the row (as of its start), then found the lock free at
@@ -65,21 +68,26 @@ const lockCheckMaxMillis = 100
  * the rescuer itself still keeps its jobs.
  *
  * The pass rule stays: a job whose worker's lock `lockGracePasses` passes in a row (the quick passes
- * not counted; `relocks` unchanged) found free is rescued whatever `relocking` says — a worker that died while taking its lock
- * again stays marked, and is rescued about `2 × rescueInterval` after the first sight. A worker whose
+ * not counted; `relocks` unchanged) found free, the last sent at least {@link lockGraceMarkedMillis}
+ * after the first sight, is rescued whatever `relocking` says — a worker that died while taking its
+ * lock again stays marked, and is rescued about `max(2 × rescueInterval, 2 s)` after the first sight. A worker whose
  * event loop is blocked for longer than the grace while its lock connection is cut may lose its jobs
  * (their writes are fenced by the attempt, and the attempt still running there is interrupted).
  */
-export const lockGraceMillis = 300
+export const lockGraceMillis = 1000
 
 /**
  * The pass rule (see {@link lockGraceMillis}): rescued by the `lockGracePasses`-th pass in a row that
- * finds the lock free, about `2 × rescueInterval` after the first.
+ * finds the lock free, sent at least {@link lockGraceMarkedMillis} after the first sight — about
+ * `max(2 × rescueInterval, 2 s)` after it.
  */
 export const lockGracePasses = 3
 
+/** The pass rule's least wait from the first sight (wall clock, ms): a worker whose row says `relocking` gets this long. */
+export const lockGraceMarkedMillis = 2 * lockGraceMillis
+
 /** How long a worker waits, at most, for its row's `relocking` mark (or its clear) to be written. */
-const relockMarkMillis = 200
+const relockMarkMillis = 600
 
 /**
  * A worker's liveness for the life of the scope: a session lock (`pg_advisory_lock` /

@@ -20,7 +20,7 @@ import { wallSleep } from "../wallClock.js"
 import { Completer, type Outcome } from "../../services/Completer.js"
 import { QueueConfig } from "../../services/QueueConfig.js"
 import type { EndLogs } from "./endLogs.js"
-import { lockGraceMillis, lockGracePasses } from "./liveness.js"
+import { lockGraceMarkedMillis, lockGraceMillis, lockGracePasses } from "./liveness.js"
 
 /** What the rescuer needs of its worker. */
 export interface RescuerHost {
@@ -157,7 +157,8 @@ export const start = (
           earlier.quick = !row.relocking
           const quickRule = !row.relocking && sentMs - earlier.firstMs >= lockGraceMillis &&
             steadySinceMs !== undefined && steadySinceMs <= earlier.firstMs - lockGraceMillis
-          if (!quickRule && earlier.passes < lockGracePasses) continue
+          const passRule = earlier.passes >= lockGracePasses && sentMs - earlier.firstMs >= lockGraceMarkedMillis
+          if (!quickRule && !passRule) continue
         }
         const outcome = lostClaim ? host.releasedEnd(row) : yield* host.lostEnd(row)
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
@@ -172,9 +173,10 @@ export const start = (
           lockFree.delete(key)
           continue
         }
-        // Past its grace (the quick rule did not hold, or it was rescued): the passes decide.
+        // Past its grace when this pass was sent (the quick rule did not hold, or it was rescued): the
+        // passes decide. A grace that ended while this pass was in flight gets a quick pass at once.
         const endsMs = entry.firstMs + lockGraceMillis
-        if (entry.quick && endsMs > answeredMs && (graceEndsMs === undefined || endsMs < graceEndsMs)) {
+        if (entry.quick && endsMs > sentMs && (graceEndsMs === undefined || endsMs < graceEndsMs)) {
           graceEndsMs = endsMs
         }
       }
