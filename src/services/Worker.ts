@@ -84,7 +84,7 @@ export interface WorkerOptions<R> {
    * The most jobs this worker claims ahead of those it runs, so that while a backlog lasts a slot
    * whose attempt ends starts the next job at once, and the end is written (with the next claim)
    * behind it. A whole number, 0 or more (anything else fails `make` with `InvalidWorkerOptions`);
-   * 0: a job is claimed only for a free slot. Default: `2 × concurrency`.
+   * 0: a job is claimed only for a free slot. Default: `max(8 × concurrency, 200)`.
    *
    * Fewer wait than this when fewer are needed: about the jobs that end while one end is written
    * (measured), so a worker of long jobs claims none ahead. Jobs wait only while the worker has a
@@ -150,8 +150,12 @@ export interface WorkerHandle {
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
 
-/** The default `prefetch`: twice the jobs the worker runs at once (measured: docs/performance.md, "Prefetch"). */
-const defaultPrefetch = (concurrency: number) => 2 * concurrency
+/**
+ * The default `prefetch`: 8 × the jobs the worker runs at once, and at least 200. A bound for short
+ * jobs only: how many wait is measured (see `WorkerOptions.prefetch`). Measured: docs/performance.md,
+ * "Prefetch".
+ */
+const defaultPrefetch = (concurrency: number) => Math.max(8 * concurrency, 200)
 
 /** How often the jobs waiting to start are checked for a pause, their bound and the worker's id (wall clock, ms). */
 const waitingCheckMillis = 250
