@@ -1,7 +1,9 @@
 /**
  * Runs jobs: claims due jobs of the job names it has handlers for and runs each on a fiber,
- * at most `concurrency` at a time. It never claims more jobs than it has free slots; a slot is
- * free again once the attempt's end is written.
+ * at most `concurrency` at a time. While a backlog lasts it keeps jobs claimed ahead of the running
+ * ones (at most `prefetch`, as many as its measured attempt and write times call for), so a slot
+ * whose attempt ends starts the next job at once; with `prefetch: 0` it claims only for free slots,
+ * and a slot is free again once the attempt's end is written.
  *
  * The loop: wait for a free slot; probe which names have due jobs; claim up to the free slots;
  * if the claim filled every slot, claim again as soon as slots free (without a probe); otherwise
@@ -9,8 +11,8 @@
  * next pending job's `run_at`, or the jittered poll (`pollInterval`), whichever comes first.
  * While a backlog lasts, the claims are made with the writes of the worker's ends: one transaction
  * and one commit end a batch of attempts and claim the slots they free (`Claimer.finishAndClaim`,
- * called by the Completer's batch), so the slots are never over-filled and the claim costs no
- * commit of its own.
+ * called by the Completer's batch), for the slots they free and the jobs that may wait, and the
+ * claim costs no commit of its own.
  *
  * A handler's typed failure or defect is recorded as the attempt's error; the job is retried at
  * the time its retry `Schedule` gives, or dead-lettered when the schedule is done or the failure

@@ -39,9 +39,10 @@ const lockCheckMaxMillis = 100
  * A live worker whose lock connection was cut notices within {@link lockCheckMaxMillis}, and marks
  * its row `relocking` (through its pool) before it takes its lock again; taking it again clears the
  * mark and adds one to `relocks`. The 900 ms beyond its check cover the mark's write, or, when the
- * mark cannot be written (the pool's connections were cut in the same moment), taking the lock again
- * on a new connection — a few ms on an idle machine, but measured at about 700 ms from the cut for a
- * worker process a second old on a loaded 2-core machine (the soak), whose pool had to open new
+ * mark cannot be written (the pool's connections were cut in the same moment), the wait for it
+ * (`relockMarkMillis`, 200 ms) and taking the lock again on a new connection — a few ms on an
+ * idle machine, but measured at about 700 ms from the cut (the 200 ms wait included) for a worker
+ * process a second old on a loaded 2-core machine (the soak), whose pool had to open new
  * connections: a grace of 300 ms let a rescuer take that worker's just-finished jobs, which then ran
  * twice. (A worker of an earlier sqlane version, during a rolling upgrade, checks every
  * `rescueInterval / 2` and writes no mark: it takes its lock again well inside the grace.)
@@ -65,7 +66,9 @@ const lockCheckMaxMillis = 100
  * its first try after `S`, which needs a new connection and a few round trips: within the grace. The rescuer also lost its own lock connection then: it applies
  * the quick rule only to sights made at least `lockGraceMillis` after it took its own lock again (see
  * `steadySinceMs` of `liveness`), so a worker that comes back up to `2 × lockGraceMillis` later than
- * the rescuer itself still keeps its jobs.
+ * the rescuer itself still keeps its jobs. A rescuer whose lock has been held since its own start
+ * counts as steady from then (`steadySinceMs` 0): a worker process started just after the server came
+ * back gives the others one grace from its first sight, not two.
  *
  * The pass rule stays: a job whose worker's lock `lockGracePasses` passes in a row (the quick passes
  * not counted; `relocks` unchanged) found free, the last sent at least {@link lockGraceMarkedMillis}
@@ -87,7 +90,7 @@ export const lockGracePasses = 3
 export const lockGraceMarkedMillis = 2 * lockGraceMillis
 
 /** How long a worker waits, at most, for its row's `relocking` mark (or its clear) to be written. */
-const relockMarkMillis = 600
+const relockMarkMillis = 200
 
 /**
  * A worker's liveness for the life of the scope: a session lock (`pg_advisory_lock` /

@@ -6,8 +6,8 @@
  *
  * While a backlog lasts, the claims are made with the writes of the worker's ends: the worker is the
  * Completer's `Claimant` (`internal/claimsOnEnds.ts`), and the loop starts the jobs those writes
- * claimed (`answers`). One transaction and one commit end a batch of attempts and claim the slots
- * they free, so the slots are never over-filled and the claim costs no commit of its own.
+ * claimed (`answers`). One transaction and one commit end a batch of attempts and claim for the
+ * slots they free and the jobs that may wait (`Slots.free`), and the claim costs no commit of its own.
  *
  * How many jobs to claim is decided here, from the slots (`Slots.free`: with a backlog, also the
  * jobs that may wait ahead of the running ones); the slots start what a claim took, or keep it
