@@ -123,9 +123,10 @@ export const markdown = (
   if (steadySystems.length > 0) {
     out.push("", `Steady: 1,000 jobs/s enqueued (enqueueMany of 10 every 10 ms) for ${o.quick ? "1 minute" : "10 minutes"}, one worker at c50, 5 ms handlers; the first and the last ${o.quick ? "10 s" : "minute"}, pickup from the enqueue's commit to the handler's start:`, "")
     out.push(table(
-      ["System", "jobs/s first", "jobs/s last", "p95 ms first", "p95 ms last", "table + indexes at the end", "dead tuples at the end"],
+      ["System", "enqueued jobs/s", "jobs/s first", "jobs/s last", "p95 ms first", "p95 ms last", "table + indexes at the end", "dead tuples at the end"],
       steadySystems.map((s) => [
         label[s],
+        c("steady", s, "producer_jobs_per_s"),
         c("steady", s, "jobs_per_s_first_minute"),
         c("steady", s, "jobs_per_s_last_minute"),
         c("steady", s, "p95_ms_first_minute"),

@@ -74,20 +74,27 @@ export const steadyGroup: Group = {
           }
         })
         // The producer: a batch every BATCH / RATE seconds, on a fixed timetable (a late batch does
-        // not push the later ones back).
+        // not push the later ones back), until the duration is over: a system whose enqueues fall
+        // behind the timetable gets fewer jobs, not a longer run.
         const everyMs = (1000 * BATCH) / RATE
         let behind = 0
+        let sent = 0
         for (let k = 0; k * everyMs < durationMs; k++) {
           const due = t0 + k * everyMs
           const wait = due - nowMs()
           if (wait > 0) await sleep(wait)
           else if (wait < -everyMs) behind++
+          if (nowMs() - t0 >= durationMs) break
           const batch = Array.from({ length: BATCH }, (_, j) => payload(k * BATCH + j))
           await inst.enqueueMany(batch)
+          sent += batch.length
           const at = nowMs()
           for (const p of batch) if (!committed.has(p.i)) committed.set(p.i, at)
         }
+        const planned = Math.ceil(durationMs / everyMs) * BATCH
         if (behind > 0) ctx.note("steady", system.id, `the producer was more than one batch late ${behind} times`)
+        if (sent < planned) ctx.note("steady", system.id, `the producer enqueued ${sent} of ${planned} jobs in the time (its enqueues fell behind)`)
+        ctx.record("steady", system.id, "producer_jobs_per_s", sent / (durationMs / 1000), "jobs/s")
         for (let w = 0; w < windows; w++) {
           const span = Math.min(windowMs, durationMs - w * windowMs) / 1000
           ctx.record("steady", system.id, `jobs_per_s_window_${w + 1}`, done[w] / span, "jobs/s")
