@@ -2,9 +2,9 @@
  * A worker's next claim made in the write of its ends: the ends free slots, and the claim fills them,
  * and the jobs that may wait claimed ahead (`WorkerOptions.prefetch`), in the same commit
  * (`Claimer.finishAndClaim`: on PostgreSQL one statement, on MySQL/MariaDB one transaction), so the
- * claim costs no commit of its own. The Completer asks the worker for the claim when it writes a batch holding the worker's ends,
- * has the Claimer make it with the batch, and hands back what it took as data; the worker starts the
- * jobs itself.
+ * claim costs no commit of its own. The Completer asks the worker for the claim when it writes a
+ * batch holding the worker's ends, has the Claimer make it with the batch, and hands back what it
+ * took as data; the worker starts the jobs itself.
  *
  * @internal
  */
