@@ -37,6 +37,17 @@ const deadTuples = async (ctx: Ctx, ns: string): Promise<number | undefined> => 
   }
 }
 
+/** The server's `autovacuum` setting (PostgreSQL; undefined elsewhere). */
+const autovacuum = async (ctx: Ctx): Promise<string | undefined> => {
+  if (ctx.target.dialect !== "pg") return undefined
+  const a = admin(ctx.target)
+  try {
+    return String((await a.query("SHOW autovacuum"))[0].autovacuum)
+  } finally {
+    await a.close()
+  }
+}
+
 export const steadyGroup: Group = {
   name: "steady",
   scenarios: ["steady"],
@@ -113,6 +124,8 @@ export const steadyGroup: Group = {
         ctx.record("steady", system.id, "table_bytes_end", await system.bytes(env), "B")
         const dead = await deadTuples(ctx, env.ns)
         if (dead !== undefined) ctx.record("steady", system.id, "dead_tuples_end", dead, "rows")
+        // Without autovacuum nothing removes dead tuples during the run: say so beside them.
+        if ((await autovacuum(ctx)) === "off") ctx.note("steady", system.id, "the server runs with autovacuum = off")
       } finally {
         if (stop !== undefined) await stop().catch(() => {})
         await inst.close().catch(() => {})

@@ -29,10 +29,14 @@ export interface ClaimRequest {
   readonly workerId: string
 }
 
-/** The jobs a claim made with a batch of ends took (none when it could not be written), and its limit. */
+/**
+ * The jobs a claim made with a batch of ends took (none when it could not be written), and its limit;
+ * `failed`: the statement failed (its commit may have been applied, its answer lost).
+ */
 export interface ClaimAnswer {
   readonly rows: ReadonlyArray<ClaimedRow>
   readonly asked: number
+  readonly failed?: boolean
 }
 
 /** A worker whose next claim may be made with the write of its ends. */

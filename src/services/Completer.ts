@@ -231,21 +231,27 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       }
       if (chosen === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
       const [claimant, claim] = chosen
-      const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds } = { claimed: [], stale: new Set() }
+      const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds; failed: boolean } = {
+        claimed: [],
+        stale: new Set(),
+        failed: true
+      }
       return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
         .pipe(
           Effect.catchAll((error) =>
             Effect.logDebug("sqlane: ending jobs with a claim failed; ending them alone", error).pipe(
               Effect.zipRight(writeEnds(batch)),
-              Effect.map((stale) => ({ claimed: [], stale }))
+              Effect.map((stale) => ({ claimed: [], stale, failed: true }))
             )
           ),
           // A defect must not end the completer: the ends count as written, nothing as claimed.
           Effect.catchAllDefect((defect) =>
             Effect.as(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
           ),
-          Effect.flatMap(({ claimed, stale }) => {
-            Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit })
+          Effect.flatMap((done) => {
+            const { claimed, stale } = done
+            const failed = "failed" in done && done.failed
+            Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit, failed })
             return written(batch, stale)
           })
         )

@@ -448,6 +448,7 @@ export const make = <R>(
       holds: slots.holds,
       claimsStarted: slots.claimsStarted,
       claimsEnded: slots.claimsEnded,
+      claimsFailed: slots.claimsFailed,
       steadySinceMs: lock.steadySinceMs,
       lostEnd: (row) => outcomes.failure(row, handlers.get(row.name)!, "lost", undefined, "worker lost"),
       releasedEnd: released,

@@ -119,6 +119,19 @@ export const workersOps = (target: Target) => {
           yield* driver.workerRemove("nobody")
           assert.deepStrictEqual((yield* workerRows(sql, prefix)).map((w) => w.id), ["w2"])
         })))
+    it.live(name("a worker with a job still running keeps its row, its heartbeat at the epoch: its job is listed lost"), () =>
+      withDriver(target, ({ driver, prefix, sql }) =>
+        Effect.gen(function*() {
+          assert.isTrue(yield* runLock(yield* session, driver.workerLockStatement("busy")))
+          yield* driver.workerRegister("busy", t0, "h", 1)
+          const [id] = yield* insert(driver, row("a"))
+          yield* claim(driver, "a", 1, "busy")
+          yield* driver.workerRemove("busy")
+          assert.deepStrictEqual((yield* workerRows(sql, prefix)).map((w) => w.id), ["busy"])
+          // Its lock is still held: the heartbeat alone says it is lost.
+          const lost = yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 100, "lost")
+          assert.deepStrictEqual(lost.map((o) => [o.id, o.workerId, o.expired]), [[id, "busy", true]])
+        })))
   })
 
   describe("workerPrune", () => {
@@ -193,6 +206,17 @@ export const workersOps = (target: Target) => {
           const gone = orphaned.find((o) => o.workerId === "gone")!
           assert.deepStrictEqual([gone.name, gone.attempts, gone.claimedAtUs, gone.payload], ["a", 1, t0, `{"worker":"gone"}`])
           assert.strictEqual((yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 2)).length, 2)
+          // Only the jobs of workers whose row says they are lost: not the caller's own, and (on
+          // PostgreSQL; MySQL/MariaDB may list more) not those without a worker row.
+          const lost = yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 100, "lost")
+          const listed = sortBy(lost, (o) => o.workerId ?? "").map((o) => [o.workerId, o.id, o.expired, o.relocking, o.relocks])
+          const expected = [
+            ["old", byWorker.get("old")!, true, false, 1],
+            ["unlocked", byWorker.get("unlocked")!, false, true, 0]
+          ]
+          assert.deepStrictEqual(listed.filter((o) => o[0] !== "gone"), expected)
+          if (target.dialect === "pg") assert.deepStrictEqual(listed, expected)
+          assert.strictEqual((yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 1, "lost")).length, 1)
         })))
   })
 

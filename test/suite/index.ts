@@ -14,6 +14,7 @@ import { operations } from "./operations.js"
 import { outage } from "./outage.js"
 import { pause } from "./pause.js"
 import { promise } from "./promise.js"
+import { rescue } from "./rescue.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 import { testing } from "./testing.js"
@@ -25,6 +26,7 @@ export const suitesFor = (id: string) => {
     core(target)
     prefetch(target)
     safety(target)
+    rescue(target)
     plans(target)
     observability(target)
     scheduling(target)

@@ -164,19 +164,27 @@ export interface Driver {
     attempts: ReadonlyArray<{ readonly id: string; readonly attempt: number }>
   ) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly attempt: number }>, SqlError>
   /**
-   * Running jobs of `names` whose worker is gone: its session lock is free, its heartbeat is older
-   * than `leaseCutoffUs`, or it has no worker row.
+   * Running jobs of `names` whose worker is gone: its session lock is free or its heartbeat is older
+   * than `leaseCutoffUs`; with `scope` "all" (the default), also those whose worker has no row and
+   * the caller's own. A dialect may list more than its scope asks (MySQL/MariaDB reads every running
+   * job in either scope); what it lists is checked by the caller.
    */
   readonly jobListOrphaned: (
     names: ReadonlyArray<string>,
     leaseCutoffUs: number,
-    /** Also list running jobs of this worker id (the caller keeps those it is running). */
+    /** With `scope` "all", also list running jobs of this worker id (the caller keeps those it is running). */
     selfId: string,
     /**
      * The most rows listed: 1,000 plus room for the caller's own running jobs (twice its concurrency,
      * for lost claims of its own too), so a worker's own jobs never crowd out the lost ones.
      */
-    limit: number
+    limit: number,
+    /**
+     * "lost": only the jobs of workers whose row says they are lost (on PostgreSQL no job is read
+     * when none is); "all": also jobs with no worker row and the caller's own, which reads every
+     * running job of `names`.
+     */
+    scope?: "lost" | "all"
   ) => Effect.Effect<ReadonlyArray<OrphanedRow>, SqlError>
   /** Registers (or re-registers) a worker with the job names it has handlers for. */
   readonly workerRegister: (
@@ -199,6 +207,10 @@ export interface Driver {
    * compares it between checks to learn of other processes' inserts.
    */
   readonly jobNewestId: () => Effect.Effect<string | null, SqlError>
+  /**
+   * A worker leaves: its row's heartbeat is set to the epoch (rescuers take a job it left running at
+   * once), then the row is deleted unless a job of it is still running (`workerPrune` deletes it later).
+   */
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
   /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>

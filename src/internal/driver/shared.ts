@@ -246,7 +246,7 @@ export const workerRows = (
   upsert: string
 ): Pick<
   WorkersOps,
-  "workerRegister" | "workerJobNames" | "workerHeartbeat" | "workerRelocking" | "workerRelocked" | "workerRemove"
+  "workerRegister" | "workerJobNames" | "workerHeartbeat" | "workerRelocking" | "workerRelocked"
 > => {
   const { run, sql, ts, workers } = ctx
   return {
@@ -263,8 +263,7 @@ export const workerRows = (
       run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
     workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
     workerRelocked: (id) =>
-      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid),
-    workerRemove: (id) => sql`DELETE FROM ${workers} WHERE id = ${id}`.pipe(Effect.asVoid)
+      sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid)
   }
 }
 

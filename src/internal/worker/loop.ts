@@ -145,6 +145,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     /** Starts the jobs a write of this worker's ends claimed. */
     const answered = (answer: ClaimAnswer) => {
       rideInFlight = false
+      if (answer.failed === true) slots.claimFailed()
       if (answer.rows.length < answer.asked) rideArmed = false
       try {
         took(answer.rows)
@@ -167,7 +168,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
               rideGroups = groups
             }
             return took(rows)
-          }),
+          }).pipe(Effect.tapErrorCause(() => Effect.sync(() => slots.claimFailed()))),
           Effect.sync(() => slots.claimEnded(false))
         )
       }))

@@ -6,6 +6,10 @@
  * cancellations of jobs running here that no NOTIFY announced (MySQL/MariaDB), and any other attempt
  * running here that its job no longer runs.
  *
+ * A pass finds the lost workers from their rows and locks, and reads only their jobs. Two passes in a
+ * row of every `sweepPasses`, and two after a claim of this worker failed, read every running job of
+ * its names: for its own lost claims (see below) and for jobs whose worker has no row.
+ *
  * @internal
  */
 import * as Duration from "effect/Duration"
@@ -21,6 +25,14 @@ import { Completer, type Outcome } from "../../services/Completer.js"
 import { QueueConfig } from "../../services/QueueConfig.js"
 import type { EndLogs } from "./endLogs.js"
 import { lockGraceMarkedMillis, lockGraceMillis, lockGracePasses } from "./liveness.js"
+
+/**
+ * Every this many passes, two passes in a row read every running job of the worker's names (the
+ * first two passes after the start among them): the jobs of a worker whose row is gone — deleted by
+ * hand, or pruned while the worker was stopped (a process paused for minutes) and claimed for since —
+ * are rescued within this many passes (10 s at the default `rescueInterval`).
+ */
+export const sweepPasses = 20
 
 /** What the rescuer needs of its worker. */
 export interface RescuerHost {
@@ -39,6 +51,8 @@ export interface RescuerHost {
   readonly claimsStarted: () => number
   /** Waits until `n` claim statements of this instance have ended. */
   readonly claimsEnded: (n: number) => Effect.Effect<void>
+  /** How many claim statements of this instance failed (their jobs may be claimed, the answer lost). */
+  readonly claimsFailed: () => number
   /** Since when (wall clock, ms) the worker's own lock has been held without a break, if it is. */
   readonly steadySinceMs: () => number | undefined
   /** The end of a lost worker's job: its attempt failed as "worker lost". */
@@ -70,9 +84,15 @@ export const start = (
      * Jobs (`id:attempt`) whose worker's lock the last passes found free: in how many passes in a row
      * (quick passes not counted, except for this worker's own jobs), when the first of them was
      * answered (wall clock, ms), the worker's `relocks` then, and whether the quick rule may rescue it
-     * once its grace is over (another worker's job, whose row did not say `relocking` at the last pass).
+     * once its grace is over (another worker's job, whose row did not say `relocking` at the last pass);
+     * `own`: a job of this worker not held here, which only passes that read every job list.
      */
-    const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean }>()
+    const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean; own: boolean }>()
+    /** Passes (not quick ones) since the start. */
+    let passes = 0
+    /** Claims of this worker that failed, as of the last pass; passes left that read every job for them. */
+    let failedSeen = 0
+    let doubtPasses = 0
     /**
      * Interrupts the attempts running here that the table says their job no longer runs: cancelled
      * (no NOTIFY on MySQL/MariaDB), cancelled and already retried (the retry may run elsewhere),
@@ -101,6 +121,14 @@ export const start = (
         return undefined
       }
       const nowUs = yield* nowMicros
+      // Every running job, or those of the workers found lost (see `sweepPasses`).
+      const failed = host.claimsFailed()
+      if (failed !== failedSeen) {
+        failedSeen = failed
+        doubtPasses = 2
+      }
+      const all = !quick && (doubtPasses > 0 || passes % sweepPasses < 2)
+      if (!quick) passes++
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not held yet: wait for them to end. (A claim started after the listing began commits after
       // it, so none of its jobs are listed.)
@@ -111,9 +139,11 @@ export const start = (
         names,
         nowUs - Duration.toMillis(config.leaseTimeout) * 1000,
         workerId,
-        1000 + 2 * host.concurrency
+        1000 + 2 * host.concurrency,
+        all ? "all" : "lost"
       )
       const answeredMs = Date.now()
+      if (all && doubtPasses > 0) doubtPasses--
       yield* host.claimsEnded(claimsBefore)
       /** This worker's own lock held without a break since then (ms), if it is held (see `lockGraceMillis`). */
       const steadySinceMs = host.steadySinceMs()
@@ -135,7 +165,7 @@ export const start = (
             seen.add(key)
             const earlier = lockFree.get(key)
             if (earlier === undefined) {
-              lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: 0, quick: false })
+              lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: 0, quick: false, own: true })
               continue
             }
             if (++earlier.passes < 2) continue
@@ -150,7 +180,7 @@ export const start = (
           const earlier = lockFree.get(key)
           if (earlier === undefined || earlier.relocks !== row.relocks) {
             // First seen free, or free again after its worker took its lock again meanwhile.
-            lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: row.relocks, quick: !row.relocking })
+            lockFree.set(key, { passes: 1, firstMs: answeredMs, relocks: row.relocks, quick: !row.relocking, own: false })
             continue
           }
           if (!quick) earlier.passes++
@@ -170,7 +200,8 @@ export const start = (
       let graceEndsMs: number | undefined
       for (const [key, entry] of lockFree) {
         if (!seen.has(key)) {
-          lockFree.delete(key)
+          // A pass that reads only lost workers' jobs says nothing of this worker's own.
+          if (!entry.own || all) lockFree.delete(key)
           continue
         }
         // Past its grace when this pass was sent (the quick rule did not hold, or it was rescued): the

@@ -120,6 +120,10 @@ export interface Slots {
   readonly claimStarted: (withEnds: boolean) => void
   /** A claim statement ended, its jobs taken. */
   readonly claimEnded: (withEnds: boolean) => void
+  /** A claim statement failed: its commit may have been applied and its answer lost. */
+  readonly claimFailed: () => void
+  /** How many claim statements have failed. */
+  readonly claimsFailed: () => number
   /** How many claim statements have started. */
   readonly claimsStarted: () => number
   /** Waits until `n` claim statements have ended. */
@@ -150,6 +154,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     /** Claim statements started and ended. */
     let started = 0
     let endedClaims = 0
+    let failedClaims = 0
     /** Claims made with the writes of ends whose jobs are not taken yet. */
     let withEndsInFlight = 0
     const claimEndedQueue = yield* Queue.sliding<void>(1)
@@ -271,6 +276,10 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         Queue.unsafeOffer(claimEndedQueue, undefined)
         idleCheck()
       },
+      claimFailed: () => {
+        failedClaims++
+      },
+      claimsFailed: () => failedClaims,
       claimsStarted: () => started,
       claimsEnded: (n) =>
         Effect.gen(function*() {

@@ -17,7 +17,9 @@ export const make = (ctx: MysqlContext): WorkersOps => {
         run(sql`SELECT id, attempts, state FROM ${jobs} WHERE id IN ${sql.in(attempts.map((a) => a.id))}`, "unprepared"),
         (rows) => staleAttempts(attempts, rows)
       ),
-    jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
+    // Running jobs are read from the range state = 'running' of jobs_finished, whatever the scope:
+    // InnoDB purges the old versions of rows, so the range holds the running jobs only.
+    jobListOrphaned: (names, leaseCutoffUs, selfId, limit, scope = "all") =>
       Effect.map(
         run(sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
               (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
@@ -25,7 +27,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
-              AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)}
+              AND (${scope === "all" ? sql`w.id IS NULL OR j.worker_id = ${selfId} OR ` : sql.literal("")}w.heartbeat_at < ${ts(leaseCutoffUs)}
                    OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
         (rows) => rows.map(toOrphaned)
@@ -34,6 +36,13 @@ export const make = (ctx: MysqlContext): WorkersOps => {
       ctx,
       "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names)"
     ),
+    // As on PostgreSQL, with a plain read of the worker's running jobs (see `workerPrune`).
+    workerRemove: (id) =>
+      Effect.gen(function*() {
+        yield* sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`
+        const busy = yield* sql`SELECT 1 AS busy FROM ${jobs} WHERE state = 'running' AND worker_id = ${id} LIMIT 1`
+        if (busy.length === 0) yield* sql`DELETE FROM ${workers} WHERE id = ${id}`
+      }),
     workerPrune: (cutoffUs) =>
       // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
       // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,

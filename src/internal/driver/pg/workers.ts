@@ -16,28 +16,53 @@ export const make = (ctx: PgContext): WorkersOps => {
         sql`SELECT id, attempts, state FROM ${jobs} WHERE id = ANY(${numbers(attempts.map((a) => a.id))}::bigint[])`,
         (rows) => staleAttempts(attempts, rows)
       ),
-    jobListOrphaned: (names, leaseCutoffUs, selfId, limit) =>
-      Effect.map(
-        sql`SELECT ${claimedColumnsJ}, j.worker_id,
-              ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us,
-              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
-              COALESCE(w.relocking, false) AS relocking, COALESCE(w.relocks, 0) AS relocks
-            FROM ${jobs} j
-            LEFT JOIN ${workers} w ON w.id = j.worker_id
-            WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
-              AND (w.id IS NULL OR j.worker_id = ${selfId} OR w.heartbeat_at < ${ts(leaseCutoffUs)} OR NOT EXISTS (
-                SELECT 1 FROM pg_locks l
-                WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-                  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND l.classid::bigint = ${pgLockSpace}
-                  AND l.objid::bigint = (hashtext(${lockPrefix}::text || j.worker_id)::bigint & 4294967295)))
-            LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`,
+    jobListOrphaned: (names, leaseCutoffUs, selfId, limit, scope = "all") => {
+      const n = sql.literal(String(Math.min(Math.floor(limit), 2147483647)))
+      // The workers found lost (or the caller, with "all"), from their rows and the session locks:
+      // a read of the workers table and of pg_locks, whatever the number of running jobs. Their running
+      // jobs are then read from jobs_running by worker id, so that a pass without a lost worker reads
+      // no job: the index's range of running jobs holds the entries of every job that ran since the
+      // last vacuum, and reading all of them twice a second per worker grew with the table.
+      const suspects = sql`SELECT w.id, (w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired, w.relocking, w.relocks
+          FROM ${workers} w
+          WHERE ${scope === "all" ? sql`w.id = ${selfId} OR ` : sql.literal("")}w.heartbeat_at < ${ts(leaseCutoffUs)}
+            OR NOT EXISTS (
+              SELECT 1 FROM pg_locks l
+              WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND l.classid::bigint = ${pgLockSpace}
+                AND l.objid::bigint = (hashtext(${lockPrefix}::text || w.id)::bigint & 4294967295))`
+      const ofSuspects = sql`SELECT ${claimedColumnsJ}, j.worker_id,
+            ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us, s.expired, s.relocking, s.relocks
+          FROM (${suspects}) s CROSS JOIN LATERAL (
+            SELECT * FROM ${jobs} r
+            WHERE r.state = 'running' AND r.worker_id = s.id AND r.name = ANY(${names}::text[])
+            LIMIT ${n}) j`
+      // Running jobs whose worker has no row (removed while they ran): every running job is read.
+      const unregistered = sql`SELECT ${claimedColumnsJ}, j.worker_id,
+            ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us, true AS expired, false AS relocking, 0 AS relocks
+          FROM ${jobs} j
+          WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
+            AND NOT EXISTS (SELECT 1 FROM ${workers} w WHERE w.id = j.worker_id)`
+      return Effect.map(
+        scope === "all"
+          ? sql`SELECT * FROM (${ofSuspects}) a UNION ALL SELECT * FROM (${unregistered}) b LIMIT ${n}`
+          : sql`${ofSuspects} LIMIT ${n}`,
         (rows) => rows.map(toOrphaned)
-      ),
+      )
+    },
     ...workerRows(
       ctx,
       "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names"
     ),
+    // The row says the worker is lost (its heartbeat at the epoch) before it goes, so that a job left
+    // running (a handler that did not stop) is rescued at once; it goes only with no job running.
+    workerRemove: (id) =>
+      Effect.zipRight(
+        sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`,
+        sql`DELETE FROM ${workers} w WHERE w.id = ${id}
+          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`
+      ).pipe(Effect.asVoid),
     workerPrune: (cutoffUs) =>
       sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
           AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),

@@ -1,0 +1,70 @@
+/**
+ * What a rescue pass reads, on every database: the jobs of workers whose row or lock says they are
+ * lost; every running job (its own among them) in the sweep, every `sweepPasses` passes, and in the
+ * two passes after a claim of the worker failed — a claim whose commit was applied and whose answer
+ * was lost leaves its jobs running under the live worker's id, and only those passes find them.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { Job, Queue, Worker } from "../../src/index.js"
+import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { Noop } from "../support/jobs.js"
+import type { Target } from "../support/targets.js"
+
+export const rescue = (target: Target) => {
+  const name = (title: string) => `[${target.id}] ${title}`
+  describe("rescue passes", () => {
+    it.live(
+      name("after a claim of the worker fails, its own job unknown to it is rescued within two passes, not at the sweep"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const jobs = sql(`${prefix}jobs`)
+            const queue = yield* Queue.Queue
+            const startedMs = Date.now()
+            yield* Worker.make({ id: "web-5", handlers: [Job.handler(Noop, () => Effect.void)] })
+            // Past the first two passes (which read every running job): the sweep is 10 s away.
+            yield* realSleep(1500)
+            // What a claim leaves when its COMMIT was applied but its answer was lost.
+            const lost = yield* queue.enqueue(Noop, { i: -1 }, { delay: "1 hour" })
+            yield* sql`UPDATE ${jobs} SET state = 'running', attempts = 1, worker_id = ${"web-5"},
+              claimed_at = created_at, run_at = created_at WHERE id = ${lost}`
+            // A job due in a second, and a lock on the table that lets the worker's probe read it
+            // but holds its claim (a locking read) until the test ends the claim's connection.
+            yield* queue.enqueue(Noop, { i: 1 }, { delay: "1 second" })
+            const locker = yield* sql.reserve
+            if (target.dialect === "pg") {
+              yield* locker.executeRaw("BEGIN", [])
+              yield* locker.executeRaw(`LOCK TABLE "${prefix}jobs" IN EXCLUSIVE MODE`, [])
+            } else {
+              yield* locker.executeRaw(`LOCK TABLES \`${prefix}jobs\` READ`, [])
+            }
+            const blocked = target.dialect === "pg"
+              ? sql<{ id: number }>`SELECT pid AS id FROM pg_stat_activity
+                  WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${`%${prefix}jobs%`}`
+              : sql<{ id: number }>`SELECT id FROM information_schema.processlist
+                  WHERE state LIKE 'Waiting for table%' AND info LIKE ${`%${prefix}jobs%`}`
+            yield* waitUntil(Effect.map(blocked, (rows) => rows.length > 0), 10_000, "the worker's claim to wait for the lock")
+            assert.strictEqual((yield* queue.get(lost)).state, "running", "rescued before any claim failed")
+            for (const { id } of yield* blocked) {
+              if (target.dialect === "pg") yield* sql`SELECT pg_terminate_backend(${id})`
+              else yield* sql.unsafe(`KILL ${Number(id)}`)
+            }
+            const failedMs = Date.now()
+            yield* locker.executeRaw(target.dialect === "pg" ? "COMMIT" : "UNLOCK TABLES", [])
+            // The pool may hand out the ended connection once more: a failed read is read again.
+            const state = Effect.map(Effect.either(queue.get(lost)), (j) => j._tag === "Right" ? j.right.state : "unread")
+            yield* waitUntil(Effect.map(state, (s) => s === "completed"), 10_000, "the rescue")
+            const rescuedMs = Date.now()
+            // Two passes (500 ms apart) after the failure, long before the sweep (10 s after the start).
+            assert.isBelow(rescuedMs - failedMs, 3000)
+            assert.isBelow(rescuedMs - startedMs, 9000)
+            // Its handler never ran: the claim is released, not counted as a failed attempt.
+            assert.strictEqual((yield* queue.get(lost)).attempts, 1)
+          }).pipe(Effect.scoped)),
+      30_000
+    )
+  })
+}
