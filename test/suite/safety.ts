@@ -833,6 +833,8 @@ export const safety = (target: Target) => {
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const queue = yield* Queue.Queue
           yield* Worker.make({ id: "web-2", handlers: [Job.handler(Noop, () => Effect.void)] })
+          // Past the first two passes, which read every running job as a sweep does.
+          yield* realSleep(500)
           const id = yield* queue.enqueue(Noop, { i: 1 }, { delay: "1 hour" })
           // What a claim leaves when its COMMIT was applied but the answer never reached the worker
           // (a connection cut during the COMMIT): the job running under the live worker's id,
@@ -840,13 +842,13 @@ export const safety = (target: Target) => {
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-2"},
             claimed_at = created_at, run_at = created_at WHERE id = ${id}`
           // No claim of the worker failed: the rescuer reads its own jobs in the sweep, every
-          // `sweepPasses` passes (2 s at this rescue interval).
+          // `leaseTimeout` (2 s here).
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 10_000, "the rescue")
           const info = yield* queue.get(id)
           // Its handler never ran: the claim is released, not counted as a failed attempt.
           assert.strictEqual(info.attempts, 1)
           assert.deepStrictEqual(info.errors, [])
-        }), { rescueInterval: "100 millis" }))
+        }), { rescueInterval: "100 millis", heartbeatInterval: "500 millis", leaseTimeout: "2 seconds" }))
 
     it.live(name("a lost claim is rescued while the worker drains a backlog (claims in flight at every pass)"), () =>
       withQueue(target, (prefix) =>
@@ -865,10 +867,10 @@ export const safety = (target: Target) => {
           yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', attempts = 1, worker_id = ${"web-3"},
             claimed_at = created_at, run_at = created_at WHERE id = ${lost}`
           yield* waitUntil(Effect.map(queue.get(lost), (j) => j.state !== "running"), 10_000, "the rescue")
-          // Rescued by a sweep (every `sweepPasses` passes, 2 s here), long before the backlog
+          // Rescued by a sweep (every `leaseTimeout`, 2 s here), long before the backlog
           // (8,000 jobs, 4 at a time) ran out.
           assert.isBelow(done, 7000)
-        }), { rescueInterval: "100 millis", pollInterval: "1 hour" }))
+        }), { rescueInterval: "100 millis", heartbeatInterval: "500 millis", leaseTimeout: "2 seconds", pollInterval: "1 hour" }))
 
     it.live(name("two live workers cannot share an id"), () =>
       withQueue(target, () =>

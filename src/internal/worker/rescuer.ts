@@ -7,8 +7,8 @@
  * running here that its job no longer runs.
  *
  * A pass finds the lost workers from their rows and locks, and reads only their jobs. Two passes in a
- * row of every `sweepPasses`, and two after a claim of this worker failed, read every running job of
- * its names: for its own lost claims (see below) and for jobs whose worker has no row.
+ * row every `leaseTimeout` (the sweep, see `sweepPasses`), and two after a claim of this worker failed,
+ * read every running job of its names: for its own lost claims and for jobs whose worker has no row.
  *
  * @internal
  */
@@ -27,12 +27,15 @@ import type { EndLogs } from "./endLogs.js"
 import { lockGraceMarkedMillis, lockGraceMillis, lockGracePasses } from "./liveness.js"
 
 /**
- * Every this many passes, two passes in a row read every running job of the worker's names (the
- * first two passes after the start among them): the jobs of a worker whose row is gone — deleted by
- * hand, or pruned while the worker was stopped (a process paused for minutes) and claimed for since —
- * are rescued within this many passes (10 s at the default `rescueInterval`).
+ * How many passes apart two passes in a row read every running job of the worker's names (the sweep;
+ * the first two passes after the start are one): `leaseTimeout ÷ rescueInterval`, at least 2 (60, or
+ * 30 s, by default). So a job whose worker has no row — deleted by hand, or pruned while the worker
+ * was stopped (a process paused for minutes) and claimed for since — is rescued within about
+ * `leaseTimeout`, as a job whose worker's heartbeat stopped is; and so is a job running under this
+ * worker's id that it does not know of, when no failed claim of its own announced it.
  */
-export const sweepPasses = 20
+export const sweepPasses = (leaseTimeout: Duration.Duration, rescueInterval: Duration.Duration): number =>
+  Math.max(2, Math.round(Duration.toMillis(leaseTimeout) / Math.max(1, Duration.toMillis(rescueInterval))))
 
 /** What the rescuer needs of its worker. */
 export interface RescuerHost {
@@ -88,8 +91,9 @@ export const start = (
      * `own`: a job of this worker not held here, which only passes that read every job list.
      */
     const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean; own: boolean }>()
-    /** Passes (not quick ones) since the start. */
+    /** Passes (not quick ones) since the start, and how many apart the sweeps are. */
     let passes = 0
+    const sweepEvery = sweepPasses(config.leaseTimeout, config.rescueInterval)
     /** Claims of this worker that failed, as of the last pass; passes left that read every job for them. */
     let failedSeen = 0
     let doubtPasses = 0
@@ -127,7 +131,7 @@ export const start = (
         failedSeen = failed
         doubtPasses = 2
       }
-      const all = !quick && (doubtPasses > 0 || passes % sweepPasses < 2)
+      const all = !quick && (doubtPasses > 0 || passes % sweepEvery < 2)
       if (!quick) passes++
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not held yet: wait for them to end. (A claim started after the listing began commits after
