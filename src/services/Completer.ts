@@ -238,6 +238,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       }
       return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
         .pipe(
+          Effect.map(({ claimed, stale }) => ({ claimed, stale, failed: false })),
           Effect.catchAll((error) =>
             Effect.logDebug("sqlane: ending jobs with a claim failed; ending them alone", error).pipe(
               Effect.zipRight(writeEnds(batch)),
@@ -248,9 +249,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           Effect.catchAllDefect((defect) =>
             Effect.as(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
           ),
-          Effect.flatMap((done) => {
-            const { claimed, stale } = done
-            const failed = "failed" in done && done.failed
+          Effect.flatMap(({ claimed, failed, stale }) => {
             Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit, failed })
             return written(batch, stale)
           })

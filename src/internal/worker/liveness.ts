@@ -192,7 +192,7 @@ export const liveness = (
               : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
         )
         yield* lockTaken
-        yield* Deferred.succeed(acquired, undefined)
+        if (yield* Deferred.succeed(acquired, undefined)) ownsRow = true
         if (lost) {
           lost = false
           yield* Effect.logInfo("sqlane: worker lock taken again")
@@ -224,9 +224,12 @@ export const liveness = (
     let lost = false
     const nowUs = yield* nowMicros
     yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames)
-    // With the database gone the row stays; rescuers and the pruner of worker rows handle it.
+    /** This worker took its lock, and no other live worker took its id since: the row is its own. */
+    let ownsRow = false
+    // With the database gone the row stays; rescuers and the pruner of worker rows handle it. A worker
+    // that never took its lock (its id is in use) or whose id was taken leaves the row to the other.
     yield* Effect.addFinalizer(() =>
-      reachability.unreachable() ? Effect.void : Effect.ignore(bounded(driver.workerRemove(workerId), 500))
+      reachability.unreachable() || !ownsRow ? Effect.void : Effect.ignore(bounded(driver.workerRemove(workerId), 500))
     )
     const acquired = yield* Deferred.make<void>()
     // A defect (the id is taken) fails the start; connection failures are retried. After the start,
@@ -242,7 +245,7 @@ export const liveness = (
                 `sqlane: worker id "${workerId}" was taken by another live worker while this one took its lock again; ` +
                   "this worker stops claiming (give each worker its own id)"
               ),
-              onIdTaken
+              Effect.zipRight(Effect.sync(() => void (ownsRow = false)), onIdTaken)
             )
             : Deferred.die(acquired, defect))
       ),

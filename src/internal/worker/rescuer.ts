@@ -26,6 +26,9 @@ import { QueueConfig } from "../../services/QueueConfig.js"
 import type { EndLogs } from "./endLogs.js"
 import { lockGraceMarkedMillis, lockGraceMillis, lockGracePasses } from "./liveness.js"
 
+/** After a claim of the worker failed, how long (ms) its passes read every running job (two at least). */
+export const doubtMillis = 5000
+
 /**
  * How many passes apart two passes in a row read every running job of the worker's names (the sweep;
  * the first two passes after the start are one): `leaseTimeout ÷ rescueInterval`, at least 2 (60, or
@@ -85,18 +88,24 @@ export const start = (
     const { names, workerId } = host
     /**
      * Jobs (`id:attempt`) whose worker's lock the last passes found free: in how many passes in a row
-     * (quick passes not counted, except for this worker's own jobs), when the first of them was
-     * answered (wall clock, ms), the worker's `relocks` then, and whether the quick rule may rescue it
-     * once its grace is over (another worker's job, whose row did not say `relocking` at the last pass);
-     * `own`: a job of this worker not held here, which only passes that read every job list.
+     * (quick passes not counted), when the first of them was answered (wall clock, ms), the worker's
+     * `relocks` then, and whether the quick rule may rescue it once its grace is over (another
+     * worker's job, whose row did not say `relocking` at the last pass). Also, keyed `own:id:attempt`,
+     * this worker's own jobs that it does not hold, in how many listings (any pass that lists them):
+     * a pass that reads only the lost workers' jobs does not list them, and keeps their entries.
      */
     const lockFree = new Map<string, { passes: number; firstMs: number; relocks: number; quick: boolean; own: boolean }>()
-    /** Passes (not quick ones) since the start, and how many apart the sweeps are. */
+    /** Passes (not quick ones) answered since the start, and how many apart the sweeps are. */
     let passes = 0
     const sweepEvery = sweepPasses(config.leaseTimeout, config.rescueInterval)
-    /** Claims of this worker that failed, as of the last pass; passes left that read every job for them. */
+    /**
+     * Claims of this worker that failed, as of the last pass; after a new one, passes read every job
+     * until two have and `doubtMillis` has passed (a claim the server applies after the client saw it
+     * fail — a statement waiting for a lock — commits later than the failure).
+     */
     let failedSeen = 0
     let doubtPasses = 0
+    let doubtUntilMs = 0
     /**
      * Interrupts the attempts running here that the table says their job no longer runs: cancelled
      * (no NOTIFY on MySQL/MariaDB), cancelled and already retried (the retry may run elsewhere),
@@ -130,9 +139,9 @@ export const start = (
       if (failed !== failedSeen) {
         failedSeen = failed
         doubtPasses = 2
+        doubtUntilMs = Date.now() + doubtMillis
       }
-      const all = !quick && (doubtPasses > 0 || passes % sweepEvery < 2)
-      if (!quick) passes++
+      const all = !quick && (doubtPasses > 0 || Date.now() < doubtUntilMs || passes % sweepEvery < 2)
       // Claims of this instance started before the listing may have committed jobs it lists that are
       // not held yet: wait for them to end. (A claim started after the listing began commits after
       // it, so none of its jobs are listed.)
@@ -147,6 +156,7 @@ export const start = (
         all ? "all" : "lost"
       )
       const answeredMs = Date.now()
+      if (!quick) passes++
       if (all && doubtPasses > 0) doubtPasses--
       yield* host.claimsEnded(claimsBefore)
       /** This worker's own lock held without a break since then (ms), if it is held (see `lockGraceMillis`). */
@@ -165,7 +175,7 @@ export const start = (
           if (row.claimedAtUs >= host.startedAtUs) {
             // The listing may predate the end of a job that has since ended here: rescue only a job
             // that two passes in a row found so.
-            const key = endKey(row.id, row.attempts)
+            const key = `own:${endKey(row.id, row.attempts)}`
             seen.add(key)
             const earlier = lockFree.get(key)
             if (earlier === undefined) {
@@ -195,6 +205,9 @@ export const start = (
           if (!quickRule && !passRule) continue
         }
         const outcome = lostClaim ? host.releasedEnd(row) : yield* host.lostEnd(row)
+        // Taken back or not, its entry goes: a release gives back the attempt, so the job's next
+        // claim has the same key, and must start from no pass.
+        lockFree.delete(lostClaim ? `own:${endKey(row.id, row.attempts)}` : endKey(row.id, row.attempts))
         // Another worker may have rescued it first, or it was cancelled: then nothing changed.
         if ((yield* completer.finish(outcome)) === false) continue
         host.counted(row.name, outcome)
