@@ -7,8 +7,9 @@
  * running here that its job no longer runs.
  *
  * A pass finds the lost workers from their rows and locks, and reads only their jobs. Two passes in a
- * row every `leaseTimeout` (the sweep, see `sweepPasses`), and two after a claim of this worker failed,
- * read every running job of its names: for its own lost claims and for jobs whose worker has no row.
+ * row every `leaseTimeout` (the sweep, see `sweepPasses`), and those of the `doubtMillis` after a claim
+ * of this worker failed (two at least), read every running job of its names: for its own lost claims
+ * and for jobs whose worker has no row.
  *
  * @internal
  */
