@@ -11,6 +11,22 @@ import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): WorkersOps => {
   const { claimedColumnsJ, jobs, lockPrefix, run, sql, ts, usOf, workers } = ctx
+  const workerPrune = (cutoffUs: number) =>
+    // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
+    // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,
+    // ride and enqueue in flight, and blocked them while it scanned. A plain SELECT locks nothing.
+    // Without stale workers (the common case) the jobs table is not read at all.
+    Effect.gen(function*() {
+      const stale = yield* sql<{ id: string }>`SELECT id FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}`
+      if (stale.length === 0) return
+      const ids = stale.map((r) => String(r.id))
+      const busy = yield* sql<{ worker_id: string }>`SELECT DISTINCT worker_id FROM ${jobs}
+        WHERE state = 'running' AND worker_id IN ${sql.in(ids)}`
+      const running = new Set(busy.map((r) => String(r.worker_id)))
+      const idle = ids.filter((id) => !running.has(id))
+      if (idle.length === 0) return
+      yield* sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)} AND id IN ${sql.in(idle)}`
+    })
   return {
     jobStaleAttempts: (attempts) =>
       attempts.length === 0 ? Effect.succeed([]) : Effect.map(
@@ -36,29 +52,10 @@ export const make = (ctx: MysqlContext): WorkersOps => {
       ctx,
       "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names)"
     ),
-    // As on PostgreSQL, with a plain read of the worker's running jobs (see `workerPrune`).
+    // As on PostgreSQL: the row at the epoch, then the prune of rows at the epoch.
     workerRemove: (id) =>
-      Effect.gen(function*() {
-        yield* sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`
-        const busy = yield* sql`SELECT 1 AS busy FROM ${jobs} WHERE state = 'running' AND worker_id = ${id} LIMIT 1`
-        if (busy.length === 0) yield* sql`DELETE FROM ${workers} WHERE id = ${id}`
-      }),
-    workerPrune: (cutoffUs) =>
-      // Plain reads first, then a delete by id: in a DELETE, InnoDB reads the jobs subquery with
-      // shared locks on every row it scans (REPEATABLE READ), so the prune waited for every claim,
-      // ride and enqueue in flight, and blocked them while it scanned. A plain SELECT locks nothing.
-      // Without stale workers (the common case) the jobs table is not read at all.
-      Effect.gen(function*() {
-        const stale = yield* sql<{ id: string }>`SELECT id FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)}`
-        if (stale.length === 0) return
-        const ids = stale.map((r) => String(r.id))
-        const busy = yield* sql<{ worker_id: string }>`SELECT DISTINCT worker_id FROM ${jobs}
-          WHERE state = 'running' AND worker_id IN ${sql.in(ids)}`
-        const running = new Set(busy.map((r) => String(r.worker_id)))
-        const idle = ids.filter((id) => !running.has(id))
-        if (idle.length === 0) return
-        yield* sql`DELETE FROM ${workers} WHERE heartbeat_at < ${ts(cutoffUs)} AND id IN ${sql.in(idle)}`
-      }),
+      Effect.zipRight(sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`, workerPrune(1)),
+    workerPrune,
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
     workerUnlockSql: "SELECT RELEASE_LOCK(?)",
     workerLockName: (id) => lockPrefix + id,

@@ -10,6 +10,9 @@ import { numbers, type PgContext, pgLockSpace, usText } from "./context.js"
 
 export const make = (ctx: PgContext): WorkersOps => {
   const { claimedColumnsJ, jobs, lockPrefix, sql, ts, workers } = ctx
+  const workerPrune = (cutoffUs: number) =>
+    sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
+        AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid)
   return {
     jobStaleAttempts: (attempts) =>
       attempts.length === 0 ? Effect.succeed([]) : Effect.map(
@@ -56,16 +59,11 @@ export const make = (ctx: PgContext): WorkersOps => {
       "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names"
     ),
     // The row says the worker is lost (its heartbeat at the epoch) before it goes, so that a job left
-    // running (a handler that did not stop) is rescued at once; it goes only with no job running.
+    // running (a handler that did not stop) is rescued at once; the prune of rows at the epoch deletes
+    // it unless a job of it is running.
     workerRemove: (id) =>
-      Effect.zipRight(
-        sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`,
-        sql`DELETE FROM ${workers} w WHERE w.id = ${id}
-          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`
-      ).pipe(Effect.asVoid),
-    workerPrune: (cutoffUs) =>
-      sql`DELETE FROM ${workers} w WHERE w.heartbeat_at < ${ts(cutoffUs)}
-          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.state = 'running' AND j.worker_id = w.id)`.pipe(Effect.asVoid),
+      Effect.zipRight(sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`, workerPrune(1)),
+    workerPrune,
     workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, lockPrefix + id]],
     workerUnlockSql: "SELECT pg_advisory_unlock($1, hashtext($2))",
     workerLockName: (id) => lockPrefix + id,
