@@ -1,8 +1,9 @@
 /**
  * What a rescue pass reads, on every database: the jobs of workers whose row or lock says they are
  * lost; every running job (its own among them) in the sweep, every `leaseTimeout`, and in the
- * two passes after a claim of the worker failed — a claim whose commit was applied and whose answer
- * was lost leaves its jobs running under the live worker's id, and only those passes find them.
+ * passes of the 5 s after a claim of the worker failed (two at least) — a claim whose commit was
+ * applied and whose answer was lost leaves its jobs running under the live worker's id, and only
+ * those passes find them.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
