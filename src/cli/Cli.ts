@@ -9,6 +9,7 @@
  * sqlane retry ID… | sqlane retry --name N [--state dead|cancelled]
  * sqlane cancel ID…
  * sqlane pause NAME | sqlane resume NAME
+ * sqlane limit [NAME [N] [--per-key K] [--clear]]
  * sqlane prune
  * ```
  *
@@ -21,6 +22,7 @@
 import * as Command from "@effect/cli/Command"
 import { cancel, pause, resume, retry } from "./actions.js"
 import { jobs, status } from "./jobs.js"
+import { limit } from "./limits.js"
 import { migrate, prune } from "./maintenance.js"
 
 export { CliError } from "./CliError.js"
@@ -33,7 +35,7 @@ export { CliError } from "./CliError.js"
  */
 export const command = Command.make("sqlane").pipe(
   Command.withDescription("operate a sqlane job queue on PostgreSQL, MySQL or MariaDB"),
-  Command.withSubcommands([migrate, status, jobs, retry, cancel, pause, resume, prune])
+  Command.withSubcommands([migrate, status, jobs, retry, cancel, pause, resume, limit, prune])
 )
 
 /**

@@ -24,7 +24,7 @@ import type { EnqueueManyOptions, EnqueueOptions, InsertResult } from "../servic
 import type { Driver, InsertRow } from "./driver/Driver.js"
 import { stateBits } from "./driver/shared.js"
 import { resolveEnqueueOptions } from "./options.js"
-import { checkKey, encodePayload, mutexKeyOf, nameProblem, statementOverheadBytes } from "./payload.js"
+import { checkKey, encodePayload, limitKeyOf, mutexKeyOf, nameProblem, statementOverheadBytes } from "./payload.js"
 
 /** Now, in microseconds since the epoch, from the fiber's `Clock` (as `nowMicros`, without an effect). */
 const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): number =>
@@ -123,11 +123,21 @@ export const makeEnqueuer = (driver: Driver, notifier: NotifierShape): Enqueuer 
     Effect.withFiberRuntime((fiber) => {
       const mutexKey = mutexKeyOf(job, payload)
       if (Either.isLeft(mutexKey)) return Effect.fail(mutexKey.left)
+      const limitKey = limitKeyOf(job, payload)
+      if (Either.isLeft(limitKey)) return Effect.fail(limitKey.left)
       const nowUs = nowOf(fiber)
       const resolved = resolveEnqueueOptions(job, options, nowUs, fiber)
       if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
       const { priority, runAtUs, traceContext } = resolved.right
-      const row: InsertRow = { name: job.name, payload: json, priority, runAtUs, mutexKey: mutexKey.right, traceContext }
+      const row: InsertRow = {
+        name: job.name,
+        payload: json,
+        priority,
+        runAtUs,
+        mutexKey: mutexKey.right,
+        limitKey: limitKey.right,
+        traceContext
+      }
       const inTransaction = inTransactionOf(fiber)
       const unique = options?.unique
       if (unique === undefined) return Effect.map(write([row], nowUs, inTransaction), (ids) => ({ id: ids[0], duplicate: false }))
@@ -212,16 +222,28 @@ export const makeEnqueuer = (driver: Driver, notifier: NotifierShape): Enqueuer 
         if (json.length === 0) return []
         // A check per payload, not an effect step: this loop runs for every job of the batch.
         const mutexKeys: Array<string | null> = []
+        const limitKeys: Array<string | null> = []
         for (const p of items) {
           const key = mutexKeyOf(job, p)
           if (Either.isLeft(key)) return yield* Effect.fail(key.left)
           mutexKeys.push(key.right)
+          const limitKey = limitKeyOf(job, p)
+          if (Either.isLeft(limitKey)) return yield* Effect.fail(limitKey.left)
+          limitKeys.push(limitKey.right)
         }
         const fiber = yield* Effect.withFiberRuntime<Fiber.RuntimeFiber<unknown, unknown>>((fiber) => Effect.succeed(fiber))
         const nowUs = nowOf(fiber)
         const { priority, runAtUs, traceContext } = yield* resolveEnqueueOptions(job, options, nowUs, fiber)
         return yield* write(
-          json.map((payload, i) => ({ name: job.name, payload, priority, runAtUs, mutexKey: mutexKeys[i], traceContext })),
+          json.map((payload, i) => ({
+            name: job.name,
+            payload,
+            priority,
+            runAtUs,
+            mutexKey: mutexKeys[i],
+            limitKey: limitKeys[i],
+            traceContext
+          })),
           nowUs,
           inTransactionOf(fiber)
         )

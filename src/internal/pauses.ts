@@ -1,7 +1,6 @@
 /**
- * A worker's view of the paused job names (`<prefix>paused`): read when the worker starts, again
- * whenever the Notifier says they changed (at once in this process, by `NOTIFY` on PostgreSQL),
- * and every `rescueInterval` of wall-clock time as the backstop (the only way on MySQL/MariaDB).
+ * A worker's view of the paused job names (`<prefix>paused`), followed as `internal/watched.ts`
+ * follows a table: at start, on a change, and every `rescueInterval`.
  *
  * The worker leaves paused names out of what it probes and claims, so that it does not claim them in
  * vain: the claim statements themselves leave paused names out (see the claims in `driver/pg/jobs.ts` and `driver/mysql/jobs.ts`), so the pause
@@ -9,15 +8,12 @@
  *
  * @internal
  */
-import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { Notifier } from "../services/Notifier.js"
-import { QueueConfig } from "../services/QueueConfig.js"
+import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
-import { forkScopedBounded } from "./outage.js"
-import { wallSleep } from "./wallClock.js"
+import { follow } from "./watched.js"
 
 export interface PausedView {
   /** `names` without the paused ones. */
@@ -42,9 +38,8 @@ export const watch = (
   onResume: Effect.Effect<void>
 ): Effect.Effect<PausedView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
-    const { reachability, driver } = yield* Database
+    const { driver } = yield* Database
     const notifier = yield* Notifier
-    const config = yield* QueueConfig
     // Names are matched as the database matches them: on MySQL/MariaDB the paused table's
     // collation is PAD SPACE, so "name " and "name" are one name there (`pause "name"` after
     // `pause "name "` answers "already paused").
@@ -63,23 +58,11 @@ export const watch = (
       claimableGroups: (groups) => (paused.size === 0 ? groups : groups.filter((g) => !paused.has(key(g.name))))
     }
     if (names.length === 0) return view
-    // The first read comes before the worker's first claim.
-    const failed = (cause: Cause.Cause<unknown>) =>
-      reachability.failed("paused job names", "sqlane: cannot read paused job names", cause)
-    yield* refresh.pipe(Effect.catchAllCause(failed))
-    const changed = yield* Queue.sliding<void>(1)
-    yield* notifier.onPausesChanged((name) => {
-      // A name paused in this process is left out at once, before `pause` returns; then re-read.
-      if (name !== undefined && mine.has(key(name)) && !paused.has(key(name))) paused = new Set([...paused, key(name)])
-      Queue.unsafeOffer(changed, undefined)
-    })
-    // The backstop re-read every rescueInterval runs on the wall clock (not replayed by TestClock).
-    yield* Effect.race(Queue.take(changed), wallSleep(config.rescueInterval)).pipe(
-      Effect.zipRight(refresh),
-      Effect.catchAllCause(failed),
-      Effect.forever,
-      Effect.annotateLogs({ package: "sqlane", module: "Worker" }),
-      (effect) => forkScopedBounded(effect, 100)
-    )
+    yield* follow("paused job names", refresh, (changed) =>
+      notifier.onPausesChanged((name) => {
+        // A name paused in this process is left out at once, before `pause` returns; then re-read.
+        if (name !== undefined && mine.has(key(name)) && !paused.has(key(name))) paused = new Set([...paused, key(name)])
+        changed()
+      }))
     return view
   })

@@ -177,7 +177,32 @@ export const checkKey = (
     )
 }
 
-const noMutexKey = Either.right(null)
+const noKey = Either.right(null)
+
+/** The key `f` gives a payload, checked (path `path`), or null for none. */
+const keyOf = (
+  job: Job.Any,
+  f: ((payload: never) => string | undefined) | undefined,
+  what: string,
+  path: string,
+  payload: unknown
+): Either.Either<string | null, InvalidEnqueueOption> => {
+  if (f === undefined) return noKey
+  let key: string | undefined
+  try {
+    key = (f as (payload: unknown) => string | undefined)(payload)
+  } catch (e) {
+    return Either.left(
+      new InvalidEnqueueOption({
+        job: job.name,
+        path,
+        reason: "threw",
+        message: `${path} threw: ${Sanitize.describe(e)}`
+      })
+    )
+  }
+  return key === undefined ? noKey : checkKey(job, what, path, key)
+}
 
 /**
  * The mutex key of a payload by its job's `mutexKey`, or null.
@@ -187,21 +212,15 @@ const noMutexKey = Either.right(null)
 export const mutexKeyOf = <J extends Job.Any>(
   job: J,
   payload: Job.Payload<J>
-): Either.Either<string | null, InvalidEnqueueOption> => {
-  const f = job.mutexKey as ((payload: unknown) => string | undefined) | undefined
-  if (f === undefined) return noMutexKey
-  let key: string | undefined
-  try {
-    key = f(payload)
-  } catch (e) {
-    return Either.left(
-      new InvalidEnqueueOption({
-        job: job.name,
-        path: "mutexKey",
-        reason: "threw",
-        message: `mutexKey threw: ${Sanitize.describe(e)}`
-      })
-    )
-  }
-  return key === undefined ? noMutexKey : checkKey(job, "the mutex key", "mutexKey", key)
-}
+): Either.Either<string | null, InvalidEnqueueOption> => keyOf(job, job.mutexKey, "the mutex key", "mutexKey", payload)
+
+/**
+ * The concurrency key of a payload by its job's `limits.key`, or null.
+ *
+ * @internal
+ */
+export const limitKeyOf = <J extends Job.Any>(
+  job: J,
+  payload: Job.Payload<J>
+): Either.Either<string | null, InvalidEnqueueOption> =>
+  keyOf(job, job.limits?.key, "the concurrency key", "limits.key", payload)

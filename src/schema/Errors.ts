@@ -261,11 +261,40 @@ export class InvalidJobDefinition extends Schema.TaggedError<InvalidJobDefinitio
   {
     /** The job name, when the definition has one that is a string (`Job.attempts` has none). */
     job: Schema.optional(Schema.String),
-    /** The option refused: `"name"`, `"priority"`, `"timeout"` or `"attempts"`. */
+    /**
+     * The option refused: `"name"`, `"priority"`, `"timeout"`, `"attempts"`, `"limits.running"`,
+     * `"limits.runningPerKey"` or `"limits.key"`.
+     */
     option: Schema.String,
     /** What is wrong with it. */
     reason: InvalidOptionReason,
     /** What was refused and what was got. */
+    message: Schema.String
+  }
+) {}
+
+/**
+ * A concurrency limit set at run time (`Admin.setLimits`, `sqlane limit`) was refused and nothing
+ * changed: `option` names it (`"name"`, `"running"`, `"runningPerKey"`), `reason` says what is wrong
+ * (`range`: not an integer from 1 to `Job.maxLimit`, or a name not 1–255 characters; `characters`;
+ * `conflict`: neither number given) and `message` what it got.
+ *
+ * @example
+ * ```ts
+ * admin.setLimits("report", { running: 0 }).pipe(
+ *   Effect.catchTag("InvalidLimit", (e) => Effect.logWarning(e.message)) // option "running", reason "range"
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class InvalidLimit extends Schema.TaggedError<InvalidLimit>("sqlane/InvalidLimit")(
+  "InvalidLimit",
+  {
+    name: Schema.String,
+    option: Schema.String,
+    reason: InvalidOptionReason,
     message: Schema.String
   }
 ) {}

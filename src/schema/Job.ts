@@ -67,7 +67,60 @@ export interface Job<
    * across every worker, process and job name. `undefined` (the function, or its result): no key.
    */
   readonly mutexKey: ((payload: Payload) => string | undefined) | undefined
+  /** The job name's concurrency limits (see {@link Limits}), or `undefined` for none. */
+  readonly limits: Limits<Payload> | undefined
 }
+
+/**
+ * Concurrency limits of a job name, kept in the database and enforced across every worker and
+ * process: at most `running` attempts of the name run at once, and at most `runningPerKey` per
+ * concurrency key (`key`, from the payload: a tenant, an account). Each running attempt holds a
+ * numbered slot of its name (and of its key) in its own row, under a unique index over running
+ * rows: two claims can never hold one slot, and a slot is free again as soon as its attempt stops
+ * running — it ends, is released, cancelled or rescued from a lost worker. Jobs over a limit wait,
+ * pending, without counting an attempt, and a worker of the name is woken when a slot frees.
+ *
+ * `sqlane limit` (and `Admin.setLimits`) override both numbers at run time, for every worker.
+ *
+ * Source: Oban Pro's global limits and partitions, River Pro's global concurrency limits with
+ * partitions by arguments, BullMQ Pro's group concurrency, pg-boss's group concurrency.
+ *
+ * @example
+ * ```ts
+ * const Report = Job.make("report", {
+ *   payload: Schema.Struct({ tenant: Schema.String }),
+ *   // 20 reports at once in all, and 2 per tenant
+ *   limits: { running: 20, key: (p) => p.tenant, runningPerKey: 2 }
+ * })
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Limits<Payload> {
+  /** At most this many attempts of the job name run at once, everywhere: an integer 1–10,000. */
+  readonly running?: number | undefined
+  /**
+   * The job's concurrency key, from its (decoded) payload at enqueue, 1–255 characters, or
+   * `undefined` for none; keys are counted per job name.
+   */
+  readonly key?: ((payload: Payload) => string | undefined) | undefined
+  /** At most this many attempts of one key run at once, everywhere: an integer 1–10,000. */
+  readonly runningPerKey?: number | undefined
+}
+
+/**
+ * The largest value of a concurrency limit: each running attempt takes a numbered slot below it.
+ *
+ * @example
+ * ```ts
+ * const ok = (n: number) => Number.isInteger(n) && n >= 1 && n <= Job.maxLimit
+ * ```
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const maxLimit = 10_000
 
 /**
  * Types derived from a job definition: `Job.Any` (any definition), and the payload, encoded
@@ -102,6 +155,7 @@ export declare namespace Job {
     readonly isPermanent: (failure: never) => boolean
     readonly timeoutMillis: number | undefined
     readonly mutexKey: ((payload: never) => string | undefined) | undefined
+    readonly limits: Limits<never> | undefined
   }
   /**
    * The decoded payload type of a job.
@@ -254,6 +308,12 @@ export const attempts = (
  *   waits to retry lets the next one run. Source: graphile-worker's named queues (`queue_name`: its
  *   jobs run one at a time), Oban Pro's partitioned global limit of 1, BullMQ Pro's groups.
  *   (default: none)
+ * @param options.limits concurrency limits of the job name, across every worker and process: `running`
+ *   (attempts of the name at once), `key` (the job's concurrency key, from its payload) and
+ *   `runningPerKey` (attempts of one key at once); see {@link Limits}. A limit that is not an integer
+ *   from 1 to {@link maxLimit}, or `runningPerKey` without `key`, throws `InvalidJobDefinition`. Give
+ *   every process the same definition (a worker whose definition has no limits, and that no run-time
+ *   limit reached, would claim the name's jobs without slots). (default: none)
  * @since 0.1.0
  * @category constructors
  */
@@ -276,6 +336,7 @@ export const make = <
     readonly isPermanent?: ((failure: E) => boolean) | undefined
     readonly timeout?: Duration.DurationInput | undefined
     readonly mutexKey?: ((payload: P) => string | undefined) | undefined
+    readonly limits?: Limits<P> | undefined
   }
 ): Job<Name, P, PI, S, SI, E, EI> => {
   const problem = checkJobName(name)
@@ -313,6 +374,36 @@ export const make = <
     }
     timeoutMillis = timeout.millis
   }
+  const limits = options.limits
+  if (limits !== undefined) {
+    for (const option of ["running", "runningPerKey"] as const) {
+      const n = limits[option]
+      if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= maxLimit)) {
+        throw new InvalidJobDefinition({
+          job: name,
+          option: `limits.${option}`,
+          reason: typeof n === "number" ? "range" : "type",
+          message: `limits.${option} must be an integer from 1 to ${maxLimit}, got ${String(n)}`
+        })
+      }
+    }
+    if (limits.key !== undefined && typeof limits.key !== "function") {
+      throw new InvalidJobDefinition({
+        job: name,
+        option: "limits.key",
+        reason: "type",
+        message: "limits.key must be a function of the payload"
+      })
+    }
+    if (limits.runningPerKey !== undefined && limits.key === undefined) {
+      throw new InvalidJobDefinition({
+        job: name,
+        option: "limits.key",
+        reason: "conflict",
+        message: "limits.runningPerKey needs limits.key, the function that gives a job's key"
+      })
+    }
+  }
   return {
     _tag: "sqlane/Job",
     name,
@@ -323,7 +414,8 @@ export const make = <
     priority,
     isPermanent: options.isPermanent ?? (() => false),
     timeoutMillis,
-    mutexKey: options.mutexKey
+    mutexKey: options.mutexKey,
+    limits
   }
 }
 

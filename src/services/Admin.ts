@@ -21,8 +21,10 @@ import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
 import type { JobSummaryRow } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
+import { checkIdentifier } from "../internal/sanitize.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { JobNotFound } from "../schema/Errors.js"
+import { InvalidLimit, JobNotFound } from "../schema/Errors.js"
+import { maxLimit } from "../schema/Job.js"
 import type { JobInfo } from "../schema/JobInfo.js"
 import { Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
@@ -227,6 +229,50 @@ export interface AdminShape {
   readonly paused: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly pausedAt: Date }>, SqlError>
   /** One pruning pass now (see `Pruner.run`). */
   readonly prune: Effect.Effect<Pruner.PruneResult, SqlError>
+  /**
+   * Sets a job name's concurrency limits at run time, over its definition's (`Job.make`'s
+   * `limits`), for every worker: at once in this process, by `NOTIFY` on PostgreSQL, and within
+   * one `rescueInterval` everywhere. A number left out keeps the definition's. A lowered limit
+   * starts no new attempt until the running ones are below it; they are not stopped. Fails with
+   * `InvalidLimit` (changing nothing) for a number that is not an integer from 1 to `Job.maxLimit`,
+   * or when neither is given.
+   */
+  readonly setLimits: (
+    name: string,
+    limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
+  ) => Effect.Effect<void, InvalidLimit | SqlError>
+  /** Removes a job name's run-time limits: its definition's apply again. Returns `false` when it had none. */
+  readonly clearLimits: (name: string) => Effect.Effect<boolean, SqlError>
+  /** The run-time limits, by name, with the slots their names' running attempts hold now. */
+  readonly limits: Effect.Effect<ReadonlyArray<LimitStatus>, SqlError>
+}
+
+/**
+ * A job name's run-time concurrency limits (`Admin.setLimits`) and their use now.
+ *
+ * @example
+ * ```ts
+ * for (const l of yield* admin.limits) console.log(l.name, `${l.inUse.running}/${l.running ?? "-"}`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface LimitStatus {
+  readonly name: string
+  /** At most this many attempts of the name at once (undefined: the definition's). */
+  readonly running: number | undefined
+  /** At most this many attempts of one concurrency key at once (undefined: the definition's). */
+  readonly runningPerKey: number | undefined
+  readonly updatedAt: Date
+  /** Slots held now: of the name, of keys (in all, and the busiest key's). */
+  readonly inUse: {
+    readonly running: number
+    readonly runningKeyed: number
+    readonly keys: number
+    readonly busiestKey: string | undefined
+    readonly busiestKeyRunning: number
+  }
 }
 
 /**
@@ -241,6 +287,37 @@ export interface AdminShape {
  * @category tags
  */
 export class Admin extends Context.Tag("sqlane/Admin")<Admin, AdminShape>() {}
+
+/** Why `setLimits` refuses its input, or undefined. */
+const limitsProblem = (
+  name: string,
+  limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
+): InvalidLimit | undefined => {
+  const nameProblem = checkIdentifier(name)
+  if (nameProblem !== undefined) {
+    return new InvalidLimit({
+      name: String(name).slice(0, 300),
+      option: "name",
+      reason: typeof name === "string" && name.length > 0 && name.length <= 255 ? "characters" : "range",
+      message: `a job name must be 1 to 255 characters without U+0000; this one ${nameProblem}`
+    })
+  }
+  if (limits.running === undefined && limits.runningPerKey === undefined) {
+    return new InvalidLimit({ name, option: "running", reason: "conflict", message: "give running, runningPerKey or both" })
+  }
+  for (const option of ["running", "runningPerKey"] as const) {
+    const n = limits[option]
+    if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= maxLimit)) {
+      return new InvalidLimit({
+        name,
+        option,
+        reason: typeof n === "number" ? "range" : "type",
+        message: `${option} must be an integer from 1 to ${maxLimit}, got ${String(n)}`
+      })
+    }
+  }
+  return undefined
+}
 
 const toSummary = (r: JobSummaryRow): JobSummary => ({
   id: r.id,
@@ -413,7 +490,43 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         driver.pausedList(),
         (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))
       ),
-      prune: Effect.provide(Pruner.run, context)
+      prune: Effect.provide(Pruner.run, context),
+      setLimits: (name, limits) =>
+        Effect.gen(function*() {
+          const problem = limitsProblem(name, limits)
+          if (problem !== undefined) return yield* problem
+          yield* driver.limitSet(name, limits.running ?? null, limits.runningPerKey ?? null, yield* nowMicros)
+          yield* notifier.limitsChanged
+          // A raised limit may let waiting jobs start now.
+          yield* notifier.announce([name])
+        }),
+      clearLimits: (name) =>
+        Effect.gen(function*() {
+          const changed = yield* driver.limitDelete(name)
+          yield* notifier.limitsChanged
+          if (changed) yield* notifier.announce([name])
+          return changed
+        }),
+      limits: Effect.gen(function*() {
+        const rows = yield* driver.limitList()
+        const use = new Map((yield* driver.limitUse(rows.map((r) => r.name))).map((u) => [u.name, u]))
+        return rows.map((r): LimitStatus => {
+          const u = use.get(r.name)
+          return {
+            name: r.name,
+            running: r.running ?? undefined,
+            runningPerKey: r.runningPerKey ?? undefined,
+            updatedAt: microsToDate(r.updatedAtUs),
+            inUse: {
+              running: u?.running ?? 0,
+              runningKeyed: u?.runningKeyed ?? 0,
+              keys: u?.keys ?? 0,
+              busiestKey: u?.busiestKey,
+              busiestKeyRunning: u?.busiestKeyRunning ?? 0
+            }
+          }
+        })
+      })
     }
     return service
   })

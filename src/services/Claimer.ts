@@ -34,7 +34,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Finish, Group, ProbeRow, StaleEnds } from "../internal/driver/Driver.js"
+import type { ClaimedRow, Finish, Group, NameLimits, ProbeRow, StaleEnds } from "../internal/driver/Driver.js"
 import { Facts } from "../internal/facts.js"
 
 export type { Group } from "../internal/driver/Driver.js"
@@ -122,7 +122,9 @@ export interface ClaimerShape {
     limit: number,
     nowUs: number,
     workerId: string,
-    keyed?: ReadonlySet<string>
+    keyed?: ReadonlySet<string>,
+    /** The concurrency limits of the names under one: a job of such a name is claimed only with a free slot. */
+    limits?: ReadonlyMap<string, NameLimits>
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
   /**
    * Whether `finishAndClaim` writes the ends and the claim in one commit (the driver's
@@ -210,10 +212,10 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
           due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
           return { due, nextUs }
         }),
-    claim: (groups, limit, nowUs, workerId, keyed) => {
+    claim: (groups, limit, nowUs, workerId, keyed, limits) => {
       if (groups.length === 0 || limit <= 0) return Effect.succeed([])
       const claimed = keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
-        ? driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId)
+        ? driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId, limits)
         : driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
       return Effect.tap(claimed, told(workerId, nowUs))
     },

@@ -173,6 +173,13 @@ export interface NotifierShape {
    * name paused in this process), for the life of the scope.
    */
   readonly onPausesChanged: (onChange: (paused: string | undefined) => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Tells every worker that the concurrency limits set at run time changed: this process at once,
+   * others by `NOTIFY` on PostgreSQL (on MySQL/MariaDB they re-read them every `rescueInterval`).
+   */
+  readonly limitsChanged: Effect.Effect<void>
+  /** Calls `onChange` whenever the run-time concurrency limits may have changed, for the life of the scope. */
+  readonly onLimitsChanged: (onChange: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**
@@ -293,6 +300,8 @@ export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | 
     pausesChanged: Effect.zipRight(Effect.sync(() => control.pausesChanged()), peers.pausesChanged),
     namePaused: (name) => Effect.zipRight(Effect.sync(() => control.pausesChanged(name)), peers.pausesChanged),
     onPausesChanged: control.onPausesChanged,
+    limitsChanged: Effect.zipRight(Effect.sync(() => control.limitsChanged()), peers.limitsChanged),
+    onLimitsChanged: control.onLimitsChanged,
     onCancel: control.onCancel,
     subscribe: (names) => hub.subscribe(names, peers.start, peers.ready)
   }

@@ -37,13 +37,14 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import { durationMillis } from "../internal/options.js"
+import * as Limits from "../internal/limits.js"
 import * as Pauses from "../internal/pauses.js"
 import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
 import { nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
 import { ofJobName } from "./Metrics.js"
-import type { Handler } from "../schema/Job.js"
+import type { Handler, Limits as JobLimits } from "../schema/Job.js"
 import { type ClaimedJob, Claimer } from "./Claimer.js"
 import { Completer, deadLetteredInPlace, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
@@ -272,9 +273,14 @@ export const make = <R>(
     /** Runs the worker's log lines with its context: the app's logger, level and annotations. */
     const runLog = Runtime.runFork(yield* Effect.runtime<never>())
     const names = Array.from(handlers.keys())
-    /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
-    const keyed = new Set(names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined))
-    const keyedNames = Array.from(keyed)
+    /** Names whose jobs may carry mutex keys. */
+    const mutexNames = names.filter((n) => handlers.get(n)!.job.mutexKey !== undefined)
+    /**
+     * Names claimed by the keyed claim: those whose jobs may carry mutex keys, and those under a
+     * concurrency limit now (their definition's, or one set at run time: see `limitsView` below).
+     */
+    const keyed = new Set(mutexNames)
+    for (const n of names) if (handlers.get(n)!.job.limits !== undefined) keyed.add(n)
     const { driver } = yield* Database
     const { maxStatementBytes, multiStatements } = driver.capabilities
     if (!multiStatements) {
@@ -322,10 +328,11 @@ export const make = <R>(
     /** The claim loop (made below, once what it needs is). */
     let loop: Loop.ClaimLoop | undefined
 
+    const prefetch = options.prefetch ?? defaultPrefetch(concurrency)
     const slots = yield* Slots.make({
       concurrency,
-      // A waiting job would hold its mutex key, which another worker could use now.
-      prefetch: keyed.size > 0 ? 0 : options.prefetch ?? defaultPrefetch(concurrency),
+      // A waiting job would hold its mutex key or limit slot, which another worker could use now.
+      prefetch: keyed.size > 0 ? 0 : prefetch,
       leaseMillis: Duration.toMillis(config.leaseTimeout)
     }, {
       start: (row) => {
@@ -347,10 +354,23 @@ export const make = <R>(
 
     // Paused job names are left out of every probe and claim; a resume wakes the loop.
     const paused = yield* Pauses.watch(names, wakeSelf)
+    // Names under a concurrency limit are claimed by the keyed claim, with slots; a limit set or
+    // removed at run time moves a name in or out (a worker with one claims none ahead).
+    const limitsView = yield* Limits.watch(
+      new Map(names.map((n) => [n, handlers.get(n)!.job.limits as JobLimits<never> | undefined])),
+      (limits) => {
+        keyed.clear()
+        for (const n of mutexNames) keyed.add(n)
+        for (const n of limits.keys()) keyed.add(n)
+        slots.setPrefetch(keyed.size > 0 ? 0 : prefetch)
+        Effect.runFork(wakeSelf)
+      }
+    )
     const claims = yield* Loop.make({
       workerId,
       names,
       keyed,
+      limits: limitsView.current,
       slots,
       paused,
       release,
@@ -393,8 +413,8 @@ export const make = <R>(
         }
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
-        // Its mutex key is free again: wake the workers of jobs that may wait for it.
-        if (keyed.has(row.name)) Effect.runFork(notifier.released(keyedNames))
+        // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
+        if (keyed.has(row.name)) Effect.runFork(notifier.released(mutexNames.length > 0 ? mutexNames : [row.name]))
       }, claims.claimant)
     }
 

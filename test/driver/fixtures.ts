@@ -52,6 +52,7 @@ export const row = (name: string, fields: Partial<InsertRow> = {}): InsertRow =>
   priority: 0,
   runAtUs: t0,
   mutexKey: null,
+  limitKey: null,
   traceContext: null,
   ...fields
 })

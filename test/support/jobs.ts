@@ -13,3 +13,10 @@ export const Suicide = Job.make("suicide", {
 })
 /** Takes 3 seconds. */
 export const Slow = Job.make("slow", { payload: Schema.Struct({}) })
+/** The limits of `Limited`: 4 at once in all, 2 per tenant. */
+export const limitedLimits = { running: 4, runningPerKey: 2 } as const
+/** A job name under concurrency limits, by tenant. */
+export const Limited = Job.make("limited", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { ...limitedLimits, key: (p) => p.tenant }
+})

@@ -20,7 +20,11 @@
  *             SIGTERM/SIGINT shuts down with a shutdownTimeout of <arg> ms and prints the milliseconds
  *             the shutdown took to stdout (`shutdown <ms>`)
  *
- * Every worker records ("ready", <name>) in the ledger once it runs.
+ * - limited:  runs "limited" jobs at concurrency 4, each for SQLANE_JOB_MS ms (default 50), recording
+ *             each run's key, start and end (µs) in <prefix>ledger (test/suite/limits.ts's ledger),
+ *             until <arg> jobs are completed
+ *
+ * Every worker but "limited" records ("ready", <name>) in the ledger once it runs.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -28,7 +32,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Job, Queue, QueueLive, Worker } from "../../src/index.js"
-import { Hang, Noop, Slow, Suicide } from "./jobs.js"
+import { Hang, Limited, Noop, Slow, Suicide } from "./jobs.js"
 import { clientLayer } from "./targets.js"
 
 const [mode, dialect, url, prefix, name, arg] = process.argv.slice(2)
@@ -107,6 +111,21 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
     yield* Effect.never
   }),
   cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg)),
+  limited: Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(`${prefix}ledger`)
+    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+    yield* Worker.make({
+      concurrency: 4,
+      handlers: [Job.handler(Limited, (p, ctx) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${p.tenant}, ${name}, ${nowUs()})`
+          yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 50)))
+          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND ended_us IS NULL`
+        }).pipe(Effect.orDie))]
+    })
+    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
+  }),
   outage: Effect.gen(function*() {
     yield* Worker.make({
       concurrency: 20,

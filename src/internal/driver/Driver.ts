@@ -23,7 +23,10 @@ import type {
   JobListFilter,
   JobRow,
   JobSummaryRow,
+  LimitRow,
+  LimitUseRow,
   Migration,
+  NameLimits,
   OrphanedRow,
   PausedRow,
   ProbeRow,
@@ -111,7 +114,13 @@ export interface Driver {
     groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    /**
+     * The concurrency limits of the groups' names: a job of a limited name is claimed only with a
+     * free slot of its name (and of its key), which the claim writes into its row; a unique index
+     * over running rows' slots makes two holders of one slot impossible (a lost race is retried).
+     */
+    limits?: ReadonlyMap<string, NameLimits>
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
   /** Due pending jobs of each of `names`, each counted up to `cap` (for the `sqlane_jobs_due` gauge). */
   readonly jobCountDue: (
@@ -247,6 +256,21 @@ export interface Driver {
   /** Ends a connection of this database user (`pg_terminate_backend`, `KILL CONNECTION`). */
   readonly endConnection: (connectionId: number) => Effect.Effect<void, SqlError>
 
+  // --- Concurrency limits set at run time ------------------------------------------------------
+  /** The rows of `<prefix>limits`, by name. */
+  readonly limitList: () => Effect.Effect<ReadonlyArray<LimitRow>, SqlError>
+  /** Sets (inserts or replaces) the run-time limits of a job name. */
+  readonly limitSet: (
+    name: string,
+    running: number | null,
+    runningPerKey: number | null,
+    nowUs: number
+  ) => Effect.Effect<void, SqlError>
+  /** Removes a job name's run-time limits; returns `false` when it had none. */
+  readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
+  /** The slots held now by running attempts of `names` (names holding none are left out). */
+  readonly limitUse: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LimitUseRow>, SqlError>
+
   // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */
   readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
@@ -361,7 +385,12 @@ export interface Explain {
     ReadonlyArray<string>,
     SqlError
   >
-  readonly explainClaimKeyed: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
+  readonly explainClaimKeyed: (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    limits?: ReadonlyMap<string, NameLimits>
+  ) => Effect.Effect<
     ReadonlyArray<string>,
     SqlError
   >
@@ -416,5 +445,6 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
 >
+export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

@@ -54,6 +54,8 @@ export interface InsertRow {
   readonly runAtUs: number
   /** Jobs that share a mutex key never run at the same time (null: no key). */
   readonly mutexKey: string | null
+  /** The job's concurrency key (its job's `limits.key`; null: none). */
+  readonly limitKey: string | null
   /** The enqueueing span, `<trace id>:<span id>:<sampled 1|0>` (null: none). */
   readonly traceContext: string | null
 }
@@ -131,6 +133,36 @@ export interface ProbeRow extends Group {
 export type Migration = Effect.Effect<void, unknown, SqlClient.SqlClient>
 
 /** A paused job name. */
+/** The concurrency limits a claim applies to one job name (undefined: no such limit). */
+export interface NameLimits {
+  /** At most this many attempts of the name running, everywhere. */
+  readonly running: number | undefined
+  /** At most this many attempts of one concurrency key of the name running, everywhere. */
+  readonly runningPerKey: number | undefined
+}
+
+/** A row of `<prefix>limits`: limits set at run time (null: the job definition's). */
+export interface LimitRow {
+  readonly name: string
+  readonly running: number | null
+  readonly runningPerKey: number | null
+  readonly updatedAtUs: number
+}
+
+/** The slots of a job name's limits held now: by its running attempts, and by how many keys. */
+export interface LimitUseRow {
+  readonly name: string
+  /** Running attempts that hold a slot of the name's limit. */
+  readonly running: number
+  /** Running attempts that hold a slot of their key's limit. */
+  readonly runningKeyed: number
+  /** Keys with at least one of those. */
+  readonly keys: number
+  /** The key with the most of those, and how many (undefined: none). */
+  readonly busiestKey: string | undefined
+  readonly busiestKeyRunning: number
+}
+
 export interface PausedRow {
   readonly name: string
   readonly pausedAtUs: number

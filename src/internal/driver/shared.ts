@@ -15,6 +15,9 @@ import type {
   Finish,
   JobRow,
   JobSummaryRow,
+  LimitRow,
+  LimitUseRow,
+  NameLimits,
   OrphanedRow,
   StaleEnds,
   StatsRow,
@@ -72,6 +75,24 @@ export const attemptsCheck = "attempts >= 0 AND attempt_base >= 0"
 
 export const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 export const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
+
+/** A row of `<prefix>limits` as both drivers read it. */
+export const toLimitRow = (r: any): LimitRow => ({
+  name: r.name,
+  running: numOrNull(r.running),
+  runningPerKey: numOrNull(r.running_per_key),
+  updatedAtUs: num(r.updated_at_us)
+})
+
+/** A row of `limitUse` as both drivers read it. */
+export const toLimitUse = (r: any): LimitUseRow => ({
+  name: r.name,
+  running: num(r.running),
+  runningKeyed: num(r.running_keyed),
+  keys: num(r.keys),
+  busiestKey: r.busiest_key === null || r.busiest_key === undefined ? undefined : String(r.busiest_key),
+  busiestKeyRunning: num(r.busiest_key_running)
+})
 
 /**
  * The ends whose rows are deleted (completed, not `keep`, when completed rows are deleted at once)
@@ -188,6 +209,9 @@ export const toJobRow = (r: any): JobRow => ({
 })
 
 /** Rows a keyed claim locks to find `limit` jobs: some jobs of the window may share a key. */
+/** No concurrency limits (a keyed claim of names without any). */
+export const noLimits: ReadonlyMap<string, NameLimits> = new Map()
+
 export const keyedWindow = (limit: number) => String(Math.floor(limit) * 2 + 16)
 
 /** Tries a keyed claim again when it lost a race for a key (a unique violation), up to 5 times. */
@@ -282,7 +306,7 @@ export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentS
   })
 
 /** The tables sqlane's migrations create for a prefix (its migrations table last). */
-export const tableNames = ["jobs", "workers", "schedules", "paused", "migrations"] as const
+export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "migrations"] as const
 
 /** `migrationDropAll`, the same statements on both databases. */
 export const migrationDropAll = (sql: SqlClient.SqlClient, prefix: string) => () =>

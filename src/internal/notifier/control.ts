@@ -1,7 +1,8 @@
 /**
- * The control plane: cancellations and changes of the paused job names, apart from wake-ups. In
+ * The control plane: cancellations and changes of the paused job names and of the concurrency
+ * limits set at run time, apart from wake-ups. In
  * this process they reach every listener on the same database and table prefix at once; between
- * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`) where the
+ * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`, `limitsMessage`) where the
  * database delivers messages (PostgreSQL `NOTIFY`), and are otherwise found by the workers' own
  * passes (the rescuer, the paused names' re-read).
  *
@@ -13,6 +14,7 @@ import type * as Scope from "effect/Scope"
 
 type CancelListener = (ids: ReadonlyArray<string>) => void
 type PauseListener = (paused: string | undefined) => void
+type LimitsListener = () => void
 
 /** Cancellation listeners of this process, by database and table prefix. */
 const localCancelListeners = globalValue(
@@ -25,6 +27,12 @@ const localPauseListeners = globalValue(
   () => new Map<string, Set<PauseListener>>()
 )
 
+/** Listeners for changes of the run-time concurrency limits in this process, by database and table prefix. */
+const localLimitsListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localLimitsListeners"),
+  () => new Map<string, Set<LimitsListener>>()
+)
+
 const CANCEL = "cancel:"
 
 /** The message that tells other processes these jobs were cancelled. */
@@ -32,6 +40,9 @@ export const cancelMessage = (ids: ReadonlyArray<string>): string => CANCEL + JS
 
 /** The message that tells other processes the paused job names changed. */
 export const pausesMessage = "pauses"
+
+/** The message that tells other processes the run-time concurrency limits changed. */
+export const limitsMessage = "limits"
 
 const decodeIds = (payload: string): ReadonlyArray<string> | undefined => {
   try {
@@ -47,6 +58,10 @@ export interface Control {
   readonly cancelled: (ids: ReadonlyArray<string>) => void
   /** Tells this process's listeners that the paused names changed (`paused`: a name just paused here). */
   readonly pausesChanged: (paused?: string) => void
+  /** Tells this process's listeners that the run-time concurrency limits changed. */
+  readonly limitsChanged: () => void
+  /** Calls `onChange` whenever the run-time concurrency limits may have changed, for the life of the scope. */
+  readonly onLimitsChanged: (onChange: LimitsListener) => Effect.Effect<void, never, Scope.Scope>
   /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
   readonly onCancel: (onCancel: CancelListener) => Effect.Effect<void, never, Scope.Scope>
   /** Calls `onChange` whenever the paused names may have changed, for the life of the scope. */
@@ -70,6 +85,11 @@ export const make = (key: string): Control => {
   localCancelListeners.set(key, cancelListeners)
   const pauseListeners = localPauseListeners.get(key) ?? new Set<PauseListener>()
   localPauseListeners.set(key, pauseListeners)
+  const limitsListeners = localLimitsListeners.get(key) ?? new Set<LimitsListener>()
+  localLimitsListeners.set(key, limitsListeners)
+  const limitsChanged = () => {
+    for (const listener of limitsListeners) listener()
+  }
   const cancelled = (ids: ReadonlyArray<string>) => {
     for (const listener of cancelListeners) listener(ids)
   }
@@ -79,11 +99,17 @@ export const make = (key: string): Control => {
   return {
     cancelled,
     pausesChanged,
+    limitsChanged,
+    onLimitsChanged: (onChange) => listening(limitsListeners, onChange),
     onCancel: (onCancel) => listening(cancelListeners, onCancel),
     onPausesChanged: (onChange) => listening(pauseListeners, onChange),
     receive: (message) => {
       if (message === pausesMessage) {
         pausesChanged()
+        return true
+      }
+      if (message === limitsMessage) {
+        limitsChanged()
         return true
       }
       if (message.startsWith(CANCEL)) {

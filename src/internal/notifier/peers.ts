@@ -26,6 +26,8 @@ export interface Peers {
   readonly cancelled: (ids: ReadonlyArray<string>) => Effect.Effect<void>
   /** Tells other processes that the paused job names changed (best effort; never fails). */
   readonly pausesChanged: Effect.Effect<void>
+  /** Tells other processes that the run-time concurrency limits changed (best effort; never fails). */
+  readonly limitsChanged: Effect.Effect<void>
   /** Starts hearing other processes (the first subscriber runs it; later runs do nothing). */
   readonly start: Effect.Effect<void>
   /** Completes once this instance hears other processes. */
@@ -39,5 +41,6 @@ export const silent: Omit<Peers, "start"> = {
   wake: () => Effect.void,
   cancelled: () => Effect.void,
   pausesChanged: Effect.void,
+  limitsChanged: Effect.void,
   ready: Effect.void
 }

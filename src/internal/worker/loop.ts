@@ -22,7 +22,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import type { Claimant, ClaimAnswer } from "../claimsOnEnds.js"
 import { Database } from "../Database.js"
-import type { ClaimedRow, Group } from "../driver/Driver.js"
+import type { ClaimedRow, Group, NameLimits } from "../driver/Driver.js"
 import type * as Pauses from "../pauses.js"
 import { stepper } from "../schedule.js"
 import { nowMicros } from "../time.js"
@@ -46,8 +46,14 @@ const passed = "passed" as const
 export interface LoopHost {
   readonly workerId: string
   readonly names: ReadonlyArray<string>
-  /** Names whose jobs may carry mutex keys: claims that include one take the keyed claim. */
+  /**
+   * Names claimed by the keyed claim (their jobs may carry mutex keys, or they are under a
+   * concurrency limit); it may change while the worker runs. While it is not empty no claim rides
+   * on ends (those claim no keyed jobs).
+   */
   readonly keyed: ReadonlySet<string>
+  /** The concurrency limits of the worker's limited names now. */
+  readonly limits: () => ReadonlyMap<string, NameLimits>
   readonly slots: Slots
   /** Paused job names, left out of every probe and claim. */
   readonly paused: Pauses.PausedView
@@ -112,7 +118,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
      * starts them), or `passed` when a write of its ends carried no claim of it. A claim that comes
      * back short ends the ride (the groups are drained), and so does the loop when it has to probe.
      */
-    const riding = claimer.claimsOnEnds && keyed.size === 0
+    const riding = () => claimer.claimsOnEnds && keyed.size === 0
     let rideArmed = false
     /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
     let rideInFlight = false
@@ -127,13 +133,13 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       Queue.unsafeOffer(answers, passed)
       return undefined
     }
-    const claimant: Claimant | undefined = !riding ? undefined : {
+    const claimant: Claimant | undefined = !claimer.claimsOnEnds ? undefined : {
       answers,
       claimWith: (ended, offered) => {
         claimantCalls++
         // The last answer is not taken yet (its jobs are not counted): claim with a later write.
         if (rideInFlight) return undefined
-        if (!rideArmed || !offered || host.stopping() || host.idTaken()) return pass()
+        if (!rideArmed || !offered || !riding() || host.stopping() || host.idTaken()) return pass()
         const groups = paused.claimableGroups(rideGroups)
         const limit = slots.free(true, ended)
         if (groups.length === 0 || limit <= 0) return pass()
@@ -160,8 +166,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       Effect.uninterruptible(Effect.suspend(() => {
         slots.claimStarted(false)
         return Effect.ensuring(
-          Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed), (rows) => {
-            if (riding && rows.length === free) {
+          Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed, host.limits()), (rows) => {
+            if (riding() && rows.length === free) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
               // the jobs start, so that even their first ends carry a claim).
               rideArmed = true

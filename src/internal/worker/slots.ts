@@ -60,7 +60,11 @@ export interface SlotsOptions {
 
 export interface Slots {
   readonly concurrency: number
-  readonly prefetch: number
+  /**
+   * Sets the most jobs claimed ahead (`SlotsOptions.prefetch`); at 0 the jobs waiting now are
+   * released (a worker whose names came under a concurrency limit keeps none waiting).
+   */
+  readonly setPrefetch: (prefetch: number) => void
   /** Jobs held: claimed, and their end not yet written (running, waiting to start, or being written). */
   readonly running: () => number
   /** Attempts started whose end is not yet handed to the Completer. */
@@ -137,7 +141,8 @@ const weight = 0.1
 
 export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slots> =>
   Effect.gen(function*() {
-    const { concurrency, prefetch } = options
+    const { concurrency } = options
+    let prefetch = options.prefetch
     const waitBoundMs = Math.min(maxWaitMillis, options.leaseMillis / 2)
     const inflight = new Map<string, Inflight>()
     const claiming = new Map<string, number>()
@@ -209,7 +214,10 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     }
     return {
       concurrency,
-      prefetch,
+      setPrefetch: (n) => {
+        prefetch = n
+        if (n === 0) releaseWaiting()
+      },
       running: () => held,
       active: () => active.size,
       waiting: () => ready.length,

@@ -14,6 +14,7 @@ import * as Admin from "./admin.js"
 import { makeContext, type MysqlOptions } from "./context.js"
 import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
+import * as Limits from "./limits.js"
 import * as Migrations from "./migrations.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
@@ -37,6 +38,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
     ...Admin.make(ctx),
+    ...Limits.make(ctx),
     ...Migrations.make(ctx),
     // No notifications between sessions: the Notifier reads the newest job id instead.
     channelListen: () => Effect.fail(new ListenError("MySQL/MariaDB have no LISTEN")),

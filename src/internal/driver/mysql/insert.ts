@@ -17,11 +17,11 @@ export const make = (ctx: MysqlContext): InsertOps => {
   const { autoIncrement, jobs, maxStatementBytes, run, sql, ts } = ctx
   // One job: a prepared insert (`.raw` gives the insert id), compiled once (as on PostgreSQL): only
   // its values change.
-  const [insertOneText] = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-      VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})`.compile()
+  const [insertOneText] = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context)
+      VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null}, ${null})`.compile()
   const insertOne = (r: InsertRow, nowUs: number) =>
     Effect.map(
-      run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]), "raw"),
+      run(sql.unsafe(insertOneText, [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.limitKey, r.traceContext]), "raw"),
       (result: any) => [String(result.insertId)]
     )
   // Several jobs: one unprepared multi-row INSERT, whatever the count (a prepared text per count
@@ -30,7 +30,7 @@ export const make = (ctx: MysqlContext): InsertOps => {
   // them. The text is written here, its strings as mysqlText literals.
   const [jobsText] = sql`${jobs}`.compile()
   const epochUs = (us: number) => `TIMESTAMPADD(MICROSECOND, ${us}, '1970-01-01 00:00:00')`
-  const insertHead = `INSERT INTO ${jobsText} (name, payload, priority, run_at, created_at, mutex_key, trace_context) VALUES `
+  const insertHead = `INSERT INTO ${jobsText} (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context) VALUES `
   const lastInsertIdText = "SELECT LAST_INSERT_ID() AS id"
   /**
    * `effect`'s statements on one connection, where `LAST_INSERT_ID()` reads the INSERT's: the
@@ -50,7 +50,7 @@ export const make = (ctx: MysqlContext): InsertOps => {
       const r = rows[i]
       text += `${i === 0 ? "" : ", "}(${MysqlText.literal(r.name)}, ${MysqlText.literal(r.payload)}, ${Number(r.priority)}, ${
         epochUs(Number(r.runAtUs))
-      }, ${created}, ${orNull(r.mutexKey)}, ${orNull(r.traceContext)})`
+      }, ${created}, ${orNull(r.mutexKey)}, ${orNull(r.limitKey)}, ${orNull(r.traceContext)})`
     }
     const insertAndFirstId = Effect.zipRight(
       run(sql.unsafe(text), "unprepared"),
@@ -73,6 +73,7 @@ export const make = (ctx: MysqlContext): InsertOps => {
   const rowBytes = (r: InsertRow) =>
     MysqlText.literalBytes(r.payload) + MysqlText.literalBytes(r.name) +
     (r.mutexKey === null ? 0 : MysqlText.literalBytes(r.mutexKey)) +
+    (r.limitKey === null ? 0 : MysqlText.literalBytes(r.limitKey)) +
     (r.traceContext === null ? 0 : MysqlText.literalBytes(r.traceContext)) + 200
   const insertChunk = (rows: ReadonlyArray<InsertRow>, nowUs: number) =>
     rows.length === 1 ? insertOne(rows[0], nowUs) : insertMany(rows, nowUs)
@@ -109,9 +110,9 @@ export const make = (ctx: MysqlContext): InsertOps => {
       // committed row whatever the isolation level. An uncommitted insert of the key makes the
       // INSERT wait for its transaction: if that rolls back, this insert goes through.
       const insert = sql`INSERT INTO ${jobs}
-          (name, payload, priority, run_at, created_at, mutex_key, trace_context, unique_key, unique_states)
+          (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context, unique_key, unique_states)
         VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
-          ${row.traceContext},
+          ${row.limitKey}, ${row.traceContext},
           ${row.uniqueKey}, ${row.uniqueStates})`
       const holder = run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
         LOCK IN SHARE MODE`)

@@ -10,11 +10,13 @@ import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
-import type { ClaimedRow, Explain, Finish, Group, JobsOps, StaleEnds } from "../Driver.js"
+import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits, StaleEnds } from "../Driver.js"
+import { type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
   endKey,
   keyedWindow,
+  noLimits,
   noStaleEnds,
   notHeld,
   num,
@@ -51,15 +53,43 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const claimSelect = (g: Group, limit: number, nowUs: number) =>
     sql`SELECT ${claimedColumns} FROM ${jobs} FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
-        AND mutex_key IS NULL
+        AND mutex_key IS NULL AND limit_key IS NULL
       ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
       FOR UPDATE SKIP LOCKED`
-  const claimKeyedSelect = (g: Group, limit: number, nowUs: number) =>
-    sql`SELECT ${claimedColumns}, mutex_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
+  /**
+   * A group's window of the keyed claim: due jobs in claim order, leaving out jobs whose mutex key
+   * has a running job, jobs whose concurrency key has no free slot, and every job of a name with no
+   * free slot (each count a range of the running slots, which lead their indexes). The choice among
+   * them, and the slots they take, is `pickWithSlots`'s.
+   */
+  const claimKeyedSelect = (g: Group, limit: number, nowUs: number, limits: ReadonlyMap<string, NameLimits>) => {
+    const l = limits.get(g.name)
+    const perKey = l?.runningPerKey
+    const running = l?.running
+    const keyFree = perKey === undefined ? sql.literal("") : sql`
+        AND (limit_key IS NULL OR (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+          WHERE r.key_slot_running < ${perKey} AND r.name = j.name AND r.limit_key = j.limit_key) < ${perKey})`
+    const nameFree = running === undefined ? sql.literal("") : sql`
+        AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
+          WHERE r.name_slot_running < ${running} AND r.name = ${g.name}) < ${running}`
+    return sql`SELECT ${claimedColumns}, mutex_key, limit_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
-        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))
+        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}
       ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
       FOR UPDATE SKIP LOCKED`
+  }
+  /**
+   * The slots running attempts of the limited names among `names` hold: two ranges, one of each slot
+   * index (its running slots), at the claim's READ COMMITTED (the newest committed rows). A slot
+   * taken by a claim that commits after this read makes this claim's update fail on the index, and
+   * the claim is tried again.
+   */
+  const heldSlotsStatement = (names: ReadonlyArray<string>) =>
+    sql`SELECT name, NULL AS limit_key, name_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
+        WHERE name_slot_running IS NOT NULL AND name IN ${sql.in(names)}
+      UNION ALL
+      SELECT name, limit_key, key_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+        WHERE key_slot_running IS NOT NULL AND name IN ${sql.in(names)}`
   /**
    * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
    * order) are paused, as one read of the paused table's primary key (the table holds a row per
@@ -156,15 +186,20 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const claimInTransaction = (
     groups: ReadonlyArray<Group>,
     select: (group: Group) => readonly [string, ReadonlyArray<unknown>],
-    pick: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<ClaimedRow>,
+    /** The rows to claim, from the result sets of the groups' reads and of `after`'s (last). */
+    pick: (sets: ReadonlyArray<ReadonlyArray<any>>, after: ReadonlyArray<any>) => ReadonlyArray<ClaimedRow | Picked>,
     nowUs: number,
     workerId: string,
     /** The ends a claim rides on, written first in the same transaction. */
-    before?: ReadonlyArray<Finish>
+    before?: ReadonlyArray<Finish>,
+    /** A read run after the paused check, in the same transaction. */
+    after?: readonly [string, ReadonlyArray<unknown>]
   ) =>
     Effect.gen(function*() {
       const names = namesOf(groups)
-      const selects = groups.length === 0 ? [] : [...groups.map(select), pausedStatement(names).compile(true)]
+      const selects = groups.length === 0
+        ? []
+        : [...groups.map(select), pausedStatement(names).compile(true), ...(after === undefined ? [] : [after])]
       const conn = yield* sql.reserve
       const statements = before === undefined ? selects : [finishStatements(before), ...selects]
       return yield* Effect.gen(function*() {
@@ -179,20 +214,40 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         }
         const stale = noStaleEnds
         const read = results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>
-        const pausedRows = read.length === 0 ? [] : read[read.length - 1]
+        const pausedRows = read.length === 0 ? [] : read[groups.length]
         const paused = new Set(names.filter((_, i) => pausedRows.some((r) => Number(r[`p${i}`]) === 1)))
-        const picked = pick(read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set)))
+        const picked = pick(
+          read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set)),
+          after === undefined || read.length === 0 ? [] : read[read.length - 1]
+        )
         if (picked.length === 0) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
           return { claimed: [] as Array<ClaimedRow>, stale }
         }
         const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
-              claimed_at = ${ts(nowUs)}, worker_id = ${workerId}
+              claimed_at = ${ts(nowUs)}, worker_id = ${workerId}, ${slotsSet(picked)}
             WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
         yield* conn.executeUnprepared(`${update}; COMMIT`, MysqlText.values(updateParams), undefined)
-        return { claimed: picked.map((r) => ({ ...r, attempts: Math.min(r.attempts, 2147483646) + 1 })), stale }
+        return {
+          claimed: picked.map((r): ClaimedRow => ({ ...toClaimedOnly(r), attempts: Math.min(r.attempts, 2147483646) + 1 })),
+          stale
+        }
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
+  /** A claimed row without the slots it took. */
+  const toClaimedOnly = (r: ClaimedRow | Picked): ClaimedRow => {
+    if (!("nameSlot" in r)) return r
+    const { keySlot: _keySlot, nameSlot: _nameSlot, ...row } = r
+    return row
+  }
+  /** The slot columns of claimed rows: each picked job's slots (`Picked`), or none. */
+  const slotsSet = (picked: ReadonlyArray<ClaimedRow | Picked>) => {
+    const slotted = picked.filter((r): r is Picked => "nameSlot" in r && (r.nameSlot !== null || r.keySlot !== null))
+    if (slotted.length === 0) return sql.literal("name_slot = NULL, key_slot = NULL")
+    const column = (slot: (r: Picked) => number | null) =>
+      sql`CASE id ${sql.join(" ", false)(slotted.map((r) => sql`WHEN ${r.id} THEN ${slot(r)}`))} ELSE NULL END`
+    return sql`name_slot = ${column((r) => r.nameSlot)}, key_slot = ${column((r) => r.keySlot)}`
+  }
   /** What `notHeld` reads of the rows of `finishes`. */
   const endsRead = (finishes: ReadonlyArray<Finish>) =>
     sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${sql.literal(usOf("run_at"))} AS run_at_us,
@@ -254,42 +309,46 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         ),
         (r) => r.claimed
       ),
-    explainClaimKeyed: (groups, limit, nowUs) =>
+    explainClaimKeyed: (groups, limit, nowUs, limits = noLimits) =>
       Effect.map(
         Effect.forEach(
-          [...groups.map((g) => claimKeyedSelect(g, limit, nowUs)), pausedStatement(namesOf(groups))],
+          [
+            ...groups.map((g) => claimKeyedSelect(g, limit, nowUs, limits)),
+            pausedStatement(namesOf(groups)),
+            ...(limits.size === 0 ? [] : [heldSlotsStatement(Array.from(limits.keys()))])
+          ],
           explain
         ),
         (plans) => plans.flat()
       ),
-    jobClaimKeyed: (groups, limit, nowUs, workerId) =>
-      // As `jobClaim`; each group's locking read skips jobs whose key has a running job (the unique
-      // index on `mutex_running` answers that); of the merged windows one job per key is kept.
-      retryKeyed(Effect.map(claimInTransaction(
-        groups,
-        (g) => claimKeyedSelect(g, limit, nowUs).compile(true),
-        (sets) => {
-          const rows = sets.flat().map((row) => ({ row, claimed: toClaimed(row) }))
-          rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed))
-          const keys = new Set<string>()
-          const picked: Array<ClaimedRow> = []
-          for (const { claimed, row } of rows) {
-            if (picked.length >= limit) break
-            if (row.mutex_key !== null && row.mutex_key !== undefined) {
-              // Compared as the unique index compares them: utf8mb4_bin pads with spaces, so keys
-              // that differ only by trailing spaces are one key there (picking both would make the
-              // update fail every time, and the claim would never succeed).
-              const key = String(row.mutex_key).replace(/ +$/, "")
-              if (keys.has(key)) continue
-              keys.add(key)
-            }
-            picked.push(claimed)
-          }
-          return picked
-        },
-        nowUs,
-        workerId
-      ), (r) => r.claimed)),
+    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) => {
+      // As `jobClaim`; each group's locking read skips jobs whose mutex key has a running job (the
+      // unique index on `mutex_running` answers that) or whose limits have no free slot; the slots
+      // held are read after the locking reads; `pickWithSlots` chooses.
+      const limited = namesOf(groups).filter((n) => limits.has(n))
+      // Keys as the unique indexes compare them: utf8mb4_bin pads with spaces, so keys that differ
+      // only by trailing spaces are one key there (picking both would make the update fail every
+      // time, and the claim would never succeed).
+      const keyOf = (k: unknown) => (k === null || k === undefined ? null : String(k).replace(/ +$/, ""))
+      return retryKeyed(Effect.map(
+        claimInTransaction(
+          groups,
+          (g) => claimKeyedSelect(g, limit, nowUs, limits).compile(true),
+          (sets, held) =>
+            pickWithSlots(
+              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
+              limit,
+              limits,
+              held.map((h) => ({ name: String(h.name), key: keyOf(h.limit_key), slot: num(h.slot) }))
+            ),
+          nowUs,
+          workerId,
+          undefined,
+          limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true)
+        ),
+        (r) => r.claimed
+      ))
+    },
     jobCountDue: (names, nowUs, cap) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
         run(sql<{ name: string; due: number }>`${

@@ -117,6 +117,27 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD COLUMN relocking BOOLEAN NOT NULL DEFAULT FALSE,
       ADD COLUMN relocks INT NOT NULL DEFAULT 0,
       ADD COLUMN job_names TEXT NULL`
+  }),
+  "11_limits": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL, with generated columns for the partial indexes (NULL unless the row is
+    // running). The slot leads each index, so the running slots are one range (`IS NOT NULL`) of
+    // it: reading them never walks the rows of a name that have stopped running.
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD COLUMN limit_key VARCHAR(255) NULL,
+      ADD COLUMN name_slot INT NULL,
+      ADD COLUMN key_slot INT NULL,
+      ADD COLUMN name_slot_running INT GENERATED ALWAYS AS (CASE WHEN state = 'running' THEN name_slot END) STORED,
+      ADD COLUMN key_slot_running INT GENERATED ALWAYS AS (CASE WHEN state = 'running' THEN key_slot END) STORED,
+      ADD UNIQUE KEY ${sql(`${prefix}jobs_name_slot`)} (name_slot_running, name),
+      ADD UNIQUE KEY ${sql(`${prefix}jobs_key_slot`)} (key_slot_running, name, limit_key)`
+    yield* sql`CREATE TABLE ${sql(`${prefix}limits`)} (
+      name VARCHAR(255) NOT NULL,
+      running INT NULL,
+      running_per_key INT NULL,
+      updated_at DATETIME(6) NOT NULL,
+      PRIMARY KEY (name)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })
 

@@ -10,6 +10,7 @@ import * as Admin from "./admin.js"
 import { makeContext, type PgOptions } from "./context.js"
 import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
+import * as Limits from "./limits.js"
 import * as Listen from "./listen.js"
 import * as Migrations from "./migrations.js"
 import * as Schedules from "./schedules.js"
@@ -34,6 +35,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Workers.make(ctx),
     ...Schedules.make(ctx),
     ...Admin.make(ctx),
+    ...Limits.make(ctx),
     ...Migrations.make(ctx),
     ...Listen.make(ctx)
   }

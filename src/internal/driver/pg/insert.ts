@@ -14,9 +14,10 @@ const payloadSeparator = "\u001e"
 export const make = (ctx: PgContext): InsertOps => {
   const { jobs, prefix, run, sql, ts } = ctx
   // The one-job insert, compiled once: its parameters are, in order, name, payload, priority,
-  // run_at (µs), created_at (µs), mutex key, trace context (and the NOTIFY channel and payload).
-  const insertOne = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
-          VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null})
+  // run_at (µs), created_at (µs), mutex key, concurrency key, trace context (and the NOTIFY channel
+  // and payload).
+  const insertOne = sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context)
+          VALUES (${"name"}, ${"payload"}, ${0}, ${ts(0)}, ${ts(0)}, ${null}, ${null}, ${null})
           RETURNING id`
   const [insertOneText] = insertOne.compile()
   const [insertOneNotifyText] = sql`WITH ins AS (${insertOne})
@@ -27,7 +28,7 @@ export const make = (ctx: PgContext): InsertOps => {
         // One job (the common `enqueue`): a plain VALUES insert, cheaper to plan than the unnest; its
         // text is compiled once (see `insertOneText`), only the values change.
         const r = rows[0]
-        const params: Array<unknown> = [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.traceContext]
+        const params: Array<unknown> = [r.name, r.payload, r.priority, r.runAtUs, nowUs, r.mutexKey, r.limitKey, r.traceContext]
         if (notify !== undefined) params.push(`${prefix}jobs`, notify)
         return Effect.map(
           run(sql.unsafe<{ id: string }>(notify === undefined ? insertOneText : insertOneNotifyText, params)),
@@ -40,11 +41,11 @@ export const make = (ctx: PgContext): InsertOps => {
         r.traceContext === first.traceContext
       )
       // One job name, priority, run_at and trace (every `enqueueMany`): those as scalars, and only
-      // the payloads and mutex keys as arrays.
+      // the payloads and keys as arrays.
       // The payloads travel as one text, joined by U+001E: JSON text never holds a raw control
       // character (JSON.stringify escapes them), and a text[] parameter costs an escaping pass over
       // every payload in the driver and a parse of the array literal in the server.
-      const joinable = rows.every((r) => r.mutexKey === null && !r.payload.includes(payloadSeparator))
+      const joinable = rows.every((r) => r.mutexKey === null && r.limitKey === null && !r.payload.includes(payloadSeparator))
       const insert = uniform && joinable
         ? sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, trace_context)
           SELECT ${first.name}, v.payload, ${first.priority}, ${ts(first.runAtUs)}, ${ts(nowUs)}, ${first.traceContext}
@@ -53,20 +54,22 @@ export const make = (ctx: PgContext): InsertOps => {
           ORDER BY v.ord
           RETURNING id`
         : uniform
-        ? sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+        ? sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context)
           SELECT ${first.name}, v.payload, ${first.priority}, ${ts(first.runAtUs)}, ${ts(nowUs)}, v.mutex_key,
-            ${first.traceContext}
-          FROM unnest(${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.mutexKey)}::text[])
-               WITH ORDINALITY AS v(payload, mutex_key, ord)
+            v.limit_key, ${first.traceContext}
+          FROM unnest(${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.mutexKey)}::text[],
+                      ${rows.map((r) => r.limitKey)}::text[])
+               WITH ORDINALITY AS v(payload, mutex_key, limit_key, ord)
           ORDER BY v.ord
           RETURNING id`
-        : sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, trace_context)
+        : sql`INSERT INTO ${jobs} (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context)
         SELECT v.name, v.payload, v.priority, TIMESTAMPTZ 'epoch' + v.run_at * INTERVAL '1 microsecond', ${ts(nowUs)},
-          v.mutex_key, v.trace_context
+          v.mutex_key, v.limit_key, v.trace_context
         FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payload)}::text[],
                     ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.runAtUs)}::bigint[],
-                    ${rows.map((r) => r.mutexKey)}::text[], ${rows.map((r) => r.traceContext)}::text[])
-             WITH ORDINALITY AS v(name, payload, priority, run_at, mutex_key, trace_context, ord)
+                    ${rows.map((r) => r.mutexKey)}::text[], ${rows.map((r) => r.limitKey)}::text[],
+                    ${rows.map((r) => r.traceContext)}::text[])
+             WITH ORDINALITY AS v(name, payload, priority, run_at, mutex_key, limit_key, trace_context, ord)
         ORDER BY v.ord
         RETURNING id`
       // The ids come back as one text, in ascending order: one row to parse instead of one per job.
@@ -82,9 +85,9 @@ export const make = (ctx: PgContext): InsertOps => {
       // COMMITTED: the holder may have committed while the insert waited for it). If the holder
       // left its guarded states in between, insert again.
       const insert = sql`INSERT INTO ${jobs}
-          (name, payload, priority, run_at, created_at, mutex_key, trace_context, unique_key, unique_states)
+          (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context, unique_key, unique_states)
         VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
-          ${row.traceContext},
+          ${row.limitKey}, ${row.traceContext},
           ${row.uniqueKey}, ${row.uniqueStates})
         ON CONFLICT DO NOTHING
         RETURNING id`

@@ -6,8 +6,8 @@
  */
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import type { Explain, Finish, Group, JobsOps, ProbeRow } from "../Driver.js"
-import { byClaimOrder, keyedWindow, notHeld, num, retryKeyed, splitEnds, staleEnds, toClaimed } from "../shared.js"
+import type { Explain, Finish, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, splitEnds, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 
 export const make = (ctx: PgContext): JobsOps & Explain => {
@@ -99,7 +99,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       sql`SELECT * FROM (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
-            AND j.mutex_key IS NULL AND ${notPaused(g.name)}
+            AND j.mutex_key IS NULL AND j.limit_key IS NULL AND ${notPaused(g.name)}
           ORDER BY j.run_at, j.id LIMIT ${k}
           FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
     )
@@ -107,44 +107,124 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     const pick = arms.length === 1 ? arms[0] : sql`SELECT c.id FROM (${sql.join(" UNION ALL ", false)(arms)}) c
           ORDER BY c.priority, c.run_at, c.id LIMIT ${k}`
     return sql`UPDATE ${jobs} AS u SET state = 'running', attempts = LEAST(u.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
-          worker_id = ${workerId}
+          worker_id = ${workerId}, name_slot = NULL, key_slot = NULL
         FROM (${pick}) AS pick
         WHERE u.id = pick.id${commit}
         RETURNING ${claimedColumnsU}`
   }
-  // The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs whose
-  // key (if any) has no running job, read in order from the group's index range and locked; of the
-  // merged windows, the jobs without a key and the first job of each key, in claim order; the
-  // first `limit` of those.
-  const claimKeyedStatement = (groups: ReadonlyArray<Group>, limit: number, nowUs: number, workerId: string) => {
+  /**
+   * The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs read in
+   * order from the group's index range and locked, leaving out jobs whose mutex key has a running
+   * job, jobs whose concurrency key has no free slot, and (a one-time filter) every job of a name
+   * with no free slot. Of the merged windows: the jobs without a mutex key and the first job of each
+   * mutex key; then, per concurrency key of a limited name, as many as the key has free slots, each
+   * given one; then, per limited name, as many as it has free slots, each given one; the first
+   * `limit` of those in claim order.
+   *
+   * A limit's slots are numbered from 0 and held in the running row (`name_slot`, `key_slot`), under
+   * unique indexes over running rows: a claim that picked a slot another claim committed meanwhile
+   * fails on the index and is tried again (`retryKeyed`), so no instant has more running attempts than
+   * slots. The free slots are the numbers below the limit that no running row holds; those looked
+   * at are bounded by the jobs to place and the slots held (never a series up to the limit), and a
+   * count reads only the running rows that hold a slot (the partial indexes).
+   */
+  const claimKeyedStatement = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string,
+    limits: ReadonlyMap<string, NameLimits>
+  ) => {
     const w = sql.literal(keyedWindow(limit))
-    const arms = groups.map((g, i) =>
-      sql`SELECT * FROM (
-          SELECT j.id, j.mutex_key, j.priority, j.run_at FROM ${jobs} j
+    const limited = groups.some((g) => limits.has(g.name))
+    const arms = groups.map((g, i) => {
+      const l = limits.get(g.name)
+      const perKey = l?.runningPerKey
+      const running = l?.running
+      const keyFree = perKey === undefined ? sql.literal("") : sql`
+            AND (j.limit_key IS NULL OR (SELECT count(*) FROM ${jobs} r
+              WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = ${g.name}
+                AND r.limit_key = j.limit_key AND r.key_slot < ${perKey}) < ${perKey})`
+      const nameFree = running === undefined ? sql.literal("") : sql`
+            AND (SELECT count(*) FROM ${jobs} r
+              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name} AND r.name_slot < ${running}) < ${running}`
+      return sql`SELECT * FROM (
+          SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
             AND (j.mutex_key IS NULL OR NOT EXISTS (
               -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
               -- partial index jobs_mutex instead of scanning the table.
               SELECT 1 FROM ${jobs} r
-              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))
+              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))${keyFree}${nameFree}
             AND ${notPaused(g.name)}
           ORDER BY j.run_at, j.id LIMIT ${w}
           FOR UPDATE OF j SKIP LOCKED) ${sql(`g${i}`)}`
-    )
-    return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
-        pick AS (
-          SELECT c.id FROM (
-            SELECT id, mutex_key, priority, run_at,
-              row_number() OVER (PARTITION BY mutex_key ORDER BY priority, run_at, id) AS rn
-            FROM cand) c
-          WHERE c.mutex_key IS NULL OR c.rn = 1
-          ORDER BY c.priority, c.run_at, c.id
-          LIMIT ${sql.literal(String(Math.floor(limit)))}
-        )
-        UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
-          worker_id = ${workerId}
+    })
+    const take = sql.literal(String(Math.floor(limit)))
+    const mutexFirst = sql`SELECT c.* FROM (
+            SELECT c.*, row_number() OVER (PARTITION BY c.mutex_key ORDER BY c.priority, c.run_at, c.id) AS rn
+            FROM cand c) c
+          WHERE c.mutex_key IS NULL OR c.rn = 1`
+    const update = (slots: Statement.Fragment) =>
+      sql`UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
+          worker_id = ${workerId}, ${slots}
         FROM pick WHERE j.id = pick.id${asyncCommit}
         RETURNING ${claimedColumnsJ}`
+    if (!limited) {
+      return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
+        pick AS (SELECT m.id FROM (${mutexFirst}) m ORDER BY m.priority, m.run_at, m.id LIMIT ${take})
+        ${update(sql.literal("name_slot = NULL, key_slot = NULL"))}`
+    }
+    const names = Array.from(limits.keys())
+    // The free slots of each (name, key) with jobs to place: the numbers below the limit no running
+    // row holds, looked for below min(limit, slots held + jobs to place), which holds enough.
+    const freeSlots = (
+      what: Statement.Fragment,
+      slot: Statement.Fragment,
+      from: Statement.Fragment,
+      limitOf: Statement.Fragment,
+      held: Statement.Fragment
+    ) =>
+      sql`SELECT ${what}, s.slot, row_number() OVER (PARTITION BY ${what} ORDER BY s.slot) AS nth
+          FROM (${from}) x
+          CROSS JOIN LATERAL generate_series(0, LEAST(x.${limitOf}, x.needed + (SELECT count(*) FROM ${jobs} r
+            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held})) - 1) AS s(slot)
+          WHERE NOT EXISTS (SELECT 1 FROM ${jobs} r
+            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot)`
+    return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
+        lim AS (SELECT * FROM unnest(${names}::text[], ${numbers(names.map((n) => limits.get(n)!.running ?? null))}::int[],
+            ${numbers(names.map((n) => limits.get(n)!.runningPerKey ?? null))}::int[]) AS l(name, running, per_key)),
+        m AS (SELECT m.*, l.running, l.per_key FROM (${mutexFirst}) m LEFT JOIN lim l ON l.name = m.name),
+        kfree AS (${
+      freeSlots(
+        sql.literal("x.name, x.limit_key"),
+        sql.literal("key_slot"),
+        sql.literal(
+          "SELECT name, limit_key, min(per_key) AS per_key, count(*) AS needed FROM m WHERE per_key IS NOT NULL AND limit_key IS NOT NULL GROUP BY name, limit_key"
+        ),
+        sql.literal("per_key"),
+        sql.literal("r.name = x.name AND r.limit_key = x.limit_key")
+      )
+    }),
+        k AS (SELECT m.*, f.slot AS key_slot FROM (
+            SELECT m.*, row_number() OVER (PARTITION BY m.name, m.limit_key ORDER BY m.priority, m.run_at, m.id) AS kth FROM m) m
+          LEFT JOIN kfree f ON f.name = m.name AND f.limit_key = m.limit_key AND f.nth = m.kth
+          WHERE m.per_key IS NULL OR m.limit_key IS NULL OR f.slot IS NOT NULL),
+        nfree AS (${
+      freeSlots(
+        sql.literal("x.name"),
+        sql.literal("name_slot"),
+        sql.literal("SELECT name, min(running) AS running, count(*) AS needed FROM k WHERE running IS NOT NULL GROUP BY name"),
+        sql.literal("running"),
+        sql.literal("r.name = x.name")
+      )
+    }),
+        pick AS (SELECT k.id, k.key_slot, f.slot AS name_slot FROM (
+            SELECT k.*, row_number() OVER (PARTITION BY k.name ORDER BY k.priority, k.run_at, k.id) AS nth FROM k) k
+          LEFT JOIN nfree f ON f.name = k.name AND f.nth = k.nth
+          WHERE k.running IS NULL OR f.slot IS NOT NULL
+          ORDER BY k.priority, k.run_at, k.id LIMIT ${take})
+        ${update(sql.literal("name_slot = pick.name_slot, key_slot = pick.key_slot"))}`
   }
   // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
   /**
@@ -223,9 +303,12 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       // Both forms: the one that starts from the names and the scan of every group.
       Effect.zipWith(explain(probeNames(names)), explain(probeAll), (a, b) => [...a, ...b]),
     explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
-    explainClaimKeyed: (groups, limit, nowUs) => explain(claimKeyedStatement(groups, limit, nowUs, "explain")),
-    jobClaimKeyed: (groups, limit, nowUs, workerId) =>
-      retryKeyed(Effect.map(run(claimKeyedStatement(groups, limit, nowUs, workerId)), (rows) => rows.map(toClaimed).sort(byClaimOrder))),
+    explainClaimKeyed: (groups, limit, nowUs, limits = noLimits) =>
+      explain(claimKeyedStatement(groups, limit, nowUs, "explain", limits)),
+    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) =>
+      retryKeyed(
+        Effect.map(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits)), (rows) => rows.map(toClaimed).sort(byClaimOrder))
+      ),
     jobCountDue: (names, nowUs, cap) =>
       Effect.map(
         sql<{ name: string; due: string }>`SELECT n.name, (SELECT count(*) FROM (

@@ -122,6 +122,26 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD COLUMN relocking boolean NOT NULL DEFAULT false,
       ADD COLUMN relocks integer NOT NULL DEFAULT 0,
       ADD COLUMN job_names text NULL`
+  }),
+  "11_limits": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // limit_key: the job's concurrency key; name_slot, key_slot: the slots a running attempt holds
+    // under its name's and its key's concurrency limits (numbered from 0, below the limit). A slot
+    // is held while the row is running: the unique indexes make two running attempts with one slot
+    // impossible, and a row that stops running frees it, whoever wrote that.
+    yield* sql`ALTER TABLE ${jobs} ADD COLUMN limit_key text, ADD COLUMN name_slot integer, ADD COLUMN key_slot integer`
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_name_slot`)} ON ${jobs} (name, name_slot)
+      WHERE state = 'running' AND name_slot IS NOT NULL`
+    yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_key_slot`)} ON ${jobs} (name, limit_key, key_slot)
+      WHERE state = 'running' AND key_slot IS NOT NULL`
+    // Limits set at run time (`sqlane limit`), over those of the job definitions; null: the definition's.
+    yield* sql`CREATE TABLE ${sql(`${prefix}limits`)} (
+      name text PRIMARY KEY,
+      running integer,
+      running_per_key integer,
+      updated_at timestamptz NOT NULL
+    )`
   })
 })
 

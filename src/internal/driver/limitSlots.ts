@@ -1,0 +1,82 @@
+/**
+ * The keyed claim's choice among locked candidates, where a driver makes it in the client
+ * (MySQL/MariaDB): one job per mutex key, and a free slot of each concurrency limit a job is under.
+ * PostgreSQL makes the same choice inside its claim statement (`driver/pg/jobs.ts`).
+ *
+ * @internal
+ */
+import type { ClaimedRow, NameLimits } from "./rows.js"
+import { byClaimOrder } from "./shared.js"
+
+/** A locked candidate: the claimed row it would become, and its keys as the database compares them. */
+export interface Candidate {
+  readonly claimed: ClaimedRow
+  readonly mutexKey: string | null
+  readonly limitKey: string | null
+}
+
+/** A slot held by a running attempt: of its name (`key` null) or of its concurrency key. */
+export interface HeldSlot {
+  readonly name: string
+  readonly key: string | null
+  readonly slot: number
+}
+
+/** A picked job and the slots it takes (null: none). */
+export interface Picked extends ClaimedRow {
+  readonly nameSlot: number | null
+  readonly keySlot: number | null
+}
+
+const keyOfSlot = (name: string, key: string | null) => (key === null ? name : `${name}\u0000${key}`)
+
+/**
+ * Picks up to `limit` of `candidates` in claim order: a job whose mutex key another picked job has
+ * is left out; a job of a limited name takes the lowest slot of its name (and of its key) that no
+ * running attempt (`held`) and no job picked before it holds, and is left out when there is none.
+ */
+export const pickWithSlots = (
+  candidates: ReadonlyArray<Candidate>,
+  limit: number,
+  limits: ReadonlyMap<string, NameLimits>,
+  held: ReadonlyArray<HeldSlot>
+): Array<Picked> => {
+  const taken = new Map<string, Set<number>>()
+  const takenOf = (k: string) => {
+    let set = taken.get(k)
+    if (set === undefined) taken.set(k, set = new Set())
+    return set
+  }
+  for (const h of held) takenOf(keyOfSlot(h.name, h.key)).add(h.slot)
+  const lowestFree = (set: Set<number>, below: number) => {
+    for (let s = 0; s < below; s++) if (!set.has(s)) return s
+    return null
+  }
+  const sorted = [...candidates].sort((a, b) => byClaimOrder(a.claimed, b.claimed))
+  const mutexKeys = new Set<string>()
+  const picked: Array<Picked> = []
+  for (const c of sorted) {
+    if (picked.length >= limit) break
+    if (c.mutexKey !== null && mutexKeys.has(c.mutexKey)) continue
+    const l = limits.get(c.claimed.name)
+    let keySlot: number | null = null
+    let keySet: Set<number> | undefined
+    if (l?.runningPerKey !== undefined && c.limitKey !== null) {
+      keySet = takenOf(keyOfSlot(c.claimed.name, c.limitKey))
+      keySlot = lowestFree(keySet, l.runningPerKey)
+      if (keySlot === null) continue
+    }
+    let nameSlot: number | null = null
+    let nameSet: Set<number> | undefined
+    if (l?.running !== undefined) {
+      nameSet = takenOf(keyOfSlot(c.claimed.name, null))
+      nameSlot = lowestFree(nameSet, l.running)
+      if (nameSlot === null) continue
+    }
+    if (c.mutexKey !== null) mutexKeys.add(c.mutexKey)
+    if (keySlot !== null) keySet!.add(keySlot)
+    if (nameSlot !== null) nameSet!.add(nameSlot)
+    picked.push({ ...c.claimed, nameSlot, keySlot })
+  }
+  return picked
+}

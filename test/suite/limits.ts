@@ -1,0 +1,342 @@
+/**
+ * Concurrency limits, on every database: per job name and per concurrency key, as claims see them
+ * (slots in the running rows, the unique indexes), as workers in one process and in several see
+ * them (a ledger of handler runs: no instant with more attempts running than the limit), and as
+ * they change at run time.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { Admin, Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
+import { nowMicros } from "../../src/internal/time.js"
+import type { QueueOptions } from "../../src/services/QueueConfig.js"
+import { countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
+import { awaitExit, spawnWorker } from "../support/processes.js"
+import type { Target } from "../support/targets.js"
+import { Limited, limitedLimits } from "../support/jobs.js"
+
+/** A job name with a limit of 3 at once. */
+const Capped = Job.make("capped", { payload: Schema.Struct({ i: Schema.Number }), limits: { running: 3 } })
+/** A job name with a limit of 2 per tenant, 3 in all. */
+const PerTenant = Job.make("per-tenant", {
+  payload: Schema.Struct({ tenant: Schema.NullOr(Schema.String), i: Schema.Number }),
+  limits: { running: 3, key: (p) => p.tenant ?? undefined, runningPerKey: 2 }
+})
+/** A job name without limits in its definition (limited at run time in a test). */
+const Free = Job.make("free", { payload: Schema.Struct({ i: Schema.Number }) })
+
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+
+/** A ledger of handler runs: job id, key, worker, start and end (µs since the epoch; end null while it runs). */
+export const runsLedger = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(prefix + "ledger")
+    yield* sql`CREATE TABLE ${runs} (job_id VARCHAR(32) NOT NULL, lkey VARCHAR(64) NULL, worker VARCHAR(32) NOT NULL,
+      started_us BIGINT NOT NULL, ended_us BIGINT NULL)`
+    return {
+      all: Effect.map(
+        sql<{ job_id: string; lkey: string | null; worker: string; started_us: string; ended_us: string | null }>`
+          SELECT * FROM ${runs}`,
+        (rows) =>
+          rows.map((r) => ({
+            id: r.job_id,
+            key: r.lkey,
+            worker: r.worker,
+            start: Number(r.started_us),
+            end: r.ended_us === null ? undefined : Number(r.ended_us)
+          }))
+      )
+    }
+  })
+
+/** The most intervals open at one instant (an interval without an end is open until `openUntil`). */
+export const mostAtOnce = (
+  runs: ReadonlyArray<{ readonly start: number; readonly end: number | undefined }>,
+  openUntil: number
+) => {
+  const events: Array<readonly [number, number]> = []
+  for (const r of runs) events.push([r.start, 1], [r.end ?? openUntil, -1])
+  // An end at the same instant as a start comes first: [start, end) intervals.
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  let open = 0
+  let most = 0
+  for (const [, d] of events) most = Math.max(most, open += d)
+  return most
+}
+
+/** A worker on a QueueLive of its own (its own pool) on `prefix`, for the life of the scope. */
+const otherWorker = <R>(target: Target, prefix: string, options: Worker.WorkerOptions<R>, queueOptions: QueueOptions = {}) =>
+  Layer.launch(
+    Worker.layer(options).pipe(Layer.provide(testLayer(target, { ...queueOptions, prefix, migrate: false }).layer))
+  ).pipe(Effect.forkScoped)
+
+/** A handler that records its run in the ledger (start before, end after `ms` of real time). */
+const recording = <J extends Job.Job.Any>(
+  job: J,
+  prefix: string,
+  worker: string,
+  ms: number,
+  keyOf: (p: Job.Job.Payload<J>) => string | null = () => null
+) =>
+  Job.handler(job, (p, ctx) =>
+    Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const runs = sql(prefix + "ledger")
+      yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${keyOf(p)}, ${worker}, ${nowUs()})`
+      yield* realSleep(ms)
+      yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND ended_us IS NULL`
+    }).pipe(Effect.orDie) as Effect.Effect<any, never, SqlClient.SqlClient>)
+
+const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
+
+export const limits = (target: Target) => {
+  const name = (s: string) => `[${target.id}] ${s}`
+
+  describe(`limits [${target.id}]`, () => {
+    // ------------------------------------------------------------------ claims and slots
+
+    it.live(name("a name limit of 3: a claim takes 3 with slots 0–2, then none until a slot frees"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const ids = yield* queue.enqueueMany(Capped, Array.from({ length: 10 }, (_, i) => ({ i })))
+          const keyed = new Set([Capped.name])
+          const limitsOf = new Map([[Capped.name, { running: 3, runningPerKey: undefined }]])
+          const now = (yield* nowMicros) + 1000
+          // The plain claim never takes a job of a limited name that carries a key; this one has
+          // none: the worker claims limited names by the keyed claim.
+          const first = yield* claimer.claim(groupsOf(Capped.name), 10, now, "w1", keyed, limitsOf)
+          assert.deepStrictEqual(first.map((r) => r.id), ids.slice(0, 3))
+          const slots = yield* sql<{ name_slot: number }>`SELECT name_slot FROM ${jobs} WHERE state = 'running' ORDER BY name_slot`
+          assert.deepStrictEqual(slots.map((r) => Number(r.name_slot)), [0, 1, 2])
+          const second = yield* claimer.claim(groupsOf(Capped.name), 10, now, "w2", keyed, limitsOf)
+          assert.deepStrictEqual(second, [])
+          // The database refuses a second running row with a held slot.
+          const forced = yield* Effect.exit(sql`UPDATE ${jobs} SET state = 'running', name_slot = 1 WHERE id = ${ids[5]}`)
+          assert.isTrue(Exit.isFailure(forced))
+          // The attempt holding slot 1 stops running (here: cancelled): its slot is free.
+          yield* queue.cancel(ids[1])
+          const third = yield* claimer.claim(groupsOf(Capped.name), 10, now, "w3", keyed, limitsOf)
+          assert.deepStrictEqual(third.map((r) => r.id), [ids[3]])
+          const held = yield* sql<{ id: string; name_slot: number }>`SELECT id, name_slot FROM ${jobs}
+            WHERE state = 'running' ORDER BY name_slot`
+          assert.deepStrictEqual(held.map((r) => [String(r.id), Number(r.name_slot)]), [[ids[0], 0], [ids[3], 1], [ids[2], 2]])
+          // A lowered limit starts nothing until the running ones are below it.
+          const lowered = new Map([[Capped.name, { running: 2, runningPerKey: undefined }]])
+          assert.deepStrictEqual(yield* claimer.claim(groupsOf(Capped.name), 10, now, "w4", keyed, lowered), [])
+          yield* sql`UPDATE ${jobs} SET state = 'completed' WHERE id IN ${sql.in([ids[0], ids[3]])}`
+          const fourth = yield* claimer.claim(groupsOf(Capped.name), 10, now, "w5", keyed, lowered)
+          assert.deepStrictEqual(fourth.map((r) => r.id), [ids[4]])
+        })))
+
+    it.live(name("per-key limit 2 and name limit 3: keys share the name's slots; a job without a key takes only a name slot"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const a = yield* queue.enqueueMany(PerTenant, [1, 2, 3].map((i) => ({ tenant: "a", i })))
+          const b = yield* queue.enqueueMany(PerTenant, [4, 5].map((i) => ({ tenant: "b", i })))
+          const none = yield* queue.enqueue(PerTenant, { tenant: null, i: 6 })
+          const keyed = new Set([PerTenant.name])
+          const perKeyOnly = new Map([[PerTenant.name, { running: undefined, runningPerKey: 2 }]])
+          const now = (yield* nowMicros) + 1000
+          // The plain claim leaves jobs with a concurrency key to the keyed claim.
+          const plain = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w0")
+          assert.deepStrictEqual(plain.map((r) => r.id), [none])
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', attempts = 0 WHERE id = ${none}`
+          // Per key only: 2 of a, 2 of b, and the job without a key.
+          const first = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w1", keyed, perKeyOnly)
+          assert.deepStrictEqual(first.map((r) => r.id).sort(), [a[0], a[1], ...b, none].sort())
+          const keySlots = yield* sql<{ limit_key: string; key_slot: number }>`SELECT limit_key, key_slot
+            FROM ${sql(prefix + "jobs")} WHERE state = 'running' AND limit_key IS NOT NULL ORDER BY limit_key, key_slot`
+          assert.deepStrictEqual(keySlots.map((r) => `${r.limit_key}${r.key_slot}`), ["a0", "a1", "b0", "b1"])
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed'`
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending' WHERE id IN ${sql.in([...a, ...b, none])}`
+          // With the name's limit of 3 as well: 3 in claim order, at most 2 of a.
+          const both = new Map([[PerTenant.name, { running: 3, runningPerKey: 2 }]])
+          const second = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w2", keyed, both)
+          assert.deepStrictEqual(second.map((r) => r.id), [a[0], a[1], b[0]])
+        })))
+
+    it.live(name("a job claimed without a limit carries no slot from an earlier attempt"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const [id, other] = yield* queue.enqueueMany(Capped, [{ i: 1 }, { i: 2 }])
+          const now = (yield* nowMicros) + 1000
+          const limited = new Map([[Capped.name, { running: 1, runningPerKey: undefined }]])
+          yield* claimer.claim(groupsOf(Capped.name), 1, now, "w1", new Set([Capped.name]), limited)
+          // Back to pending (as a retry), then claimed with no limit (removed at run time) while the
+          // other job holds slot 0 under the limit: no conflict, no slot.
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending' WHERE id = ${id}`
+          yield* claimer.claim(groupsOf(Capped.name), 1, now, "w2", new Set([Capped.name]), limited)
+          const again = yield* claimer.claim(groupsOf(Capped.name), 1, now, "w3", new Set([Capped.name]), new Map())
+          assert.deepStrictEqual(again.map((r) => r.id), [id])
+          const rows = yield* sql<{ id: string; name_slot: number | null }>`SELECT id, name_slot FROM ${sql(prefix + "jobs")}
+            WHERE state = 'running' ORDER BY id`
+          assert.deepStrictEqual(rows.map((r) => [String(r.id), r.name_slot === null ? null : Number(r.name_slot)]), [
+            [id, null],
+            [other, 0]
+          ])
+        })))
+
+    // ------------------------------------------------------------------ workers
+
+    it.live(name("name limit 3, two workers at concurrency 5 in two pools: never more than 3 at once, woken when a slot frees"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Capped, Array.from({ length: 24 }, (_, i) => ({ i })))
+          yield* Worker.make({ handlers: [recording(Capped, prefix, "a", 40)], concurrency: 5 })
+          yield* otherWorker(target, prefix, { handlers: [recording(Capped, prefix, "b", 40)], concurrency: 5 }, {
+            pollInterval: "1 hour"
+          })
+          const started = Date.now()
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 24), 60_000, "24 jobs completed")
+          // The poll is an hour: each job started when a slot freed (a wake-up), not at a poll.
+          assert.isBelow(Date.now() - started, 20_000)
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, 24)
+          assert.strictEqual(mostAtOnce(runs, nowUs()), 3)
+          // Both workers ran some.
+          assert.strictEqual(new Set(runs.map((r) => r.worker)).size, 2)
+        }), { pollInterval: "1 hour" }), 120_000)
+
+    it.live(name("per-key limit 2 across keys, name limit 3: at most 2 of a key and 3 in all at once; keys run side by side"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(PerTenant, Array.from({ length: 12 }, (_, i) => ({ tenant: "big", i })))
+          yield* queue.enqueueMany(PerTenant, Array.from({ length: 4 }, (_, i) => ({ tenant: `small-${i % 2}`, i })))
+          const handler = recording(PerTenant, prefix, "a", 30, (p) => p.tenant)
+          yield* Worker.make({ handlers: [handler], concurrency: 6 })
+          yield* otherWorker(target, prefix, { handlers: [recording(PerTenant, prefix, "b", 30, (p) => p.tenant)], concurrency: 6 })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 16), 60_000, "16 jobs completed")
+          const runs = yield* ledger.all
+          const end = nowUs()
+          assert.strictEqual(mostAtOnce(runs, end), 3)
+          for (const key of ["big", "small-0", "small-1"]) {
+            assert.isAtMost(mostAtOnce(runs.filter((r) => r.key === key), end), 2, `key ${key}`)
+          }
+          // The small keys did not wait for the big key's backlog: each started before big's last job.
+          const bigLast = Math.max(...runs.filter((r) => r.key === "big").map((r) => r.start))
+          for (const r of runs.filter((r) => r.key !== "big")) assert.isBelow(r.start, bigLast)
+        })), 120_000)
+
+    it.live(name("a limit set at run time reaches running workers; cleared, the name runs unlimited again"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          yield* Worker.make({ handlers: [recording(Free, prefix, "a", 50)], concurrency: 6 })
+          yield* otherWorker(target, prefix, { handlers: [recording(Free, prefix, "b", 50)], concurrency: 6 })
+          yield* admin.setLimits(Free.name, { running: 2 })
+          // Within one rescue interval (0.5 s here) every worker has it.
+          yield* realSleep(1_000)
+          const setAt = nowUs()
+          yield* queue.enqueueMany(Free, Array.from({ length: 12 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 12), 60_000, "12 jobs completed")
+          const limited = (yield* ledger.all).filter((r) => r.start > setAt)
+          assert.strictEqual(limited.length, 12)
+          assert.strictEqual(mostAtOnce(limited, nowUs()), 2)
+          const status = yield* admin.limits
+          assert.deepStrictEqual(status.map((s) => [s.name, s.running, s.runningPerKey, s.inUse.running]), [[Free.name, 2, undefined, 0]])
+          assert.isTrue(yield* admin.clearLimits(Free.name))
+          assert.isFalse(yield* admin.clearLimits(Free.name))
+          yield* realSleep(1_000)
+          const clearedAt = nowUs()
+          yield* queue.enqueueMany(Free, Array.from({ length: 12 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 24), 60_000, "24 jobs completed")
+          const unlimited = (yield* ledger.all).filter((r) => r.start > clearedAt)
+          assert.isAbove(mostAtOnce(unlimited, nowUs()), 2)
+        }), { rescueInterval: "500 millis" }), 120_000)
+
+    // ------------------------------------------------------------------ bad input
+
+    it.live(name("bad limits are refused: Job.make throws InvalidJobDefinition; setLimits fails with InvalidLimit, changing nothing"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          for (const limits of [{ running: 0 }, { running: 1.5 }, { running: 10_001 }, { runningPerKey: 2 }] as const) {
+            try {
+              Job.make("bad", { payload: Schema.Struct({}), limits: limits as any })
+              assert.fail(`accepted ${JSON.stringify(limits)}`)
+            } catch (e) {
+              assert.instanceOf(e, Errors.InvalidJobDefinition)
+              assert.match((e as Errors.InvalidJobDefinition).option, /^limits\./)
+            }
+          }
+          const admin = yield* Admin.Admin
+          for (const [n, limits, option] of [
+            ["x", { running: 0 }, "running"],
+            ["x", { runningPerKey: -1 }, "runningPerKey"],
+            ["x", {}, "running"],
+            ["", { running: 1 }, "name"]
+          ] as const) {
+            const error = yield* Effect.flip(admin.setLimits(n, limits))
+            assert.strictEqual(error._tag, "InvalidLimit")
+            assert.strictEqual((error as Errors.InvalidLimit).option, option)
+          }
+          assert.deepStrictEqual(yield* admin.limits, [])
+          // A key function that throws refuses the enqueue, writing nothing.
+          const Throws = Job.make("throws", {
+            payload: Schema.Struct({}),
+            limits: { key: () => { throw new Error("no tenant") }, runningPerKey: 1 }
+          })
+          const refused = yield* Effect.flip((yield* Queue.Queue).enqueue(Throws, {}))
+          assert.strictEqual(refused._tag, "InvalidEnqueueOption")
+          assert.strictEqual((refused as Errors.InvalidEnqueueOption).path, "limits.key")
+          const { driver } = yield* Database
+          assert.strictEqual(yield* driver.jobNewestId(), null)
+        })))
+
+    // ------------------------------------------------------------------ several processes, faults
+
+    it.live(name("3 worker processes, limit 4 in all and 2 per key, one SIGKILLed mid-run: the ledger never shows more"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const keys = ["t0", "t1", "t2"]
+          yield* queue.enqueueMany(Limited, Array.from({ length: 45 }, (_, i) => ({ tenant: keys[i % 3], i })))
+          const args = (worker: string) => ["limited", target.dialect, target.url, prefix, worker, "45"]
+          const env = { SQLANE_JOB_MS: "60", SQLANE_POLL: "1 hour" }
+          const victim = yield* spawnWorker(args("victim"), env)
+          const others = [yield* spawnWorker(args("w1"), env), yield* spawnWorker(args("w2"), env)]
+          // Kill the victim once it runs a job.
+          yield* waitUntil(
+            Effect.map(ledger.all, (runs) => runs.some((r) => r.worker === "victim" && r.end === undefined)),
+            30_000,
+            "the victim to run a job"
+          )
+          victim.process.kill("SIGKILL")
+          yield* awaitExit(victim)
+          const killedAt = nowUs()
+          yield* Effect.forEach(others, awaitExit, { discard: true })
+          assert.strictEqual(yield* countJobs(prefix, "completed"), 45)
+          const runs = yield* ledger.all
+          // The victim's runs that never ended stopped when it was killed.
+          const closed = runs.map((r) => (r.worker === "victim" && r.end === undefined ? { ...r, end: killedAt } : r))
+          assert.isTrue(runs.some((r) => r.worker === "victim" && r.end === undefined))
+          assert.isAtMost(mostAtOnce(closed, nowUs()), limitedLimits.running)
+          for (const key of keys) {
+            assert.isAtMost(mostAtOnce(closed.filter((r) => r.key === key), nowUs()), limitedLimits.runningPerKey, `key ${key}`)
+          }
+          // Every slot came back: nothing runs, nothing holds a slot.
+          assert.strictEqual(yield* countJobs(prefix, "running"), 0)
+        }), { rescueInterval: "500 millis" }), 180_000)
+  })
+}
