@@ -89,7 +89,7 @@ const recording = <J extends Job.Job.Any>(
       const runs = sql(prefix + "ledger")
       yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${keyOf(p)}, ${worker}, ${nowUs()})`
       yield* realSleep(ms)
-      yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND ended_us IS NULL`
+      yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${worker} AND ended_us IS NULL`
     }).pipe(Effect.orDie) as Effect.Effect<any, never, SqlClient.SqlClient>)
 
 const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
@@ -173,14 +173,16 @@ export const limits = (target: Target) => {
           const queue = yield* Queue.Queue
           const claimer = yield* Claimer.Claimer
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
           const [id, other] = yield* queue.enqueueMany(Capped, [{ i: 1 }, { i: 2 }])
           const now = (yield* nowMicros) + 1000
           const limited = new Map([[Capped.name, { running: 1, runningPerKey: undefined }]])
-          yield* claimer.claim(groupsOf(Capped.name), 1, now, "w1", new Set([Capped.name]), limited)
-          // Back to pending (as a retry), then claimed with no limit (removed at run time) while the
-          // other job holds slot 0 under the limit: no conflict, no slot.
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending' WHERE id = ${id}`
-          yield* claimer.claim(groupsOf(Capped.name), 1, now, "w2", new Set([Capped.name]), limited)
+          const first = yield* claimer.claim(groupsOf(Capped.name), 1, now, "w1", new Set([Capped.name]), limited)
+          assert.deepStrictEqual(first.map((r) => r.id), [id])
+          // Back to pending (as a retry), its row still saying slot 0; the other job now runs in slot 0.
+          yield* sql`UPDATE ${jobs} SET state = 'pending' WHERE id = ${id}`
+          yield* sql`UPDATE ${jobs} SET state = 'running', name_slot = 0 WHERE id = ${other}`
+          // Claimed with no limit (removed at run time): no conflict on the index, no slot.
           const again = yield* claimer.claim(groupsOf(Capped.name), 1, now, "w3", new Set([Capped.name]), new Map())
           assert.deepStrictEqual(again.map((r) => r.id), [id])
           const rows = yield* sql<{ id: string; name_slot: number | null }>`SELECT id, name_slot FROM ${sql(prefix + "jobs")}
@@ -305,7 +307,7 @@ export const limits = (target: Target) => {
 
     // ------------------------------------------------------------------ several processes, faults
 
-    it.live(name("3 worker processes, limit 4 in all and 2 per key, one SIGKILLed mid-run: the ledger never shows more"), () =>
+    it.live(name("3 worker processes, limit 4 in all and 2 per key, one SIGKILLed holding slots: they come back; the ledger never shows more"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const ledger = yield* runsLedger(prefix)
@@ -314,14 +316,16 @@ export const limits = (target: Target) => {
           yield* queue.enqueueMany(Limited, Array.from({ length: 45 }, (_, i) => ({ tenant: keys[i % 3], i })))
           const args = (worker: string) => ["limited", target.dialect, target.url, prefix, worker, "45"]
           const env = { SQLANE_JOB_MS: "60", SQLANE_POLL: "1 hour" }
-          const victim = yield* spawnWorker(args("victim"), env)
-          const others = [yield* spawnWorker(args("w1"), env), yield* spawnWorker(args("w2"), env)]
-          // Kill the victim once it runs a job.
+          // The victim's jobs last a minute: it is surely running some when it is killed.
+          const victim = yield* spawnWorker(args("victim"), { ...env, SQLANE_JOB_MS: "60000" })
           yield* waitUntil(
-            Effect.map(ledger.all, (runs) => runs.some((r) => r.worker === "victim" && r.end === undefined)),
+            Effect.map(ledger.all, (runs) => runs.filter((r) => r.worker === "victim").length >= 2),
             30_000,
-            "the victim to run a job"
+            "the victim to run two jobs"
           )
+          // The others start while the victim holds every slot it can (4: 2 of each of two keys).
+          const others = [yield* spawnWorker(args("w1"), env), yield* spawnWorker(args("w2"), env)]
+          yield* realSleep(3_000)
           victim.process.kill("SIGKILL")
           yield* awaitExit(victim)
           const killedAt = nowUs()
@@ -330,7 +334,9 @@ export const limits = (target: Target) => {
           const runs = yield* ledger.all
           // The victim's runs that never ended stopped when it was killed.
           const closed = runs.map((r) => (r.worker === "victim" && r.end === undefined ? { ...r, end: killedAt } : r))
-          assert.isTrue(runs.some((r) => r.worker === "victim" && r.end === undefined))
+          assert.isTrue(runs.some((r) => r.worker === "victim" && r.end === undefined), JSON.stringify(runs.filter((r) => r.worker === "victim")))
+          // Its slots came back when it was found lost: the others ran every other job after it.
+          assert.strictEqual(runs.filter((r) => r.worker !== "victim").length, 45 - runs.filter((r) => r.worker === "victim" && r.end !== undefined).length)
           assert.isAtMost(mostAtOnce(closed, nowUs()), limitedLimits.running)
           for (const key of keys) {
             assert.isAtMost(mostAtOnce(closed.filter((r) => r.key === key), nowUs()), limitedLimits.runningPerKey, `key ${key}`)

@@ -121,7 +121,7 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
         Effect.gen(function*() {
           yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${p.tenant}, ${name}, ${nowUs()})`
           yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 50)))
-          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND ended_us IS NULL`
+          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
         }).pipe(Effect.orDie))]
     })
     while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")

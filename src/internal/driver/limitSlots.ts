@@ -32,8 +32,10 @@ const keyOfSlot = (name: string, key: string | null) => (key === null ? name : `
 
 /**
  * Picks up to `limit` of `candidates` in claim order: a job whose mutex key another picked job has
- * is left out; a job of a limited name takes the lowest slot of its name (and of its key) that no
- * running attempt (`held`) and no job picked before it holds, and is left out when there is none.
+ * is left out; a job of a limited name takes the lowest slot below the limit of its name (and of its
+ * key) that no running attempt (`held`) and no job picked before it holds, and is left out when
+ * there is none or when the slots held are as many as the limit (after a limit was lowered, running
+ * attempts may hold numbers above it).
  */
 export const pickWithSlots = (
   candidates: ReadonlyArray<Candidate>,
@@ -49,6 +51,7 @@ export const pickWithSlots = (
   }
   for (const h of held) takenOf(keyOfSlot(h.name, h.key)).add(h.slot)
   const lowestFree = (set: Set<number>, below: number) => {
+    if (set.size >= below) return null
     for (let s = 0; s < below; s++) if (!set.has(s)) return s
     return null
   }

@@ -68,10 +68,10 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     const running = l?.running
     const keyFree = perKey === undefined ? sql.literal("") : sql`
         AND (limit_key IS NULL OR (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
-          WHERE r.key_slot_running < ${perKey} AND r.name = j.name AND r.limit_key = j.limit_key) < ${perKey})`
+          WHERE r.key_slot_running IS NOT NULL AND r.name = j.name AND r.limit_key = j.limit_key) < ${perKey})`
     const nameFree = running === undefined ? sql.literal("") : sql`
         AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
-          WHERE r.name_slot_running < ${running} AND r.name = ${g.name}) < ${running}`
+          WHERE r.name_slot_running IS NOT NULL AND r.name = ${g.name}) < ${running}`
     return sql`SELECT ${claimedColumns}, mutex_key, limit_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}

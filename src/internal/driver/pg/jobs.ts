@@ -144,10 +144,10 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       const keyFree = perKey === undefined ? sql.literal("") : sql`
             AND (j.limit_key IS NULL OR (SELECT count(*) FROM ${jobs} r
               WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = ${g.name}
-                AND r.limit_key = j.limit_key AND r.key_slot < ${perKey}) < ${perKey})`
+                AND r.limit_key = j.limit_key) < ${perKey})`
       const nameFree = running === undefined ? sql.literal("") : sql`
             AND (SELECT count(*) FROM ${jobs} r
-              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name} AND r.name_slot < ${running}) < ${running}`
+              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}) < ${running}`
       return sql`SELECT * FROM (
           SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
@@ -176,8 +176,10 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
         ${update(sql.literal("name_slot = NULL, key_slot = NULL"))}`
     }
     const names = Array.from(limits.keys())
-    // The free slots of each (name, key) with jobs to place: the numbers below the limit no running
-    // row holds, looked for below min(limit, slots held + jobs to place), which holds enough.
+    // The free slots of each (name, key) with jobs to place, numbered (`nth`): the numbers below the
+    // limit that no running row holds, looked for below min(limit, slots held + jobs to place), which
+    // holds enough; no more of them than the limit less the slots held (after a limit was lowered,
+    // running rows may hold numbers above it).
     const freeSlots = (
       what: Statement.Fragment,
       slot: Statement.Fragment,
@@ -185,12 +187,15 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       limitOf: Statement.Fragment,
       held: Statement.Fragment
     ) =>
-      sql`SELECT ${what}, s.slot, row_number() OVER (PARTITION BY ${what} ORDER BY s.slot) AS nth
-          FROM (${from}) x
-          CROSS JOIN LATERAL generate_series(0, LEAST(x.${limitOf}, x.needed + (SELECT count(*) FROM ${jobs} r
-            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held})) - 1) AS s(slot)
-          WHERE NOT EXISTS (SELECT 1 FROM ${jobs} r
-            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot)`
+      sql`SELECT ${what}, f.slot, f.nth FROM (${from}) x
+          CROSS JOIN LATERAL (SELECT count(*) AS n FROM ${jobs} r
+            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held}) h
+          CROSS JOIN LATERAL (
+            SELECT s.slot, row_number() OVER (ORDER BY s.slot) AS nth
+            FROM generate_series(0, LEAST(x.${limitOf}, x.needed + h.n) - 1) AS s(slot)
+            WHERE NOT EXISTS (SELECT 1 FROM ${jobs} r
+              WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot)) f
+          WHERE f.nth <= x.${limitOf} - h.n`
     return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
         lim AS (SELECT * FROM unnest(${names}::text[], ${numbers(names.map((n) => limits.get(n)!.running ?? null))}::int[],
             ${numbers(names.map((n) => limits.get(n)!.runningPerKey ?? null))}::int[]) AS l(name, running, per_key)),
