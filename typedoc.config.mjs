@@ -33,6 +33,7 @@ export default {
     "src/internal/Database.ts:Database",
     "src/internal/driver/rows.ts:ClaimedRow",
     "src/internal/driver/rows.ts:Finish",
+    "src/internal/driver/rows.ts:NameLimits",
     "src/internal/facts.ts:Facts",
     "src/internal/claimsOnEnds.ts:EndWritten",
     "src/internal/claimsOnEnds.ts:Claimant",

@@ -30,6 +30,7 @@ export type ScenarioId =
   | "burst-c50"
   | "run-4-instances"
   | "run-4-processes"
+  | "run-c50-limited"
   | "real-work"
   | "crash-recovery"
   | "storage"
@@ -423,15 +424,18 @@ const fill = async (inst: Instance, n: number) => {
 
 const runGroup: Group = {
   name: "run",
-  scenarios: ["run-c10", "run-c50", "burst-c50", "run-4-instances", "run-4-processes", "real-work"],
+  scenarios: ["run-c10", "run-c50", "burst-c50", "run-4-instances", "run-4-processes", "run-c50-limited", "real-work"],
   run: async (ctx, selected) => {
     const n = ctx.quick ? 2000 : 20_000
     const capMs = ctx.quick ? 3_000 : 30_000
     for (const scenario of runGroup.scenarios) {
       if (!selected.has(scenario)) continue
-      const concurrency = scenario === "run-c50" || scenario === "burst-c50" || scenario === "real-work" ? 50 : 10
+      const concurrency =
+        scenario === "run-c50" || scenario === "burst-c50" || scenario === "real-work" || scenario === "run-c50-limited" ? 50 : 10
       const workMs = scenario === "real-work" ? 10 : 0
-      const instances = scenario === "run-4-instances" || scenario === "run-4-processes" ? 4 : 1
+      // run-c50-limited: 2 processes at c50 under a limit of 40 attempts of the name at once, in all.
+      const processes = scenario === "run-4-processes" ? 4 : scenario === "run-c50-limited" ? 2 : 0
+      const instances = scenario === "run-4-instances" ? 4 : Math.max(1, processes)
       await each(ctx, scenario, async (system, env) => {
         const producer = await system.open(env, { pool: 10, concurrency })
         const extra: Array<Instance> = []
@@ -442,6 +446,7 @@ const runGroup: Group = {
           await fill(producer, n)
           if (scenario !== "burst-c50") await settle(env)
           await system.checkPlan?.(env)
+          if (scenario === "run-c50-limited") await producer.limitRunning!(40)
           const handle = workMs > 0
             ? () => new Promise<void>((r) => setTimeout(() => {
               counter.inc()
@@ -452,7 +457,7 @@ const runGroup: Group = {
             }
           let t0: number
           let cpu0: NodeJS.CpuUsage
-          if (scenario === "run-4-processes") {
+          if (processes > 0) {
             const counts = new Array<number>(instances).fill(0)
             for (let k = 0; k < instances; k++) {
               const child = spawnChild({ system: system.id, env, mode: "count", concurrency, workMs })
@@ -486,12 +491,13 @@ const runGroup: Group = {
           }
           if (scenario === "real-work") ctx.record(scenario, system.id, "ceiling_share", done / (elapsed / 1000) / 5000, "ratio")
         } finally {
+          if (scenario === "run-c50-limited") await producer.limitRunning!(undefined).catch(() => {})
           for (const s of stops) await s().catch(() => {})
           await Promise.all(children.map((c) => c.stop()))
           for (const inst of extra) await inst.close().catch(() => {})
           await producer.close().catch(() => {})
         }
-      })
+      }, (s) => scenario !== "run-c50-limited" || s.id === "sqlane")
     }
   }
 }

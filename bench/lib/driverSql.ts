@@ -59,5 +59,6 @@ export const benchRow = (payload: string, runAtUs: number) => ({
   priority: 0,
   runAtUs,
   mutexKey: null,
+  limitKey: null,
   traceContext: null
 })

@@ -12,7 +12,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { Claimer, Job, Queue, QueueLive, Worker } from "../../src/index.js"
+import { Admin, Claimer, Job, Queue, QueueLive, Worker } from "../../src/index.js"
 import { admin, tableBytes } from "../lib/targets.js"
 import { type Env, type OpenOptions, type Payload, QUEUE, type System, type SystemId } from "./types.js"
 
@@ -27,8 +27,8 @@ const client = (env: Env, pool: number) =>
 
 export const prefix = (env: Env) => `${env.ns}_`
 
-/** sqlane's tables (migrations 1–9), without their prefix. */
-export const sqlaneTables = ["jobs", "migrations", "workers", "schedules", "paused"] as const
+/** sqlane's tables, without their prefix. */
+export const sqlaneTables = ["jobs", "migrations", "workers", "schedules", "paused", "limits"] as const
 
 /** sqlane's log lines go to stderr: stdout is the benchmark's markdown. */
 export const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
@@ -95,7 +95,12 @@ const make = (id: SystemId, deleteCompleted: boolean): System => ({
         )
         return () => rt.runPromise(Scope.close(scope, Exit.void))
       },
-      close: () => rt.dispose()
+      close: () => rt.dispose(),
+      limitRunning: (running) =>
+        rt.runPromise(Effect.flatMap(Admin.Admin, (admin) =>
+          running === undefined
+            ? Effect.asVoid(admin.clearLimits(QUEUE))
+            : Effect.orDie(admin.setLimits(QUEUE, { running }))))
     }
   },
   bytes: async (env) => {

@@ -66,6 +66,11 @@ export interface Instance {
   /** Starts a worker on this instance; resolves when it is ready. The function it returns stops it. */
   readonly work: (o: WorkOptions) => Promise<() => Promise<void>>
   readonly close: () => Promise<void>
+  /**
+   * Sets (a number) or clears (undefined) a limit on the attempts of the bench's job name running
+   * at once in every process, where the system has one (sqlane: a run-time concurrency limit).
+   */
+  readonly limitRunning?: (running: number | undefined) => Promise<void>
 }
 
 export interface OpenOptions {

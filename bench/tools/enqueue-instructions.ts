@@ -54,7 +54,7 @@ if (variant === "espq") {
     const { driver } = await rt.runPromise(Database)
     const sql = await rt.runPromise(SqlClient.SqlClient)
     const queue = await rt.runPromise(Queue.Queue)
-    const row = (i: number) => ({ name: "bench", payload: JSON.stringify(payload(i)), priority: 0, runAtUs: Date.now() * 1000, mutexKey: null, traceContext: null })
+    const row = (i: number) => ({ name: "bench", payload: JSON.stringify(payload(i)), priority: 0, runAtUs: Date.now() * 1000, mutexKey: null, limitKey: null, traceContext: null })
     one = variant === "unsafe" ? (i) => rt.runPromise(dialect === "pg" ? sql.unsafe(text, params(i)) : sql.unsafe(text, params(i)).raw)
       : variant === "unsafe-off" ? (i) => rt.runPromise(Effect.withTracerEnabled(dialect === "pg" ? sql.unsafe(text, params(i)) : sql.unsafe(text, params(i)).raw, false))
       : variant === "fast" ? (i) => { const st: any = sql.unsafe(text, params(i)); return rt.runPromise(Effect.flatMap(st.acquirer, (c: any) => c.executeRaw(text, params(i)))) }

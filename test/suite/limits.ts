@@ -15,7 +15,7 @@ import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import { countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
-import { awaitExit, spawnWorker } from "../support/processes.js"
+import { awaitExit, runCli, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 import { Limited, limitedLimits } from "../support/jobs.js"
 
@@ -266,6 +266,31 @@ export const limits = (target: Target) => {
           const unlimited = (yield* ledger.all).filter((r) => r.start > clearedAt)
           assert.isAbove(mostAtOnce(unlimited, nowUs()), 2)
         }), { rescueInterval: "500 millis" }), 120_000)
+
+    it.live(name("sqlane limit: sets, lists (table and JSON), refuses a bad limit changing nothing, clears"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const admin = yield* Admin.Admin
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const set = yield* cli("limit", "report", "5", "--per-key", "2")
+          assert.strictEqual(set.code, 0, set.stderr)
+          assert.match(set.stdout, /limited report: 5 at once, 2 per key at once/)
+          const listed = yield* cli("limit", "--json")
+          assert.strictEqual(listed.code, 0, listed.stderr)
+          const rows = JSON.parse(listed.stdout) as Array<{ name: string; running: number; runningPerKey: number }>
+          assert.deepStrictEqual(rows.map((r) => [r.name, r.running, r.runningPerKey]), [["report", 5, 2]])
+          const table = yield* cli("limit")
+          assert.match(table.stdout, /^NAME\s+RUNNING\s+PER KEY/m)
+          assert.match(table.stdout, /^report\s+5\s+2\s+0/m)
+          const bad = yield* cli("limit", "report", "0")
+          assert.strictEqual(bad.code, 1)
+          assert.match(bad.stderr, /running must be an integer from 1 to 10000, got 0/)
+          assert.deepStrictEqual((yield* admin.limits).map((l) => [l.running, l.runningPerKey]), [[5, 2]])
+          const cleared = yield* cli("limit", "report", "--clear")
+          assert.strictEqual(cleared.code, 0, cleared.stderr)
+          assert.match(cleared.stdout, /cleared the run-time limits of report/)
+          assert.deepStrictEqual(yield* admin.limits, [])
+        })), 60_000)
 
     // ------------------------------------------------------------------ bad input
 

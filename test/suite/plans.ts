@@ -61,9 +61,16 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       50,
       (yield* nowMicros)
     )
+    // The keyed claim with concurrency limits: the slots are read from the slot indexes.
+    const limited = yield* statements.explainClaimKeyed(
+      [{ name: "plan.name.0100", priority: 0 }, { name: "plan.name.0200", priority: 0 }],
+      50,
+      (yield* nowMicros),
+      new Map([["plan.name.0100", { running: 40, runningPerKey: 3 }], ["plan.name.0200", { running: 5, runningPerKey: undefined }]])
+    )
     const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
     if (target.dialect === "pg") {
-      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         const text = plan.join("\n")
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `${what} (${when}) scans the table:${show(plan)}`)
         assert.include(text, `${prefix}jobs_pending`, `${what} (${when}) does not use the pending index:${show(plan)}`)
@@ -71,7 +78,10 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       }
       // The paused check of each arm: one read of the paused table's primary key, before the arm
       // reads any job (a one-time filter), not a filter on every job row.
-      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed]] as const) {
+      for (const slotIndex of ["jobs_name_slot", "jobs_key_slot"]) {
+        assert.include(limited.join("\n"), `${prefix}${slotIndex}`, `limited claim (${when}) does not read ${slotIndex}:${show(limited)}`)
+      }
+      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         const text = plan.join("\n")
         assert.include(text, `${prefix}paused_pkey`, `${what} (${when}) does not check paused names by key:${show(plan)}`)
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}paused`), `${what} (${when}) scans the paused table:${show(plan)}`)
@@ -80,22 +90,28 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       // The probe sorts nothing; the claim sorts only the rows it picked (by the group's key).
       assert.notInclude(probe.join("\n"), "Sort", `probe (${when}) sorts:${show(probe)}`)
       // Not even the probe of all 1,000 names is compiled by JIT (which would add ~100 ms to each).
-      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         assert.notInclude(plan.join("\n"), "JIT", `${what} (${when}) is compiled by JIT:${show(plan)}`)
       }
-      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed]] as const) {
+      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         const sortKeys = plan.filter((l) => l.includes("Sort Key:"))
         for (const key of sortKeys) assert.notMatch(key, /\bj\./, `${what} (${when}) sorts the table's rows:${show(plan)}`)
       }
     } else {
-      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed]] as const) {
+      const slotIndexes = [`${prefix}jobs_name_slot`, `${prefix}jobs_key_slot`]
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         const rows = plan.map((r) => JSON.parse(r) as Record<string, unknown>)
-        // The keyed claim names the jobs table `j` (the running keys it checks, `r`, come from the
-        // unique index on running keys).
-        const jobsRows = rows.filter((r) => r.table === `${prefix}jobs` || r.table === "j")
+        // The keyed claim names the jobs table `j` (the running keys and slots it checks, `r`, come
+        // from the unique indexes on running keys and slots); the limited claim's read of the slots
+        // held names it by its name and reads the slot indexes.
+        const slotReads = rows.filter((r) => r.table === `${prefix}jobs` && slotIndexes.includes(String(r.key)))
+        if (what === "limited claim") assert.strictEqual(slotReads.length, 2, `${what} (${when}) reads the slots held:${show(plan)}`)
+        const jobsRows = rows.filter((r) => (r.table === `${prefix}jobs` || r.table === "j") && !slotReads.includes(r))
         for (const r of rows.filter((r) => r.table === "r")) {
-          assert.strictEqual(r.key, `${prefix}jobs_mutex`, `${what} (${when}) checks running keys without their index:${show(plan)}`)
+          assert.include([`${prefix}jobs_mutex`, ...slotIndexes], r.key, `${what} (${when}) checks running keys without their index:${show(plan)}`)
+          assert.notStrictEqual(r.type, "ALL", `${what} (${when}) scans for running keys:${show(plan)}`)
         }
+        for (const r of slotReads) assert.notStrictEqual(r.type, "ALL", `${what} (${when}) scans for slots:${show(plan)}`)
         assert.isAbove(jobsRows.length, 0, `${what} (${when}):${show(plan)}`)
         // The paused check (a statement of its own after the locking reads): its primary key.
         if (what !== "probe") {
