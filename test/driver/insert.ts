@@ -198,10 +198,10 @@ export const insertOps = (target: Target) => {
           const first = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":1}` }), t0, undefined)
           assert.isTrue(first.inserted)
           const again = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":2}` }), t0, undefined)
-          assert.deepStrictEqual(again, { id: first.id, inserted: false })
+          assert.deepStrictEqual(again, { id: first.id, inserted: false, replaced: false })
           // Running holds it too; another key is another job.
           yield* claim(driver, "a")
-          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("b", "k"), t0, undefined), { id: first.id, inserted: false })
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("b", "k"), t0, undefined), { id: first.id, inserted: false, replaced: false })
           assert.isTrue((yield* driver.jobInsertUnique(unique("a", "k2"), t0, undefined)).inserted)
           assert.strictEqual(yield* countJobs(prefix), 2)
           assert.strictEqual((yield* driver.jobGet(first.id))?.payload, `{"n":1}`)
@@ -222,7 +222,7 @@ export const insertOps = (target: Target) => {
           const afterFree = yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)
           assert.isTrue(afterFree.inserted)
           assert.notStrictEqual(afterFree.id, free.id)
-          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("a", "kept"), t0, undefined), { id: kept.id, inserted: false })
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("a", "kept"), t0, undefined), { id: kept.id, inserted: false, replaced: false })
           // Cancelled is outside the default mask.
           assert.isTrue(yield* driver.jobCancel(afterFree.id, t0))
           assert.isTrue((yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)).inserted)

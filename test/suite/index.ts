@@ -7,6 +7,7 @@ import { inject, it } from "vitest"
 import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
+import { dedup } from "./dedup.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { prefetch } from "./prefetch.js"
@@ -30,6 +31,7 @@ export const suitesFor = (id: string) => {
     plans(target)
     observability(target)
     scheduling(target)
+    dedup(target)
     operations(target)
     pause(target)
     badInput(target)
