@@ -31,7 +31,7 @@ export const maxPeriodKeyLength = 200
 /**
  * The key as stored for `key` with a period of `periodMs` at `nowMs`: the key, U+001F, the period
  * and the start of the bucket `nowMs` falls in (both in milliseconds since the epoch), e.g.
- * `digest:7\u001f3600000:1764950400000`. A plain key (without U+001F) never equals it, and two
+ * `digest:7\u001f3600000:1796464800000` (2026-12-05 10:00 UTC). A plain key (without U+001F) never equals it, and two
  * periods of one key are two keys.
  */
 export const periodKey = (key: string, periodMs: number, nowMs: number): string =>

@@ -84,7 +84,7 @@ export interface EnqueueOptions {
  * Source: BullMQ's deduplication modes (debounce: `extend` with `replace`; throttle), pg-boss's
  * `singletonKey` with its debounce and throttle sends.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export type UniqueMode = "skip" | "replace" | "throttle"
@@ -131,7 +131,7 @@ export interface UniqueOptions {
    * *its* states, whatever states the later enqueue gives.
    */
   readonly states?: ReadonlyArray<JobState> | undefined
-  /** What an enqueue does to a pending holder of the key: see {@link UniqueMode}. Default `"skip"`. @since 0.3.0 */
+  /** What an enqueue does to a pending holder of the key: see {@link UniqueMode}. Default `"skip"`. @since 0.2.0 */
   readonly mode?: UniqueMode | undefined
   /**
    * The key is unique within buckets of this length (an Effect `DurationInput`, whole milliseconds,
@@ -140,7 +140,7 @@ export interface UniqueOptions {
    * first job (as `mode` says); one in the next bucket writes a new job. The key is stored as
    * `<key>` U+001F `<period ms>:<bucket start ms>`. A completed job holds its key (see `states`)
    * until it is pruned (`retention.completed`; its row is kept even with 0).
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly period?: Duration.DurationInput | undefined
 }
@@ -169,7 +169,7 @@ export interface InsertResult {
    * Only for a duplicate whose `unique.mode` is `replace` or `throttle`: `true` when the job holding
    * the key was pending and took this enqueue's payload (and due time), `false` when it was left as
    * it is (running, in another guarded state, or of another job name). Absent otherwise.
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly replaced?: boolean
 }
@@ -201,7 +201,7 @@ export interface EnqueueManyOptions<P = any> extends Omit<EnqueueOptions, "uniqu
    * once per payload, before any SQL; a key refused, or a function that throws, fails the whole
    * call with `InvalidEnqueueOption` (path `unique…`, the message names `payloads[i]`) and writes
    * nothing.
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly unique?: ((payload: P, index: number) => string | UniqueOptions | undefined) | undefined
 }
@@ -274,7 +274,7 @@ export interface QueueShape {
    * const results = yield* queue.insertMany(Invoice, invoices, { unique: (i) => `invoice:${i.id}` })
    * const written = results.filter((r) => !r.duplicate).length
    * ```
-   * @since 0.3.0
+   * @since 0.2.0
    */
   readonly insertMany: <J extends Job.Any>(
     job: J,

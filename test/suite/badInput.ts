@@ -801,8 +801,8 @@ export const badInput = (target: Target) => {
             const many = yield* optionRefusal(queue.enqueueMany(Plain, [{ i: 1 }], { unique: "k" } as any))
             assert.deepStrictEqual([many.path, many.reason, many.message], [
               "unique",
-              "conflict",
-              "enqueueMany takes no unique key (use enqueue or insert for each job)"
+              "type",
+              "enqueueMany takes unique as a function of the payload (and its index) giving a key, { key, … } or undefined, got string"
             ])
             const text = yield* optionRefusal(queue.enqueueMany(Plain, "ab" as any))
             assert.deepStrictEqual([text.path, text.reason], ["payloads", "type"])
