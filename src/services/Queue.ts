@@ -161,8 +161,10 @@ export interface InsertResult {
   /** The id of the job written, or of the existing job that holds the unique key. */
   readonly id: string
   /**
-   * `true` when nothing was written because a job with the same unique key was in a guarded state
-   * (River's `UniqueSkippedAsDuplicate`); always `false` without a unique key.
+   * `true` when no new job was written because a job with the same unique key was in a guarded state
+   * (River's `UniqueSkippedAsDuplicate`): `id` is that job's. With `unique.mode` `replace` or
+   * `throttle` that job may have taken this enqueue's payload (see `replaced`); with `skip` nothing
+   * was written. Always `false` without a unique key.
    */
   readonly duplicate: boolean
   /**
@@ -224,8 +226,8 @@ export interface EnqueueManyOptions<P = any> extends Omit<EnqueueOptions, "uniqu
 export interface QueueShape {
   /**
    * Encodes `payload` with the job's schema and inserts one job. Returns the job id — with a
-   * `unique` key that a job already holds, that job's id (nothing is written; use `insert` to
-   * know which). Nothing is written, and no SQL sent, when it fails with `InvalidPayload` (the
+   * `unique` key that a job already holds, that job's id (no new job is written; by `unique.mode`
+   * a pending holder may take the payload; use `insert` to know which). Nothing is written, and no SQL sent, when it fails with `InvalidPayload` (the
    * payload does not encode with its schema, is not JSON as it is, or is too large: `reason` and
    * the `path` in the payload say which and where) or `InvalidEnqueueOption` (`runAt`, `delay`,
    * `priority`, the unique key or states, or the mutex key is refused: `path` names it).
@@ -242,9 +244,10 @@ export interface QueueShape {
     options?: EnqueueOptions
   ) => Effect.Effect<string, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /**
-   * As `enqueue`, and says whether a job was written: `{ id, duplicate }`, where `duplicate: true`
-   * means a job with the same unique key was in a guarded state and nothing was written. Fails as
-   * `enqueue`.
+   * As `enqueue`, and says whether a job was written: `{ id, duplicate, replaced? }`, where
+   * `duplicate: true` means a job with the same unique key was in a guarded state and no new job was
+   * written, and `replaced` (with `unique.mode` `replace` or `throttle`) whether that job took the
+   * payload. Fails as `enqueue`.
    */
   readonly insert: <J extends Job.Any>(
     job: J,
