@@ -323,8 +323,9 @@ export const makeEnqueuer = (driver: Driver, notifier: NotifierShape, sql: SqlCl
 
   return {
     insert: insertOne,
-    insertMany: (job, payloads, options) => many(job, payloads, options, false) as Effect.Effect<ReadonlyArray<string>, any>,
+    insertMany: (job, payloads, options) =>
+      Effect.map(many(job, payloads, options, false), (ids) => ids as ReadonlyArray<string>),
     insertManyResults: (job, payloads, options) =>
-      many(job, payloads, options, true) as Effect.Effect<ReadonlyArray<InsertResult>, any>
+      Effect.map(many(job, payloads, options, true), (results) => results as ReadonlyArray<InsertResult>)
   }
 }
