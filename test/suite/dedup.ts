@@ -126,6 +126,26 @@ export const dedup = (target: Target) => {
           assert.strictEqual(yield* countJobs(prefix), 1)
         })))
 
+    for (const mode of ["replace", "throttle"] as const) {
+      it.live(name(`${mode} that makes a pending holder due now wakes a worker that waits for its earlier due time`), () =>
+        withQueue(target, () =>
+          Effect.gen(function*() {
+            const queue = yield* Queue.Queue
+            const ran: Array<number> = []
+            yield* Worker.make({ handlers: [Job.handler(Doc, (p) => Effect.sync(() => ran.push(p.v)))] })
+            const held = yield* queue.enqueue(Doc, { v: 1 }, { unique: "soon", delay: "1 hour" })
+            // the worker has probed and waits for the job's due time, an hour away (and polls hourly)
+            yield* realSleep(500)
+            assert.deepStrictEqual(ran, [])
+            assert.deepStrictEqual(
+              yield* queue.insert(Doc, { v: 2 }, { unique: { key: "soon", mode } }),
+              { id: held, duplicate: true, replaced: true }
+            )
+            yield* waitUntil(Effect.map(queue.get(held), (j) => j.state === "completed"), 10_000, "the replaced job to run")
+            assert.deepStrictEqual(ran, [2])
+          }), { pollInterval: "1 hour" }))
+    }
+
     it.live(name("a holder of another job name is never replaced"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
