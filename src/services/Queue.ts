@@ -139,7 +139,7 @@ export interface UniqueOptions {
    * the period since the Unix epoch picks the bucket. A second enqueue in the same bucket meets the
    * first job (as `mode` says); one in the next bucket writes a new job. The key is stored as
    * `<key>` U+001F `<period ms>:<bucket start ms>`. A completed job holds its key (see `states`)
-   * until it is pruned (`retention.completed`; its row is kept even with 0).
+   * until it is pruned (`retention.completed`; with 0, at the next prune pass).
    * @since 0.2.0
    */
   readonly period?: Duration.DurationInput | undefined
