@@ -143,17 +143,23 @@ export interface EnqueueOptions extends Queue.EnqueueOptions {
 }
 
 /**
- * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`.
+ * The options of `enqueueMany`: as {@link EnqueueOptions}, with `unique` a function of each payload
+ * (and its index) that gives its unique key, `{ key, … }`, or `undefined` (see the Effect
+ * `Queue.EnqueueManyOptions`).
  *
  * @example
  * ```ts
  * const ids = await queue.enqueueMany(SendEmail, recipients.map((to) => ({ to })), { delay: "1 minute" })
+ * await queue.enqueueMany(SendEmail, recipients.map((to) => ({ to })), { unique: (p) => `welcome:${p.to}` })
  * ```
  *
  * @since 0.2.0
  * @category models
  */
-export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
+export interface EnqueueManyOptions<P = any> extends Queue.EnqueueManyOptions<P> {
+  /** As {@link EnqueueOptions.transaction}. */
+  readonly transaction?: CallerConnection | undefined
+}
 
 /**
  * What a handler of `work` gets besides the payload: the attempt's {@link Job.JobContext}, an
@@ -293,11 +299,14 @@ export interface PromiseQueue {
     payload: Job.Job.Payload<J>,
     options?: EnqueueOptions
   ) => Promise<Queue.InsertResult>
-  /** Inserts many jobs of one name with multi-row inserts; resolves to their ids in input order. */
+  /**
+   * Inserts many jobs of one name with multi-row inserts; resolves to their ids in input order (for a
+   * payload whose unique key a job holds, that job's id).
+   */
   readonly enqueueMany: <J extends Job.Job.Any>(
     job: J,
     payloads: Iterable<Job.Job.Payload<J>>,
-    options?: EnqueueManyOptions
+    options?: EnqueueManyOptions<Job.Job.Payload<J>>
   ) => Promise<ReadonlyArray<string>>
   /** A job's state, attempts, times, errors and result. Rejects with `JobNotFound`. */
   readonly get: (id: string) => Promise<JobDetails>

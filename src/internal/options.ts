@@ -93,7 +93,7 @@ export const checkEnqueueOptions = (
         job,
         path: "unique",
         reason: "type",
-        message: `unique must be a key (a string) or { key, states }, got ${got(unique)}`
+        message: `unique must be a key (a string) or { key, states, mode, period }, got ${got(unique)}`
       })
     }
     const states = (unique as { states?: unknown }).states

@@ -101,16 +101,17 @@ export class InvalidPayload extends Schema.TaggedError<InvalidPayload>("sqlane/I
  * worker's or a job definition's option ({@link InvalidWorkerOptions}, {@link InvalidJobDefinition}):
  *
  * - `type`: not of its type — `runAt` not a `Date` or `DateTime`, `delay` not a duration, `unique`
- *   neither a key nor `{ key, states }`, a key that is not a string, an unknown job state, the
- *   payloads of `enqueueMany` not an iterable;
+ *   neither a key nor `{ key, states, mode, period }`, a key that is not a string, an unknown job
+ *   state or unique `mode`, a unique `period` that is not a duration, the payloads of `enqueueMany`
+ *   not an iterable, its `unique` not a function;
  * - `range`: a number or length out of range — `priority` not a 32-bit integer, `runAt` (or now +
  *   `delay`) outside years 1000–9999, a `delay` that is not finite, a key or job name empty or longer
- *   than 255 characters, `concurrency` not a positive integer, a worker id over 55 characters;
+ *   than 255 characters (a unique key with a `period`: 200), a unique `period` under 1 ms or not in
+ *   whole milliseconds, `concurrency` not a positive integer, a worker id over 55 characters;
  * - `characters`: a string holds what cannot be stored the same on every database — U+0000, a lone
  *   surrogate, a job name's trailing space;
- * - `conflict`: options that exclude each other — `runAt` with `delay`, `unique` given to
- *   `enqueueMany`, two handlers for one job name;
- * - `threw`: a function of the job definition threw (its `mutexKey`).
+ * - `conflict`: options that exclude each other — `runAt` with `delay`, two handlers for one job name;
+ * - `threw`: a function given threw (the job definition's `mutexKey`, `enqueueMany`'s `unique`).
  *
  * @example
  * ```ts
@@ -138,10 +139,11 @@ export type InvalidOptionReason = typeof InvalidOptionReason.Type
 
 /**
  * An option of an enqueue (`enqueue`, `insert`, `enqueueMany`) was refused and nothing was written
- * (no SQL was sent): `runAt`, `delay`, `priority`, the `unique` key or its states, the mutex key the
- * job's `mutexKey` gave, the job name of a definition that bypassed `Job.make`, or the payloads
- * argument of `enqueueMany`. `path` names the option (`"runAt"`, `"delay"`, `"priority"`,
- * `"unique"`, `"unique.key"`, `"unique.states"`, `"mutexKey"`, `"name"`, `"payloads"`), `reason`
+ * (no SQL was sent): `runAt`, `delay`, `priority`, the `unique` key, its states, mode or period, the
+ * mutex key the job's `mutexKey` gave, the job name of a definition that bypassed `Job.make`, or the
+ * payloads argument of `enqueueMany`. `path` names the option (`"runAt"`, `"delay"`, `"priority"`,
+ * `"unique"`, `"unique.key"`, `"unique.states"`, `"unique.mode"`, `"unique.period"`, `"mutexKey"`,
+ * `"name"`, `"payloads"`; for `enqueueMany`'s `unique`, the message names the payload), `reason`
  * says what is wrong with it (see {@link InvalidOptionReason}) and `message` what it got. A
  * programming error: enqueueing again with the same options fails the same way.
  *

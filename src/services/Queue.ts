@@ -53,44 +53,96 @@ export interface EnqueueOptions {
   /** An integer; lower runs first. Default: the job definition's priority. */
   readonly priority?: number | undefined
   /**
-   * A unique key (1–255 characters), or the key and the states that guard it. While a job with this
-   * key is in one of the guarded states, enqueueing another writes nothing and returns the existing
-   * job's id (`insert` also says `duplicate: true`). Only `enqueue` and `insert` take it.
+   * A unique key (1–255 characters), or {@link UniqueOptions}: the key, the states that guard it,
+   * what an enqueue does to a pending job that holds it (`mode`), and a `period`. While a job with
+   * this key is in one of the guarded states, enqueueing another writes no new job and returns the
+   * existing job's id (`insert` also says `duplicate: true`).
    */
   readonly unique?: string | UniqueOptions | undefined
 }
 
 /**
- * A unique key and the states in which a job holds it.
+ * What an enqueue does when a job of the same name that holds its unique key is `pending`:
+ *
+ * - `skip` (the default): nothing; the holder stays as it is.
+ * - `replace` (debounce): the holder takes the new payload, priority and due time (`runAt`/`delay`,
+ *   later or earlier). Enqueueing with `delay: "30 seconds"` on every change runs the job once,
+ *   30 seconds after the last change, with the last payload.
+ * - `throttle`: the holder takes the new payload and priority, and keeps the earlier of the two due
+ *   times. Enqueueing with `delay: "30 seconds"` on every change runs the job at most every 30
+ *   seconds (plus its run time), each time with the last payload.
+ *
+ * A holder that is `running` (or in another guarded state), or of another job name, is never
+ * changed: the enqueue is a duplicate and writes nothing, whatever the mode. A job waiting to retry
+ * is pending: it takes the payload and due time too, and keeps its attempts.
+ *
+ * @example
+ * ```ts
+ * yield* queue.enqueue(Reindex, { docId }, { delay: "30 seconds", unique: { key: `reindex:${docId}`, mode: "replace" } })
+ * ```
+ *
+ * Source: BullMQ's deduplication modes (debounce: `extend` with `replace`; throttle), pg-boss's
+ * `singletonKey` with its debounce and throttle sends.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type UniqueMode = "skip" | "replace" | "throttle"
+
+/**
+ * A unique key, the states in which a job holds it, what an enqueue does to a pending holder
+ * (`mode`), and a `period` the key is unique within.
  *
  * Backed by a unique index (PostgreSQL: a partial index; MySQL/MariaDB: a generated column that is
  * NULL outside the guarded states), so it holds under concurrent enqueues from any number of
  * processes and under rollbacks: an enqueue that meets an uncommitted job with the same key waits
- * for that transaction, then inserts (it rolled back) or returns that job (it committed).
+ * for that transaction, then inserts (it rolled back) or meets that job (it committed). Checked
+ * before any SQL: a `mode` that is not one of {@link UniqueMode}, a `period` that is not a duration
+ * of at least 1 ms in whole milliseconds, or a key with a period longer than 200 characters fail
+ * with `InvalidEnqueueOption` (path `unique.mode`, `unique.period`, `unique.key`) and write nothing.
  *
  * Source: River's unique jobs (`UniqueOpts`: `ByArgs`/`ByPeriod`, states as a bit mask under a
- * unique index), pg-boss's `singletonKey`, Oban's `unique: [states: …]`.
+ * unique index), pg-boss's `singletonKey` and `singletonSeconds`, Oban's `unique: [states: …]`,
+ * BullMQ's deduplication modes.
  *
  * @example
  * ```ts
  * // At most one welcome email per user, also once it completed (while the completed job is kept)
  * yield* queue.enqueue(Welcome, { userId: 7 }, { unique: { key: "welcome:7", states: ["completed"] } })
+ * // At most one digest per user and hour (UTC hours: buckets start at multiples of the period)
+ * yield* queue.enqueue(Digest, { userId: 7 }, { unique: { key: "digest:7", period: "1 hour" } })
  * ```
  *
  * @since 0.1.0
  * @category models
  */
 export interface UniqueOptions {
-  /** 1–255 characters. Keys are shared by every job name: prefix them with the name if that matters. */
+  /**
+   * 1–255 characters (1–200 with a `period`). Keys are shared by every job name: prefix them with
+   * the name if that matters.
+   */
   readonly key: string
   /**
    * The states in which an existing job with the key blocks a new one. `pending` and `running` are
    * always included (a job can go back to pending from running, so they cannot be left out); add
    * `completed`, `dead` or `cancelled` for "at most once while such a job is kept". Default
-   * `["pending", "running"]`. The states are stored with the job: a later enqueue of the key is
-   * refused while *this* job is in one of *its* states, whatever states the later enqueue gives.
+   * `["pending", "running"]`, and `["pending", "running", "completed"]` with a `period`. The states
+   * are stored with the job: a later enqueue of the key is refused while *this* job is in one of
+   * *its* states, whatever states the later enqueue gives.
    */
   readonly states?: ReadonlyArray<JobState> | undefined
+  /** What an enqueue does to a pending holder of the key: see {@link UniqueMode}. Default `"skip"`. @since 0.2.0 */
+  readonly mode?: UniqueMode | undefined
+  /**
+   * The key is unique within buckets of this length (an Effect `DurationInput`, whole milliseconds,
+   * at least 1 ms): the enqueue's time (Effect's `Clock`, not `runAt`) rounded down to a multiple of
+   * the period since the Unix epoch picks the bucket. A second enqueue in the same bucket meets the
+   * first job (as `mode` says); one in the next bucket writes a new job. The key is stored as
+   * `<key>` U+001F `<period ms>:<bucket start ms>`. A completed job holds its key (see `states`)
+   * until it is pruned (`retention.completed`; with 0, at the next prune pass).
+   * @since 0.2.0
+   */
+  readonly period?: Duration.DurationInput | undefined
 }
 
 /**
@@ -109,25 +161,52 @@ export interface InsertResult {
   /** The id of the job written, or of the existing job that holds the unique key. */
   readonly id: string
   /**
-   * `true` when nothing was written because a job with the same unique key was in a guarded state
-   * (River's `UniqueSkippedAsDuplicate`); always `false` without a unique key.
+   * `true` when no new job was written because a job with the same unique key was in a guarded state
+   * (River's `UniqueSkippedAsDuplicate`): `id` is that job's. With `unique.mode` `replace` or
+   * `throttle` that job may have taken this enqueue's payload (see `replaced`); with `skip` nothing
+   * was written. Always `false` without a unique key.
    */
   readonly duplicate: boolean
+  /**
+   * Only for a duplicate whose `unique.mode` is `replace` or `throttle`: `true` when the job holding
+   * the key was pending and took this enqueue's payload (and due time), `false` when it was left as
+   * it is (running, in another guarded state, or of another job name). Absent otherwise.
+   * @since 0.2.0
+   */
+  readonly replaced?: boolean
 }
 
 /**
- * The options of `enqueueMany`: as {@link EnqueueOptions}, without `unique`.
+ * The options of `enqueueMany` and `insertMany`: as {@link EnqueueOptions} (for every payload),
+ * with `unique` a function of each payload (and its index) that gives its unique key, its
+ * {@link UniqueOptions}, or `undefined` for none.
+ *
+ * Each payload with a key is enqueued as `insert` would, one after the other in input order (two
+ * payloads of one batch with one key: the second meets the first as a pending holder, as its mode
+ * says), in one transaction with the payloads without a key. Duplicates give the holder's id.
  *
  * @example
  * ```ts
  * const ids = yield* queue.enqueueMany(SendEmail, payloads, { delay: "1 minute" }) // ids in input order
+ * const results = yield* queue.insertMany(Reindex, docs, {
+ *   delay: "30 seconds",
+ *   unique: (doc) => ({ key: `reindex:${doc.id}`, mode: "replace" })
+ * })
  * ```
  *
  * @since 0.1.0
  * @category models
  */
-export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
-
+export interface EnqueueManyOptions<P = any> extends Omit<EnqueueOptions, "unique"> {
+  /**
+   * Each payload's unique key (a string or {@link UniqueOptions}), or `undefined` for none. Called
+   * once per payload, before any SQL; a key refused, or a function that throws, fails the whole
+   * call with `InvalidEnqueueOption` (path `unique…`, the message names `payloads[i]`) and writes
+   * nothing.
+   * @since 0.2.0
+   */
+  readonly unique?: ((payload: P, index: number) => string | UniqueOptions | undefined) | undefined
+}
 
 /**
  * What the `Queue` service does: enqueue jobs (`enqueue`, `insert`, `enqueueMany`), read one
@@ -147,8 +226,8 @@ export type EnqueueManyOptions = Omit<EnqueueOptions, "unique">
 export interface QueueShape {
   /**
    * Encodes `payload` with the job's schema and inserts one job. Returns the job id — with a
-   * `unique` key that a job already holds, that job's id (nothing is written; use `insert` to
-   * know which). Nothing is written, and no SQL sent, when it fails with `InvalidPayload` (the
+   * `unique` key that a job already holds, that job's id (no new job is written; by `unique.mode`
+   * a pending holder may take the payload; use `insert` to know which). Nothing is written, and no SQL sent, when it fails with `InvalidPayload` (the
    * payload does not encode with its schema, is not JSON as it is, or is too large: `reason` and
    * the `path` in the payload say which and where) or `InvalidEnqueueOption` (`runAt`, `delay`,
    * `priority`, the unique key or states, or the mutex key is refused: `path` names it).
@@ -165,9 +244,10 @@ export interface QueueShape {
     options?: EnqueueOptions
   ) => Effect.Effect<string, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /**
-   * As `enqueue`, and says whether a job was written: `{ id, duplicate }`, where `duplicate: true`
-   * means a job with the same unique key was in a guarded state and nothing was written. Fails as
-   * `enqueue`.
+   * As `enqueue`, and says whether a job was written: `{ id, duplicate, replaced? }`, where
+   * `duplicate: true` means a job with the same unique key was in a guarded state and no new job was
+   * written, and `replaced` (with `unique.mode` `replace` or `throttle`) whether that job took the
+   * payload. Fails as `enqueue`.
    */
   readonly insert: <J extends Job.Any>(
     job: J,
@@ -176,16 +256,34 @@ export interface QueueShape {
   ) => Effect.Effect<InsertResult, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /**
    * Inserts many jobs of one job name with multi-row inserts (in one transaction). Returns their
-   * ids in input order. If any payload fails to encode, nothing is written. Unique keys are not
-   * taken here (use `enqueue`); mutex keys are. Fails as `enqueue` (the first payload refused
-   * gives the `InvalidPayload`); a `unique` option, or payloads that are not an iterable, fail with
-   * `InvalidEnqueueOption` (path `unique`, `payloads`).
+   * ids in input order (for a payload whose unique key a job holds, that job's id). If any payload
+   * fails to encode, or any unique key is refused, nothing is written. Payloads with unique keys
+   * (the `unique` function) cost a statement each (see {@link EnqueueManyOptions}). Fails as
+   * `enqueue` (the first payload refused gives the `InvalidPayload`); payloads that are not an
+   * iterable, or a `unique` that is not a function, fail with `InvalidEnqueueOption` (path
+   * `payloads`, `unique`).
    */
   readonly enqueueMany: <J extends Job.Any>(
     job: J,
     payloads: Iterable<Job.Payload<J>>,
-    options?: EnqueueManyOptions
-  ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | InvalidEnqueueOption | SqlError>
+    options?: EnqueueManyOptions<Job.Payload<J>>
+  ) => Effect.Effect<ReadonlyArray<string>, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
+  /**
+   * As `enqueueMany`, and says for each payload what `insert` says: `{ id, duplicate, replaced? }`
+   * in input order.
+   *
+   * @example
+   * ```ts
+   * const results = yield* queue.insertMany(Invoice, invoices, { unique: (i) => `invoice:${i.id}` })
+   * const written = results.filter((r) => !r.duplicate).length
+   * ```
+   * @since 0.2.0
+   */
+  readonly insertMany: <J extends Job.Any>(
+    job: J,
+    payloads: Iterable<Job.Payload<J>>,
+    options?: EnqueueManyOptions<Job.Payload<J>>
+  ) => Effect.Effect<ReadonlyArray<InsertResult>, InvalidPayload | InvalidEnqueueOption | UniqueKeyContended | SqlError>
   /** A job's state, attempts, timestamps, error history and result. */
   readonly get: (id: string) => Effect.Effect<JobInfo, JobNotFound | SqlError>
   /**
@@ -268,13 +366,15 @@ const traced = <A, E, R>(self: Effect.Effect<A, E, R>, name: string, jobName: st
 export const make = Effect.gen(function*() {
   const { driver } = yield* Database
   const notifier = yield* Notifier
-  const enqueuer = makeEnqueuer(driver, notifier)
+  const enqueuer = makeEnqueuer(driver, notifier, yield* SqlClient.SqlClient)
   const service: QueueShape = {
     enqueue: (job, payload, options) =>
       traced(Effect.map(enqueuer.insert(job, payload, options), (r) => r.id), "sqlane.enqueue", job.name),
     insert: (job, payload, options) => traced(enqueuer.insert(job, payload, options), "sqlane.enqueue", job.name),
     enqueueMany: (job, payloads, options) =>
       traced(enqueuer.insertMany(job, payloads, options), "sqlane.enqueueMany", job.name),
+    insertMany: (job, payloads, options) =>
+      traced(enqueuer.insertManyResults(job, payloads, options), "sqlane.enqueueMany", job.name),
     cancel: (id) =>
       Effect.gen(function*() {
         const info = yield* service.get(id)

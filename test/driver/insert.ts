@@ -198,10 +198,10 @@ export const insertOps = (target: Target) => {
           const first = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":1}` }), t0, undefined)
           assert.isTrue(first.inserted)
           const again = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":2}` }), t0, undefined)
-          assert.deepStrictEqual(again, { id: first.id, inserted: false })
+          assert.deepStrictEqual(again, { id: first.id, inserted: false, replaced: false })
           // Running holds it too; another key is another job.
           yield* claim(driver, "a")
-          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("b", "k"), t0, undefined), { id: first.id, inserted: false })
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("b", "k"), t0, undefined), { id: first.id, inserted: false, replaced: false })
           assert.isTrue((yield* driver.jobInsertUnique(unique("a", "k2"), t0, undefined)).inserted)
           assert.strictEqual(yield* countJobs(prefix), 2)
           assert.strictEqual((yield* driver.jobGet(first.id))?.payload, `{"n":1}`)
@@ -222,10 +222,51 @@ export const insertOps = (target: Target) => {
           const afterFree = yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)
           assert.isTrue(afterFree.inserted)
           assert.notStrictEqual(afterFree.id, free.id)
-          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("a", "kept"), t0, undefined), { id: kept.id, inserted: false })
+          assert.deepStrictEqual(yield* driver.jobInsertUnique(unique("a", "kept"), t0, undefined), { id: kept.id, inserted: false, replaced: false })
           // Cancelled is outside the default mask.
           assert.isTrue(yield* driver.jobCancel(afterFree.id, t0))
           assert.isTrue((yield* driver.jobInsertUnique(unique("a", "free"), t0, undefined)).inserted)
+        })))
+
+    it.live(name("replace and throttle: a pending holder of the same name takes the row (throttle: the earlier run_at); others are left"), () =>
+      withDriver(target, ({ driver, prefix }) =>
+        Effect.gen(function*() {
+          const first = yield* driver.jobInsertUnique(unique("a", "k", { payload: `{"n":1}`, runAtUs: t0 + s(30) }), t0, undefined)
+          const replaced = yield* driver.jobInsertUnique(
+            unique("a", "k", { mode: "replace", payload: `{"n":2}`, priority: 3, runAtUs: t0 + s(60), mutexKey: "m", traceContext: "t:s:1" }),
+            t0,
+            undefined
+          )
+          assert.deepStrictEqual(replaced, { id: first.id, inserted: false, replaced: true })
+          const afterReplace = yield* driver.jobGet(first.id)
+          assert.deepStrictEqual(
+            [afterReplace?.payload, afterReplace?.priority, afterReplace?.runAtUs, afterReplace?.traceContext],
+            [`{"n":2}`, 3, t0 + s(60), "t:s:1"]
+          )
+          // throttle: a later run_at is not taken, an earlier one is
+          yield* driver.jobInsertUnique(unique("a", "k", { mode: "throttle", payload: `{"n":3}`, runAtUs: t0 + s(90) }), t0, undefined)
+          assert.deepStrictEqual(
+            yield* Effect.map(driver.jobGet(first.id), (j) => [j?.payload, j?.runAtUs]),
+            [`{"n":3}`, t0 + s(60)]
+          )
+          yield* driver.jobInsertUnique(unique("a", "k", { mode: "throttle", payload: `{"n":4}`, runAtUs: t0 }), t0, undefined)
+          assert.deepStrictEqual(yield* Effect.map(driver.jobGet(first.id), (j) => [j?.payload, j?.runAtUs]), [`{"n":4}`, t0])
+          // another name, then a running holder: left as they are
+          assert.deepStrictEqual(
+            yield* driver.jobInsertUnique(unique("b", "k", { mode: "replace", payload: `{"n":5}` }), t0, undefined),
+            { id: first.id, inserted: false, replaced: false }
+          )
+          yield* claim(driver, "a")
+          for (const mode of ["replace", "throttle"] as const) {
+            assert.deepStrictEqual(
+              yield* driver.jobInsertUnique(unique("a", "k", { mode, payload: `{"n":6}` }), t0, undefined),
+              { id: first.id, inserted: false, replaced: false }
+            )
+          }
+          assert.deepStrictEqual(yield* Effect.map(driver.jobGet(first.id), (j) => [j?.state, j?.payload]), ["running", `{"n":4}`])
+          // no holder: inserted
+          assert.isTrue((yield* driver.jobInsertUnique(unique("a", "k2", { mode: "replace" }), t0, undefined)).inserted)
+          assert.strictEqual(yield* countJobs(prefix), 2)
         })))
 
     it.live(name("keys that differ by trailing spaces are one key exactly where the database pads them"), () =>

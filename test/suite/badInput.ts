@@ -767,7 +767,7 @@ export const badInput = (target: Target) => {
           const refused = yield* countStatements(Effect.gen(function*() {
             const unique = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { unique: 42 as any }))
             assert.deepStrictEqual([unique.path, unique.reason], ["unique", "type"])
-            assert.strictEqual(unique.message, "unique must be a key (a string) or { key, states }, got 42")
+            assert.strictEqual(unique.message, "unique must be a key (a string) or { key, states, mode, period }, got 42")
             const uniqueKey = yield* optionRefusal(queue.insert(Plain, { i: 1 }, { unique: { key: 42 as any } }))
             assert.deepStrictEqual([uniqueKey.path, uniqueKey.reason], ["unique.key", "type"])
             assert.strictEqual(uniqueKey.message, "the unique key must be a string, got number: 42")
@@ -801,8 +801,8 @@ export const badInput = (target: Target) => {
             const many = yield* optionRefusal(queue.enqueueMany(Plain, [{ i: 1 }], { unique: "k" } as any))
             assert.deepStrictEqual([many.path, many.reason, many.message], [
               "unique",
-              "conflict",
-              "enqueueMany takes no unique key (use enqueue or insert for each job)"
+              "type",
+              "enqueueMany takes unique as a function of the payload (and its index) giving a key, { key, … } or undefined, got string"
             ])
             const text = yield* optionRefusal(queue.enqueueMany(Plain, "ab" as any))
             assert.deepStrictEqual([text.path, text.reason], ["payloads", "type"])

@@ -8,6 +8,7 @@ import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
 import { limits } from "./limits.js"
+import { dedup } from "./dedup.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
 import { prefetch } from "./prefetch.js"
@@ -32,6 +33,7 @@ export const suitesFor = (id: string) => {
     observability(target)
     scheduling(target)
     limits(target)
+    dedup(target)
     operations(target)
     pause(target)
     badInput(target)

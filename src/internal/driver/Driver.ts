@@ -79,8 +79,13 @@ export interface Driver {
     notify: string | undefined
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   /**
-   * Inserts one job unless a job holding its unique key exists (then returns that job's id and
-   * writes nothing). An uncommitted insert of the same key makes this wait for its transaction.
+   * Inserts one job unless a job holding its unique key exists: then, by `row.mode`, gives that job
+   * the row's values when it is pending and of the same name (`replace`, `throttle`: `replaced`), or
+   * writes nothing; either way returns that job's id. An uncommitted insert of the same key makes
+   * this wait for its transaction. The unique index decides (never a read before the write).
+   * PostgreSQL: `INSERT … ON CONFLICT DO NOTHING` or `… ON CONFLICT (unique_key) WHERE <guard> DO
+   * UPDATE … WHERE state = 'pending' AND name = EXCLUDED.name`; MySQL/MariaDB: a plain `INSERT`,
+   * and on a duplicate key an `UPDATE … WHERE unique_active = ? AND state = 'pending' AND name = ?`.
    */
   readonly jobInsertUnique: (
     row: UniqueInsertRow,

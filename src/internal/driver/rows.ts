@@ -65,12 +65,20 @@ export interface UniqueInsertRow extends InsertRow {
   readonly uniqueKey: string
   /** Bit mask of the states in which a job holds its key: pending 1, running 2, completed 4, dead 8, cancelled 16. */
   readonly uniqueStates: number
+  /**
+   * What happens to a pending job of the same name that holds the key: `skip` leaves it; `replace`
+   * gives it this row's payload, priority, mutex key, trace context and `run_at`; `throttle` the same
+   * but keeps the earlier of the two `run_at`s. A holder in another state or of another name is left.
+   * Default `skip`.
+   */
+  readonly mode?: "skip" | "replace" | "throttle" | undefined
 }
 
-/** What `jobInsertUnique` did: inserted a job, or found the job that holds the key. */
+/** What `jobInsertUnique` did: inserted a job, gave the holder this row (`replaced`), or found the holder. */
 export interface UniqueInsertResult {
   readonly id: string
   readonly inserted: boolean
+  readonly replaced: boolean
 }
 
 /**

@@ -225,24 +225,25 @@ export const byClaimOrder = (a: ClaimedRow, b: ClaimedRow) =>
   a.priority - b.priority || a.runAtUs - b.runAtUs || (BigInt(a.id) < BigInt(b.id) ? -1 : 1)
 
 /**
- * `jobInsertUnique`'s loop, alike on both databases: `insert` writes the job and gives its id, or
- * `undefined` when another job holds the key; then `holder` reads that job's id (in a statement of its
- * own, which sees a holder that committed while the insert waited for it). When the holder left its
- * guarded states in between (`undefined`), the insert is tried again, up to 10 times.
+ * `jobInsertUnique`'s loop, alike on both databases: `write` inserts the job (or, with a mode that
+ * replaces, gives a pending holder of the same name its values) and says what it did, or gives
+ * `undefined` when another job holds the key and was left as it is; then `holder` reads that job's id
+ * (in a statement of its own, which sees a holder that committed while the write waited for it). When
+ * the holder left its guarded states in between (`undefined`), the write is tried again, up to 10 times.
  */
 export const insertUnique = (
   jobName: string,
   uniqueKey: string,
-  insert: Effect.Effect<string | undefined, SqlError>,
+  write: Effect.Effect<UniqueInsertResult | undefined, SqlError>,
   holder: Effect.Effect<string | undefined, SqlError>
 ): Effect.Effect<UniqueInsertResult, SqlError | UniqueKeyContended> => {
   const go = (tries: number): Effect.Effect<UniqueInsertResult, SqlError | UniqueKeyContended> =>
-    Effect.flatMap(insert, (inserted) =>
-      inserted !== undefined
-        ? Effect.succeed({ id: inserted, inserted: true })
+    Effect.flatMap(write, (written) =>
+      written !== undefined
+        ? Effect.succeed(written)
         : Effect.flatMap(holder, (held) =>
           held !== undefined
-            ? Effect.succeed({ id: held, inserted: false })
+            ? Effect.succeed({ id: held, inserted: false, replaced: false })
             : tries >= 10
             ? Effect.fail(new UniqueKeyContended({ job: jobName, key: uniqueKey }))
             : go(tries + 1)))

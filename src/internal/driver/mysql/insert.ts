@@ -5,9 +5,10 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
-import type { InsertOps, InsertRow } from "../Driver.js"
+import type { InsertOps, InsertRow, UniqueInsertResult, UniqueInsertRow } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
 import { withoutUnreadSpans } from "../run.js"
 import { firstId, insertUnique, newestId } from "../shared.js"
@@ -92,6 +93,30 @@ export const make = (ctx: MysqlContext): InsertOps => {
     }
     return chunks
   }
+  /**
+   * After a duplicate key, with `replace` or `throttle`: the holder, when pending and of the same
+   * name, takes the row's payload, priority, mutex key, trace context and `run_at` (`throttle`: the
+   * earlier one). A current read of the holder through the unique index, locked, so a claim in
+   * between leaves it as it is; `id = LAST_INSERT_ID(id)` gives its id with the update (the client
+   * counts matched rows, `CLIENT_FOUND_ROWS`, so an update that changes nothing still says it
+   * matched). A separate UPDATE rather than `INSERT … ON DUPLICATE KEY UPDATE`: the latter's
+   * affected-rows count cannot tell an insert from a holder left alone under `CLIENT_FOUND_ROWS`.
+   */
+  const replaceHolder = (row: UniqueInsertRow) =>
+    Effect.map(
+      run(
+        sql`UPDATE ${jobs} SET id = LAST_INSERT_ID(id), payload = ${row.payload}, priority = ${row.priority},
+          mutex_key = ${row.mutexKey}, limit_key = ${row.limitKey}, trace_context = ${row.traceContext},
+          run_at = ${row.mode === "replace" ? ts(row.runAtUs) : sql`LEAST(run_at, ${ts(row.runAtUs)})`}
+        WHERE unique_active = ${row.uniqueKey} AND state = 'pending' AND name = ${row.name}`,
+        "raw"
+      ),
+      (result: any): UniqueInsertResult | undefined =>
+        // `info` ("Rows matched: 1 …") also for a connection opened without CLIENT_FOUND_ROWS (`joinTransaction`)
+        Number(result.affectedRows) > 0 || /Rows matched: [1-9]/.test(String(result.info ?? ""))
+          ? { id: String(result.insertId), inserted: false, replaced: true }
+          : undefined
+    )
   return {
     jobInsertMany: (rows, nowUs) => {
       if (rows.length === 0) return Effect.succeed([])
@@ -117,10 +142,14 @@ export const make = (ctx: MysqlContext): InsertOps => {
       const holder = run(sql<{ id: string }>`SELECT id FROM ${jobs} WHERE unique_active = ${row.uniqueKey}
         LOCK IN SHARE MODE`)
       const inserted = run(insert, "raw").pipe(
-        Effect.map((result: any): string | undefined => String(result.insertId)),
+        Effect.map((result: any): UniqueInsertResult | undefined => ({ id: String(result.insertId), inserted: true, replaced: false })),
         Effect.catchIf(isUniqueViolation, () => Effect.succeed(undefined))
       )
-      return insertUnique(row.name, row.uniqueKey, inserted, Effect.map(holder, firstId))
+      const written = row.mode === undefined || row.mode === "skip"
+        ? inserted
+        : Effect.flatMap(inserted, (r): Effect.Effect<UniqueInsertResult | undefined, SqlError> =>
+          r === undefined ? replaceHolder(row) : Effect.succeed(r))
+      return insertUnique(row.name, row.uniqueKey, written, Effect.map(holder, firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }

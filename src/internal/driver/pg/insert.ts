@@ -22,6 +22,21 @@ export const make = (ctx: PgContext): InsertOps => {
   const [insertOneText] = insertOne.compile()
   const [insertOneNotifyText] = sql`WITH ins AS (${insertOne})
       SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${"channel"}, ${"payload"})) AS n`.compile()
+  /**
+   * What a unique insert does when the key is held: nothing (`skip`), or, when the holder is pending
+   * and of the same name, it takes the new row's payload, priority, mutex and concurrency keys, trace context and
+   * `run_at` (`replace`) or the earlier `run_at` of the two (`throttle`). The conflict target is the
+   * partial index `jobs_unique` (its predicate, as the index holds it); the update's `WHERE` sees the
+   * holder's latest committed version (READ COMMITTED), locked, so a claim in between leaves it as it is.
+   */
+  const onHeld = (mode: "skip" | "replace" | "throttle" | undefined) =>
+    mode === undefined || mode === "skip"
+      ? sql`ON CONFLICT DO NOTHING`
+      : sql`ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND ${sql.literal(uniqueGuard())}
+        DO UPDATE SET payload = EXCLUDED.payload, priority = EXCLUDED.priority, mutex_key = EXCLUDED.mutex_key,
+          limit_key = EXCLUDED.limit_key, trace_context = EXCLUDED.trace_context,
+          run_at = ${mode === "replace" ? sql`EXCLUDED.run_at` : sql`LEAST(${jobs}.run_at, EXCLUDED.run_at)`}
+        WHERE ${jobs}.state = 'pending' AND ${jobs}.name = EXCLUDED.name`
   return {
     jobInsertMany: (rows, nowUs, notify) => {
       if (rows.length === 1) {
@@ -81,23 +96,28 @@ export const make = (ctx: PgContext): InsertOps => {
       return Effect.map(run(statement), (r) => (r[0]?.ids ?? "") === "" ? [] : r[0].ids.split(","))
     },
     jobInsertUnique: (row, nowUs, notify) => {
-      // ON CONFLICT DO NOTHING, then read the holder in a new statement (a new snapshot at READ
-      // COMMITTED: the holder may have committed while the insert waited for it). If the holder
-      // left its guarded states in between, insert again.
+      // ON CONFLICT DO NOTHING (or DO UPDATE of a pending holder of the same name, see `onHeld`),
+      // then read the holder in a new statement (a new snapshot at READ COMMITTED: the holder may
+      // have committed while the insert waited for it). If the holder left its guarded states in
+      // between, insert again.
       const insert = sql`INSERT INTO ${jobs}
           (name, payload, priority, run_at, created_at, mutex_key, limit_key, trace_context, unique_key, unique_states)
         VALUES (${row.name}, ${row.payload}, ${row.priority}, ${ts(row.runAtUs)}, ${ts(nowUs)}, ${row.mutexKey},
           ${row.limitKey}, ${row.traceContext},
           ${row.uniqueKey}, ${row.uniqueStates})
-        ON CONFLICT DO NOTHING
-        RETURNING id`
+        ${onHeld(row.mode)}
+        RETURNING id, xmax = 0 AS inserted`
       const statement = notify === undefined
-        ? sql<{ id: string }>`WITH ins AS (${insert}) SELECT id FROM ins`
-        : sql<{ id: string }>`WITH ins AS (${insert})
-            SELECT ins.id FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
+        ? sql<{ id: string; inserted: boolean }>`WITH ins AS (${insert}) SELECT id, inserted FROM ins`
+        : sql<{ id: string; inserted: boolean }>`WITH ins AS (${insert})
+            SELECT ins.id, ins.inserted FROM ins CROSS JOIN (SELECT pg_notify(${`${prefix}jobs`}, ${notify})) AS n`
       const holder = sql<{ id: string }>`SELECT id FROM ${jobs}
         WHERE unique_key = ${row.uniqueKey} AND ${sql.literal(uniqueGuard())}`
-      return insertUnique(row.name, row.uniqueKey, Effect.map(run(statement), firstId), Effect.map(run(holder), firstId))
+      const written = Effect.map(run(statement), (rows) =>
+        rows.length === 0
+          ? undefined
+          : { id: String(rows[0].id), inserted: rows[0].inserted, replaced: !rows[0].inserted })
+      return insertUnique(row.name, row.uniqueKey, written, Effect.map(run(holder), firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
   }
