@@ -12,11 +12,16 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type * as Job from "../schema/Job.js"
+import * as Job from "../schema/Job.js"
 import { Notifier } from "../services/Notifier.js"
 import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
-import type { LimitRow, NameLimits } from "./driver/Driver.js"
+import type { SqlError } from "@effect/sql/SqlError"
+import { InvalidLimit } from "../schema/Errors.js"
+import type { LimitStatus } from "../services/Admin.js"
+import type { Driver, LimitRow, NameLimits } from "./driver/Driver.js"
+import { checkIdentifier } from "./sanitize.js"
+import { microsToDate } from "./time.js"
 import { nameKey } from "./pauses.js"
 import { follow } from "./watched.js"
 
@@ -67,4 +72,58 @@ export const watch = (
     onChange(limits)
     if (definitions.size > 0) yield* follow("concurrency limits", refresh, notifier.onLimitsChanged)
     return { current: () => limits }
+  })
+
+/** Why `Admin.setLimits` refuses its input, or undefined. */
+export const problem = (
+  name: string,
+  limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
+): InvalidLimit | undefined => {
+  const nameProblem = checkIdentifier(name)
+  if (nameProblem !== undefined) {
+    return new InvalidLimit({
+      name: String(name).slice(0, 300),
+      option: "name",
+      reason: typeof name === "string" && name.length > 0 && name.length <= 255 ? "characters" : "range",
+      message: `a job name must be 1 to 255 characters without U+0000; this one ${nameProblem}`
+    })
+  }
+  if (limits.running === undefined && limits.runningPerKey === undefined) {
+    return new InvalidLimit({ name, option: "running", reason: "conflict", message: "give running, runningPerKey or both" })
+  }
+  for (const option of ["running", "runningPerKey"] as const) {
+    const n = limits[option]
+    if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= Job.maxLimit)) {
+      return new InvalidLimit({
+        name,
+        option,
+        reason: typeof n === "number" ? "range" : "type",
+        message: `${option} must be an integer from 1 to ${Job.maxLimit}, got ${String(n)}`
+      })
+    }
+  }
+  return undefined
+}
+
+/** `Admin.limits`: the run-time limits, with the slots their names' running attempts hold now. */
+export const statuses = (driver: Driver): Effect.Effect<ReadonlyArray<LimitStatus>, SqlError> =>
+  Effect.gen(function*() {
+    const rows = yield* driver.limitList()
+    const use = new Map((yield* driver.limitUse(rows.map((r) => r.name))).map((u) => [u.name, u]))
+    return rows.map((r): LimitStatus => {
+      const u = use.get(r.name)
+      return {
+        name: r.name,
+        running: r.running ?? undefined,
+        runningPerKey: r.runningPerKey ?? undefined,
+        updatedAt: microsToDate(r.updatedAtUs),
+        inUse: {
+          running: u?.running ?? 0,
+          runningKeyed: u?.runningKeyed ?? 0,
+          keys: u?.keys ?? 0,
+          busiestKey: u?.busiestKey,
+          busiestKeyRunning: u?.busiestKeyRunning ?? 0
+        }
+      }
+    })
   })

@@ -20,11 +20,11 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Database } from "../internal/Database.js"
 import type { JobSummaryRow } from "../internal/driver/Driver.js"
+import * as Limits from "../internal/limits.js"
 import * as Pauses from "../internal/pauses.js"
-import { checkIdentifier } from "../internal/sanitize.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import { InvalidLimit, JobNotFound } from "../schema/Errors.js"
-import { maxLimit } from "../schema/Job.js"
+import type { InvalidLimit } from "../schema/Errors.js"
+import { JobNotFound } from "../schema/Errors.js"
 import type { JobInfo } from "../schema/JobInfo.js"
 import { Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
@@ -288,37 +288,6 @@ export interface LimitStatus {
  */
 export class Admin extends Context.Tag("sqlane/Admin")<Admin, AdminShape>() {}
 
-/** Why `setLimits` refuses its input, or undefined. */
-const limitsProblem = (
-  name: string,
-  limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
-): InvalidLimit | undefined => {
-  const nameProblem = checkIdentifier(name)
-  if (nameProblem !== undefined) {
-    return new InvalidLimit({
-      name: String(name).slice(0, 300),
-      option: "name",
-      reason: typeof name === "string" && name.length > 0 && name.length <= 255 ? "characters" : "range",
-      message: `a job name must be 1 to 255 characters without U+0000; this one ${nameProblem}`
-    })
-  }
-  if (limits.running === undefined && limits.runningPerKey === undefined) {
-    return new InvalidLimit({ name, option: "running", reason: "conflict", message: "give running, runningPerKey or both" })
-  }
-  for (const option of ["running", "runningPerKey"] as const) {
-    const n = limits[option]
-    if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= maxLimit)) {
-      return new InvalidLimit({
-        name,
-        option,
-        reason: typeof n === "number" ? "range" : "type",
-        message: `${option} must be an integer from 1 to ${maxLimit}, got ${String(n)}`
-      })
-    }
-  }
-  return undefined
-}
-
 const toSummary = (r: JobSummaryRow): JobSummary => ({
   id: r.id,
   name: r.name,
@@ -493,7 +462,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       prune: Effect.provide(Pruner.run, context),
       setLimits: (name, limits) =>
         Effect.gen(function*() {
-          const problem = limitsProblem(name, limits)
+          const problem = Limits.problem(name, limits)
           if (problem !== undefined) return yield* problem
           yield* driver.limitSet(name, limits.running ?? null, limits.runningPerKey ?? null, yield* nowMicros)
           yield* notifier.limitsChanged
@@ -507,26 +476,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           if (changed) yield* notifier.announce([name])
           return changed
         }),
-      limits: Effect.gen(function*() {
-        const rows = yield* driver.limitList()
-        const use = new Map((yield* driver.limitUse(rows.map((r) => r.name))).map((u) => [u.name, u]))
-        return rows.map((r): LimitStatus => {
-          const u = use.get(r.name)
-          return {
-            name: r.name,
-            running: r.running ?? undefined,
-            runningPerKey: r.runningPerKey ?? undefined,
-            updatedAt: microsToDate(r.updatedAtUs),
-            inUse: {
-              running: u?.running ?? 0,
-              runningKeyed: u?.runningKeyed ?? 0,
-              keys: u?.keys ?? 0,
-              busiestKey: u?.busiestKey,
-              busiestKeyRunning: u?.busiestKeyRunning ?? 0
-            }
-          }
-        })
-      })
+      limits: Limits.statuses(driver)
     }
     return service
   })
