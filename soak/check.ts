@@ -3,7 +3,7 @@
  * (`soak_enqueued`, written in the enqueue's transaction), the job rows, the ledger of handler runs
  * (`soak_ledger`) and the chaos driver's kill log.
  */
-import { expected, firstSucceedingAttempt, type Kind } from "./jobs.js"
+import { expected, firstSucceedingAttempt, type Kind, limitedLimits } from "./jobs.js"
 
 export interface EnqueuedRow {
   readonly seq: number
@@ -33,6 +33,8 @@ export interface LedgerRow {
   readonly startedUs: number
   readonly finishedUs: number
   readonly mutexKey: string | null
+  /** The run's concurrency key (the `limited` kind), or null. */
+  readonly limitKey?: string | null
 }
 export interface Kill {
   readonly pid: number
@@ -58,6 +60,11 @@ export interface Violations {
   readonly duplicatesUnexplained: number
   /** Pairs of runs of one mutex key whose [started, finished] intervals overlap. */
   readonly mutexOverlaps: number
+  /**
+   * Starts of `limited` runs at which more runs of that kind (or of one key) were running than its
+   * limits allow (`limitedLimits`), counting the recorded runs.
+   */
+  readonly limitOvershoots: number
   /** Job rows beyond the first for one unique key (every state guarded). */
   readonly uniqueDuplicates: number
   /** Job rows left running or pending after the drain. */
@@ -260,6 +267,27 @@ export const check = (
     }
   }
 
+  // The recorded runs of the limited kind as [start, finish) intervals: at each start, how many run.
+  let limitOvershoots = 0
+  const overshoots = (runs: ReadonlyArray<LedgerRow>, most: number, what: string) => {
+    const events: Array<readonly [number, number, LedgerRow]> = []
+    for (const r of runs) events.push([r.startedUs, 1, r], [r.finishedUs, -1, r])
+    events.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+    let open = 0
+    for (const [at, d, r] of events) {
+      open += d
+      if (d === 1 && open > most) {
+        limitOvershoots++
+        example("limit overshoot", `${what}: ${open} running at ${at} µs (limit ${most}), job ${r.jobId} (pid ${r.workerPid})`)
+      }
+    }
+  }
+  const limitedRuns = ledger.filter((r) => r.limitKey !== null && r.limitKey !== undefined)
+  overshoots(limitedRuns, limitedLimits.running, "all keys")
+  const byLimitKey = new Map<string, Array<LedgerRow>>()
+  for (const r of limitedRuns) byLimitKey.set(r.limitKey!, [...(byLimitKey.get(r.limitKey!) ?? []), r])
+  for (const [key, runs] of byLimitKey) overshoots(runs, limitedLimits.runningPerKey, `key ${key}`)
+
   let uniqueDuplicates = 0
   const byUnique = new Map<string, number>()
   for (const j of jobs) if (j.uniqueKey !== null) byUnique.set(j.uniqueKey, (byUnique.get(j.uniqueKey) ?? 0) + 1)
@@ -284,6 +312,7 @@ export const check = (
     duplicatesAfterLostCommit,
     duplicatesUnexplained,
     mutexOverlaps,
+    limitOvershoots,
     uniqueDuplicates,
     stuck,
     unaccounted,

@@ -3,7 +3,7 @@
  * run them), and what each one must end as.
  *
  * Every handler that succeeds records its run in `soak_ledger` in a transaction of its own:
- * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key)`, times in µs of the
+ * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key)`, times in µs of the
  * machine's wall clock. A failing attempt records nothing.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -30,6 +30,14 @@ export const Mutex = Job.make("soak-mutex", {
   retry,
   mutexKey: (p) => p.key
 })
+/** The limits of the `limited` kind: 8 at once in all, 3 per key. */
+export const limitedLimits = { running: 8, runningPerKey: 3 } as const
+/** At most 3 running per key (of 4 keys) and 8 in all; runs 10–40 ms. No instant may have more. */
+export const Limited = Job.make("soak-limited", {
+  payload: Schema.Struct({ seq: Schema.Number, key: Schema.String }),
+  retry,
+  limits: { ...limitedLimits, key: (p) => p.key }
+})
 /** Enqueued three times at once with the key `soak:u:<seq>`, guarded in every state: one row per key. */
 export const Unique = Job.make("soak-unique", { payload: Seq, retry })
 /** Enqueued with a delay of 1–15 s. */
@@ -45,12 +53,13 @@ export const Poison = Job.make("soak-poison", {
 /** Times out (300 ms) on its first attempt by sleeping 5 s, then succeeds. */
 export const Timeout = Job.make("soak-timeout", { payload: Seq, retry, timeout: "300 millis" })
 
-export type Kind = "quick" | "mutex" | "unique" | "delayed" | "flaky" | "poison" | "timeout"
+export type Kind = "quick" | "mutex" | "limited" | "unique" | "delayed" | "flaky" | "poison" | "timeout"
 
 /** The share of each kind among the soak's jobs (sums to 1). */
 export const mix: ReadonlyArray<readonly [Kind, number]> = [
-  ["quick", 0.55],
+  ["quick", 0.47],
   ["mutex", 0.12],
+  ["limited", 0.08],
   ["unique", 0.1],
   ["delayed", 0.06],
   ["flaky", 0.09],
@@ -61,6 +70,7 @@ export const mix: ReadonlyArray<readonly [Kind, number]> = [
 export const jobOf = {
   quick: Quick,
   mutex: Mutex,
+  limited: Limited,
   unique: Unique,
   delayed: Delayed,
   flaky: Flaky,
@@ -74,6 +84,7 @@ export const names = Object.values(jobOf).map((j) => j.name)
 export const expected: Record<Kind, { readonly state: "completed" | "dead"; readonly attempts?: number }> = {
   quick: { state: "completed" },
   mutex: { state: "completed" },
+  limited: { state: "completed" },
   unique: { state: "completed" },
   delayed: { state: "completed" },
   flaky: { state: "completed" },
@@ -82,6 +93,8 @@ export const expected: Record<Kind, { readonly state: "completed" | "dead"; read
 }
 
 export const mutexKeys = 8
+/** The concurrency keys of the `limited` kind, and its limits. */
+export const limitKeys = 4
 
 /**
  * The first attempt of a kind that can record a run: its earlier attempts fail by design (flaky:
@@ -94,10 +107,10 @@ export const firstSucceedingAttempt: Partial<Record<Kind, number>> = { flaky: 3,
 /** The handlers, for a worker process whose SqlClient reaches the soak database. */
 export const handlers = (sql: SqlClient.SqlClient) => {
   const ledger = sql("soak_ledger")
-  const record = (id: string, attempt: number, startedUs: number, mutexKey: string | null) =>
+  const record = (id: string, attempt: number, startedUs: number, mutexKey: string | null, limitKey: string | null = null) =>
     sql.withTransaction(
-      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key)
-          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey})`
+      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key)
+          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey}, ${limitKey})`
     ).pipe(
       Effect.asVoid,
       // A database error fails the attempt (a defect, retried), with the driver's message in the job's
@@ -121,6 +134,13 @@ export const handlers = (sql: SqlClient.SqlClient) => {
         const startedUs = nowUs()
         return Effect.sleep(10 + Math.floor(Math.random() * 30)).pipe(
           Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, p.key))
+        )
+      })),
+    Job.handler(Limited, (p, ctx) =>
+      Effect.suspend(() => {
+        const startedUs = nowUs()
+        return Effect.sleep(10 + Math.floor(Math.random() * 30)).pipe(
+          Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, null, p.key))
         )
       })),
     Job.handler(Flaky, (_, ctx) =>

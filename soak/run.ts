@@ -29,7 +29,7 @@ import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { Queue, QueueLive } from "../src/index.js"
 import { check, type EnqueuedRow, type JobRow, type Kill, type LedgerRow, type Violations } from "./check.js"
-import { jobOf, type Kind, mix, mutexKeys, nowUs } from "./jobs.js"
+import { jobOf, type Kind, limitKeys, mix, mutexKeys, nowUs } from "./jobs.js"
 import { type Server, startServer } from "./servers.js"
 
 export interface SoakOptions {
@@ -57,6 +57,7 @@ export interface SoakResult {
   readonly duplicates_unexplained: number
   readonly duplicates_after_lost_commit: number
   readonly mutex_overlaps: number
+  readonly limit_overshoots: number
   readonly unique_duplicates: number
   readonly stuck: number
   readonly jobs_per_s: number
@@ -97,6 +98,7 @@ export const violations = (r: SoakResult) => ({
   lost: r.lost,
   duplicates_unexplained: r.duplicates_unexplained,
   mutex_overlaps: r.mutex_overlaps,
+  limit_overshoots: r.limit_overshoots,
   unique_duplicates: r.unique_duplicates,
   stuck: r.stuck,
   unaccounted: r.unaccounted,
@@ -180,7 +182,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     await run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE soak_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker_pid INT NOT NULL,
-        started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL)`
+        started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL, limit_key VARCHAR(64) NULL)`
       yield* sql`CREATE TABLE soak_enqueued (seq INT NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, job_id BIGINT NOT NULL,
         not_before_us BIGINT NULL)`
     }))
@@ -256,6 +258,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
           const notBeforeUs = delay === undefined ? null : nowUs() + delay * 1000
           const ids = kind === "mutex"
             ? yield* queue.enqueueMany(jobOf.mutex, seqs.map((seq) => ({ seq, key: `m${seq % mutexKeys}` })))
+            : kind === "limited"
+            ? yield* queue.enqueueMany(jobOf.limited, seqs.map((seq) => ({ seq, key: `l${seq % limitKeys}` })))
             : yield* queue.enqueueMany(jobOf[kind], seqs.map((seq) => ({ seq })), delay === undefined ? undefined : { delay })
           yield* sql`INSERT INTO soak_enqueued ${
             sql.insert(seqs.map((seq, i) => ({ seq, kind, job_id: ids[i], not_before_us: notBeforeUs })))
@@ -402,7 +406,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
             (EXTRACT(EPOCH FROM finished_at) * 1000000)::bigint AS finished_us FROM soak_jobs`
         : yield* sql<any>`SELECT id, name, state, attempts, unique_key, errors,
             TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', finished_at) AS finished_us FROM soak_jobs`
-      const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key FROM soak_ledger`
+      const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key FROM soak_ledger`
       return { enq, jobs, ledger }
     })))
     const enqueued: Array<EnqueuedRow> = data.enq.map((r) => ({
@@ -426,7 +430,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       workerPid: Number(r.worker_pid),
       startedUs: Number(r.started_us),
       finishedUs: Number(r.finished_us),
-      mutexKey: r.mutex_key ?? null
+      mutexKey: r.mutex_key ?? null,
+      limitKey: r.limit_key ?? null
     }))
     const v: Violations = check(enqueued, jobs, ledger, kills)
     // The raw material of the checks, to look into a violation after the server is gone.
@@ -451,6 +456,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       duplicates_unexplained: v.duplicatesUnexplained,
       duplicates_after_lost_commit: v.duplicatesAfterLostCommit,
       mutex_overlaps: v.mutexOverlaps,
+      limit_overshoots: v.limitOvershoots,
       unique_duplicates: v.uniqueDuplicates + uniqueMismatches,
       stuck: v.stuck,
       jobs_per_s: Math.round(finished.length / ((lastUs - startUs) / 1e6)),
@@ -577,6 +583,7 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["jobs run more than once after a COMMIT answer was lost", r.duplicates_after_lost_commit],
     ["jobs run more than once otherwise (must be 0)", r.duplicates_unexplained],
     ["mutex-key overlaps (must be 0)", r.mutex_overlaps],
+    ["concurrency-limit overshoots (must be 0)", r.limit_overshoots],
     ["unique-key duplicates (must be 0)", r.unique_duplicates],
     ["jobs left running or pending (must be 0)", r.stuck],
     ["job rows never enqueued by the driver (must be 0)", r.unaccounted],

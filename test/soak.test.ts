@@ -32,6 +32,7 @@ describe("soak with faults", () => {
         lost: 0,
         duplicates_unexplained: 0,
         mutex_overlaps: 0,
+        limit_overshoots: 0,
         unique_duplicates: 0,
         stuck: 0,
         unaccounted: 0,

@@ -51,6 +51,7 @@ const zero = {
   duplicatesAfterLostCommit: 0,
   duplicatesUnexplained: 0,
   mutexOverlaps: 0,
+  limitOvershoots: 0,
   uniqueDuplicates: 0,
   stuck: 0,
   unaccounted: 0,
@@ -78,6 +79,26 @@ describe("soak check", () => {
     assert.deepStrictEqual(rest, zero)
     assert.deepStrictEqual(examples, [])
     assert.strictEqual(delayedMinMarginMs, 2)
+  })
+
+  it("limited runs: a start with 4 of one key running is an overshoot (limit 3), 3 is not; an end at a start's instant does not overlap it", () => {
+    const limited = (id: string, startedUs: number, key: string): LedgerRow => ({ ...run(id, 1, 10, startedUs), limitKey: key })
+    const ids = ["1", "2", "3", "4", "5"]
+    const enqueued = ids.map((id) => enq(id, "limited"))
+    const jobs = ids.map((id) => job(id, 1))
+    // Runs last 100 µs: 1, 2, 3 overlap (3 at once); 4 starts as 1 ends. 5 starts while 1, 2, 3 run,
+    // and 4 starts while 2, 3, 5 run: two starts with 4 running.
+    const within = [limited("1", 1_000, "a"), limited("2", 1_010, "a"), limited("3", 1_020, "a"), limited("4", 1_100, "a")]
+    assert.deepStrictEqual(counts(enqueued.slice(0, 4), jobs.slice(0, 4), within, []), zero)
+    const over = [...within, limited("5", 1_050, "a")]
+    assert.deepStrictEqual(counts(enqueued, jobs, over, []), { ...zero, limitOvershoots: 2 })
+    // Across keys the name's limit of 8 holds: 9 at once, 3 keys of 3.
+    const nine = Array.from({ length: 9 }, (_, i) => limited(String(i + 1), 1_000 + i, `k${i % 3}`))
+    const nineIds = nine.map((r) => r.jobId)
+    assert.deepStrictEqual(
+      counts(nineIds.map((id) => enq(id, "limited")), nineIds.map((id) => job(id, 1)), nine, []),
+      { ...zero, limitOvershoots: 1 }
+    )
   })
 
   it("a run again after the worker was killed and the attempt recorded as worker lost: after a kill", () => {

@@ -85,7 +85,7 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
         const text = plan.join("\n")
         assert.include(text, `${prefix}paused_pkey`, `${what} (${when}) does not check paused names by key:${show(plan)}`)
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}paused`), `${what} (${when}) scans the paused table:${show(plan)}`)
-        assert.include(text, "One-Time Filter: (NOT", `${what} (${when}) checks paused names per row:${show(plan)}`)
+        assert.match(text, /One-Time Filter: .*\bNOT\b/, `${what} (${when}) checks paused names per row:${show(plan)}`)
       }
       // The probe sorts nothing; the claim sorts only the rows it picked (by the group's key).
       assert.notInclude(probe.join("\n"), "Sort", `probe (${when}) sorts:${show(probe)}`)
