@@ -13,6 +13,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Job from "../schema/Job.js"
+import { ofJobName } from "../services/Metrics.js"
 import { Notifier } from "../services/Notifier.js"
 import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
@@ -72,6 +73,30 @@ export const watch = (
     onChange(limits)
     if (definitions.size > 0) yield* follow("concurrency limits", refresh, notifier.onLimitsChanged)
     return { current: () => limits }
+  })
+
+/**
+ * Sets the limit gauges of the names under a name limit (`sqlane_limit_running`,
+ * `sqlane_limit_in_use`, `sqlane_jobs_held_back`), from the slots held now and `due` (each name's
+ * due jobs, as the heartbeat counted them).
+ */
+export const gauge = (
+  driver: Driver,
+  limits: ReadonlyMap<string, NameLimits>,
+  due: ReadonlyArray<{ readonly name: string; readonly due: number }>
+): Effect.Effect<void, SqlError> =>
+  Effect.gen(function*() {
+    const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
+    if (named.length === 0) return
+    const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n))).map((u) => [u.name, u.running]))
+    const dueOf = new Map(due.map((d) => [d.name, d.due]))
+    for (const [name, l] of named) {
+      const used = inUse.get(name) ?? 0
+      const metrics = ofJobName(name)
+      metrics.limitRunning.unsafeUpdate(l.running!, [])
+      metrics.limitInUse.unsafeUpdate(used, [])
+      metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
+    }
   })
 
 /** Why `Admin.setLimits` refuses its input, or undefined. */

@@ -14,6 +14,9 @@
  * | `sqlane_job_pickup_latency_ms` | histogram | an attempt starts: start time − the job's `run_at` (or its creation, if later) |
  * | `sqlane_job_run_duration_ms` | histogram | an attempt's handler ends: its run time |
  * | `sqlane_jobs_due` | gauge | every `heartbeatInterval`, per job name a worker handles: its due jobs (counted up to 10,000) |
+ * | `sqlane_limit_running` | gauge | every `heartbeatInterval`, per job name under a concurrency limit a worker handles: the limit |
+ * | `sqlane_limit_in_use` | gauge | the same: the attempts of the name that hold a slot of its limit, in every process |
+ * | `sqlane_jobs_held_back` | gauge | the same: its due jobs while every slot of its limit is in use (else 0) |
  *
  * The names are Prometheus-style (the `sqlane_` namespace, the unit in the name); the histograms also
  * carry a `unit` tag (`ms`), which `@effect/opentelemetry` exports as the instrument's unit. River and
@@ -78,6 +81,15 @@ const keys = {
   ),
   due: MetricKey.gauge("sqlane_jobs_due", {
     description: "Due jobs waiting to be claimed, per job name (counted up to 10,000)"
+  }),
+  limitRunning: MetricKey.gauge("sqlane_limit_running", {
+    description: "The concurrency limit of a job name: attempts of it at once, in every process"
+  }),
+  limitInUse: MetricKey.gauge("sqlane_limit_in_use", {
+    description: "Attempts of a job name holding a slot of its concurrency limit, in every process"
+  }),
+  heldBack: MetricKey.gauge("sqlane_jobs_held_back", {
+    description: "Due jobs of a job name waiting while every slot of its concurrency limit is in use"
   })
 }
 
@@ -194,6 +206,42 @@ export const runDuration: Metric.Metric.Histogram<number> = Metric.fromMetricKey
 export const jobsDue: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.due)
 
 /**
+ * @example
+ * ```ts
+ * const used = yield* Metric.value(Metrics.limitInUse.pipe(Metric.tagged(Metrics.jobNameTag, "report")))
+ * const limit = yield* Metric.value(Metrics.limitRunning.pipe(Metric.tagged(Metrics.jobNameTag, "report")))
+ * yield* Effect.log(`report: ${used.value} of ${limit.value} slots in use`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const limitInUse: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.limitInUse)
+
+/**
+ * @example
+ * ```ts
+ * const limit = yield* Metric.value(Metrics.limitRunning.pipe(Metric.tagged(Metrics.jobNameTag, "report")))
+ * ```
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const limitRunning: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.limitRunning)
+
+/**
+ * @example
+ * ```ts
+ * const held = yield* Metric.value(Metrics.jobsHeldBack.pipe(Metric.tagged(Metrics.jobNameTag, "report")))
+ * if (held.value > 0) yield* Effect.logWarning(`${held.value} report job(s) wait for a slot`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const jobsHeldBack: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.heldBack)
+
+/**
  * The metrics of one job name, built once per name from keys with the `job_name` tag baked in (the
  * worker's hot path updates them without effects). `Metric.tagged` would instead build a new
  * metric key, hash it and look it up in the registry on every update.
@@ -213,7 +261,10 @@ export const forJobName = (name: string) => {
     dead: tag(keys.dead),
     pickupLatency: tag(keys.pickupLatency),
     runDuration: tag(keys.runDuration),
-    due: tag(keys.due)
+    due: tag(keys.due),
+    limitRunning: tag(keys.limitRunning),
+    limitInUse: tag(keys.limitInUse),
+    heldBack: tag(keys.heldBack)
   }
 }
 

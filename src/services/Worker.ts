@@ -312,10 +312,13 @@ export const make = <R>(
     // heartbeat row. Taken before the first claim; released (and the row deleted) last.
     const startedAtUs = yield* nowMicros
     // Every heartbeat also sets the `sqlane_jobs_due` gauge of the names this worker handles.
+    /** The worker's view of its names' concurrency limits (made below). */
+    let limitsView: Limits.LimitsView | undefined
     const gaugeDue = Effect.gen(function*() {
       if (names.length === 0) return
       const counts = yield* driver.jobCountDue(names, yield* nowMicros, 10_000)
       for (const { due, name } of counts) ofJobName(name).due.unsafeUpdate(due, [])
+      if (limitsView !== undefined) yield* Limits.gauge(driver, limitsView.current(), counts)
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
     /** Another live worker took this worker's id (see `liveness`): claim and rescue no more. */
     let idTaken = false
@@ -356,7 +359,7 @@ export const make = <R>(
     const paused = yield* Pauses.watch(names, wakeSelf)
     // Names under a concurrency limit are claimed by the keyed claim, with slots; a limit set or
     // removed at run time moves a name in or out (a worker with one claims none ahead).
-    const limitsView = yield* Limits.watch(
+    limitsView = yield* Limits.watch(
       new Map(names.map((n) => [n, handlers.get(n)!.job.limits as JobLimits<never> | undefined])),
       (limits) => {
         keyed.clear()

@@ -6,11 +6,13 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
-import { Admin, Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Admin, Claimer, Errors, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
@@ -237,6 +239,27 @@ export const limits = (target: Target) => {
           const bigLast = Math.max(...runs.filter((r) => r.key === "big").map((r) => r.start))
           for (const r of runs.filter((r) => r.key !== "big")) assert.isBelow(r.start, bigLast)
         })), 120_000)
+
+    it.live(name("gauges: the limit, the slots in use and the due jobs held back, at each heartbeat"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const gate = yield* Deferred.make<void>()
+          const GaugedJob = Job.make("gauged", { payload: Schema.Struct({ i: Schema.Number }), limits: { running: 3 } })
+          yield* queue.enqueueMany(GaugedJob, Array.from({ length: 10 }, (_, i) => ({ i })))
+          yield* Worker.make({ handlers: [Job.handler(GaugedJob, () => Deferred.await(gate))], concurrency: 5 })
+          const value = (gauge: Metric.Metric.Gauge<number>) =>
+            Effect.map(Metric.value(gauge.pipe(Metric.tagged(Metrics.jobNameTag, GaugedJob.name))), (s) => s.value)
+          yield* waitUntil(
+            Effect.map(value(Metrics.jobsHeldBack), (n) => n === 7),
+            10_000,
+            "7 due jobs held back"
+          )
+          assert.strictEqual(yield* value(Metrics.limitRunning), 3)
+          assert.strictEqual(yield* value(Metrics.limitInUse), 3)
+          yield* Deferred.succeed(gate, undefined)
+          yield* waitUntil(Effect.map(value(Metrics.jobsHeldBack), (n) => n === 0), 10_000, "none held back")
+        }), { heartbeatInterval: "200 millis" }), 60_000)
 
     it.live(name("a limit set at run time reaches running workers; cleared, the name runs unlimited again"), () =>
       withQueue(target, (prefix) =>
