@@ -22,7 +22,7 @@ export const status = Command.make("status", common, (c) =>
       const s = yield* admin.status
       if (c.json) {
         return yield* printJson({
-          names: s.names.map((n) => ({ ...n, oldestDueMs: n.oldestDueMs ?? null })),
+          names: s.names.map((n) => ({ ...n, oldestDueMs: n.oldestDueMs ?? null, limits: n.limits ?? null })),
           running: s.running.map(summaryJson)
         })
       }
@@ -30,7 +30,7 @@ export const status = Command.make("status", common, (c) =>
         s.names.length === 0
           ? "no jobs"
           : table(
-            ["NAME", "PENDING", "DUE", "RUNNING", "COMPLETED", "DEAD", "CANCELLED", "OLDEST DUE", "PAUSED"],
+            ["NAME", "PENDING", "DUE", "RUNNING", "COMPLETED", "DEAD", "CANCELLED", "OLDEST DUE", "PAUSED", "LIMITS"],
             s.names.map((n) => [
               n.name,
               n.pending,
@@ -40,7 +40,8 @@ export const status = Command.make("status", common, (c) =>
               n.dead,
               n.cancelled,
               age(n.oldestDueMs),
-              n.paused ? "paused" : ""
+              n.paused ? "paused" : "",
+              limitsText(n.limits)
             ])
           )
       )
@@ -54,6 +55,14 @@ export const status = Command.make("status", common, (c) =>
       }
     })
   )).pipe(Command.withDescription("per job name: pending, due, running, completed, dead, cancelled, oldest due age"))
+
+/** A name's limits in the status table: `3/20` (slots in use / limit), `2 per key (5 keys)`, `(run time)`. */
+const limitsText = (l: Admin.NameLimitStatus | undefined) =>
+  l === undefined ? "" : [
+    l.running === undefined ? undefined : `${l.inUse}/${l.running}`,
+    l.runningPerKey === undefined ? undefined : `${l.runningPerKey} per key (${l.keysInUse} in use)`,
+    l.setAtRunTime ? "(run time)" : undefined
+  ].filter((s) => s !== undefined).join(" ")
 
 export const stateChoice = ["pending", "running", "completed", "dead", "cancelled"] as const
 

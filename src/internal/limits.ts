@@ -19,7 +19,7 @@ import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
-import type { LimitStatus } from "../services/Admin.js"
+import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
 import type { Driver, LimitRow, NameLimits } from "./driver/Driver.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
@@ -29,6 +29,18 @@ import { follow } from "./watched.js"
 export interface LimitsView {
   /** The limits of the worker's limited names now (a name not in it has none). */
   readonly current: () => ReadonlyMap<string, NameLimits>
+}
+
+/** The limits of the job definitions of `handlers` that have some, by name. */
+export const defined = (
+  handlers: ReadonlyMap<string, { readonly job: { readonly limits: Job.Limits<never> | undefined } }>
+): ReadonlyMap<string, NameLimits> => {
+  const limits = new Map<string, NameLimits>()
+  for (const [name, { job }] of handlers) {
+    const l = effective(job.limits, undefined)
+    if (l !== undefined) limits.set(name, l)
+  }
+  return limits
 }
 
 /** The limits of a name: its definition's, with a run-time row's numbers over them. */
@@ -97,6 +109,35 @@ export const gauge = (
       metrics.limitInUse.unsafeUpdate(used, [])
       metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
     }
+  })
+
+/**
+ * The limits of `names` (run-time rows over those the live workers' definitions publish) with their
+ * use now; names without limits are left out. `key` compares names as the limits table does.
+ */
+export const ofNames = (
+  driver: Driver,
+  names: ReadonlyArray<string>,
+  key: (name: string) => string
+): Effect.Effect<ReadonlyMap<string, NameLimitStatus>, SqlError> =>
+  Effect.gen(function*() {
+    const runTime = new Map((yield* driver.limitList()).map((r) => [key(r.name), r]))
+    const published = yield* driver.workerJobLimits(0)
+    const limited = new Map<string, NameLimits & { readonly setAtRunTime: boolean }>()
+    for (const name of names) {
+      const row = runTime.get(key(name))
+      const l = effective(published.get(name), row)
+      if (l !== undefined) limited.set(name, { ...l, setAtRunTime: row !== undefined })
+    }
+    if (limited.size === 0) return new Map()
+    const use = new Map((yield* driver.limitUse(Array.from(limited.keys()))).map((u) => [u.name, u]))
+    return new Map(Array.from(limited, ([name, l]) => [name, {
+      running: l.running,
+      runningPerKey: l.runningPerKey,
+      setAtRunTime: l.setAtRunTime,
+      inUse: use.get(name)?.running ?? 0,
+      keysInUse: use.get(name)?.keys ?? 0
+    }]))
   })
 
 /** Why `Admin.setLimits` refuses its input, or undefined. */

@@ -26,10 +26,13 @@ import { microsToDate, nowMicros } from "../internal/time.js"
 import type { InvalidLimit } from "../schema/Errors.js"
 import { JobNotFound } from "../schema/Errors.js"
 import type { JobInfo } from "../schema/JobInfo.js"
+import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
 import { Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
 import { Queue } from "./Queue.js"
 import { QueueConfig } from "./QueueConfig.js"
+
+export type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
 
 /**
  * The last progress a handler reported with `Queue.progress`.
@@ -113,6 +116,11 @@ export interface NameStatus {
   /** How long the oldest due job has been due (ms), if any is. */
   readonly oldestDueMs: number | undefined
   readonly paused: boolean
+  /**
+   * The name's concurrency limits (set at run time, else those its live workers' definitions
+   * publish), with the slots held now; undefined when it has none.
+   */
+  readonly limits: NameLimitStatus | undefined
 }
 
 /**
@@ -248,34 +256,6 @@ export interface AdminShape {
 }
 
 /**
- * A job name's run-time concurrency limits (`Admin.setLimits`) and their use now.
- *
- * @example
- * ```ts
- * for (const l of yield* admin.limits) console.log(l.name, `${l.inUse.running}/${l.running ?? "-"}`)
- * ```
- *
- * @since 0.3.0
- * @category models
- */
-export interface LimitStatus {
-  readonly name: string
-  /** At most this many attempts of the name at once (undefined: the definition's). */
-  readonly running: number | undefined
-  /** At most this many attempts of one concurrency key at once (undefined: the definition's). */
-  readonly runningPerKey: number | undefined
-  readonly updatedAt: Date
-  /** Slots held now: of the name, of keys (in all, and the busiest key's). */
-  readonly inUse: {
-    readonly running: number
-    readonly runningKeyed: number
-    readonly keys: number
-    readonly busiestKey: string | undefined
-    readonly busiestKeyRunning: number
-  }
-}
-
-/**
  * Operations on the queue from code (the CLI runs on it). Provided by `QueueLive`.
  *
  * @example
@@ -347,7 +327,8 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
               dead: 0,
               cancelled: 0,
               oldestDueMs: undefined,
-              paused: pausedKeys.has(nameKey(name))
+              paused: pausedKeys.has(nameKey(name)),
+              limits: undefined
             }
             byName.set(name, e)
           }
@@ -379,6 +360,8 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         // database compares them).
         const listed = new Set(Array.from(byName.keys(), nameKey))
         for (const p of pausedRows) if (!listed.has(nameKey(p.name))) entry(p.name)
+        const limits = yield* Limits.ofNames(driver, Array.from(byName.keys()), nameKey)
+        for (const [name, l] of limits) entry(name).limits = l
         const running = yield* driver.jobList({ state: "running", limit: 50 })
         return {
           names: Array.from(byName.values()).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),

@@ -240,7 +240,7 @@ export const limits = (target: Target) => {
           for (const r of runs.filter((r) => r.key !== "big")) assert.isBelow(r.start, bigLast)
         })), 120_000)
 
-    it.live(name("gauges: the limit, the slots in use and the due jobs held back, at each heartbeat"), () =>
+    it.live(name("gauges and status: the limit, the slots in use and the due jobs held back"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
@@ -257,6 +257,13 @@ export const limits = (target: Target) => {
           )
           assert.strictEqual(yield* value(Metrics.limitRunning), 3)
           assert.strictEqual(yield* value(Metrics.limitInUse), 3)
+          // `sqlane status` shows the definition's limit the worker published, and its use.
+          const admin = yield* Admin.Admin
+          const status = (yield* admin.status).names.find((n) => n.name === GaugedJob.name)
+          assert.deepStrictEqual(status?.limits, { running: 3, runningPerKey: undefined, setAtRunTime: false, inUse: 3, keysInUse: 0 })
+          yield* admin.setLimits(GaugedJob.name, { runningPerKey: 2 })
+          const after = (yield* admin.status).names.find((n) => n.name === GaugedJob.name)
+          assert.deepStrictEqual(after?.limits, { running: 3, runningPerKey: 2, setAtRunTime: true, inUse: 3, keysInUse: 0 })
           yield* Deferred.succeed(gate, undefined)
           yield* waitUntil(Effect.map(value(Metrics.jobsHeldBack), (n) => n === 0), 10_000, "none held back")
         }), { heartbeatInterval: "200 millis" }), 60_000)

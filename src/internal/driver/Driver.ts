@@ -206,10 +206,14 @@ export interface Driver {
     nowUs: number,
     host: string,
     pid: number,
-    jobNames?: ReadonlyArray<string>
+    jobNames?: ReadonlyArray<string>,
+    /** The concurrency limits of its job definitions, by name (published for `sqlane status`). */
+    jobLimits?: ReadonlyMap<string, NameLimits>
   ) => Effect.Effect<void, SqlError>
   /** The job names handled by the workers whose heartbeat is at or after `sinceUs`. */
   readonly workerJobNames: (sinceUs: number) => Effect.Effect<ReadonlySet<string>, SqlError>
+  /** The job definitions' limits the workers whose heartbeat is at or after `sinceUs` published, by name. */
+  readonly workerJobLimits: (sinceUs: number) => Effect.Effect<ReadonlyMap<string, NameLimits>, SqlError>
   readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
   /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
   readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
@@ -419,6 +423,7 @@ export type WorkersOps = Pick<
   | "jobListOrphaned"
   | "workerRegister"
   | "workerJobNames"
+  | "workerJobLimits"
   | "workerHeartbeat"
   | "workerRelocking"
   | "workerRelocked"

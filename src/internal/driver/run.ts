@@ -124,6 +124,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     jobListOrphaned: cold(d.jobListOrphaned),
     workerRegister: cold(d.workerRegister),
     workerJobNames: cold(d.workerJobNames),
+    workerJobLimits: cold(d.workerJobLimits),
     workerRelocking: cold(d.workerRelocking),
     workerRelocked: cold(d.workerRelocked),
     workerRemove: cold(d.workerRemove),

@@ -123,6 +123,27 @@ export const jobNamesOf = (rows: ReadonlyArray<{ readonly job_names: string | nu
   return names
 }
 
+/** The job definitions' limits the rows of `<prefix>workers` publish, by name (the first row's for a name). */
+export const jobLimitsOf = (
+  rows: ReadonlyArray<{ readonly job_limits: string | null }>
+): ReadonlyMap<string, NameLimits> => {
+  const limits = new Map<string, NameLimits>()
+  const count = (u: unknown) => (typeof u === "number" && Number.isInteger(u) && u > 0 ? u : undefined)
+  for (const r of rows) {
+    try {
+      const parsed: unknown = r.job_limits === null ? {} : JSON.parse(r.job_limits)
+      if (typeof parsed !== "object" || parsed === null) continue
+      for (const [name, l] of Object.entries(parsed as Record<string, any>)) {
+        if (limits.has(name) || typeof l !== "object" || l === null) continue
+        limits.set(name, { running: count(l.running), runningPerKey: count(l.runningPerKey) })
+      }
+    } catch {
+      // not JSON: a row edited by hand
+    }
+  }
+  return limits
+}
+
 export const noStaleEnds: StaleEnds = new Set()
 
 /**
@@ -271,14 +292,21 @@ export const workerRows = (
   upsert: string
 ): Pick<
   WorkersOps,
-  "workerRegister" | "workerJobNames" | "workerHeartbeat" | "workerRelocking" | "workerRelocked"
+  "workerRegister" | "workerJobNames" | "workerJobLimits" | "workerHeartbeat" | "workerRelocking" | "workerRelocked"
 > => {
   const { run, sql, ts, workers } = ctx
   return {
-    workerRegister: (id, nowUs, host, pid, jobNames = []) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)})
+    workerRegister: (id, nowUs, host, pid, jobNames = [], jobLimits = new Map()) =>
+      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names, job_limits)
+          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)},
+            ${jobLimits.size === 0 ? null : JSON.stringify(Object.fromEntries(jobLimits))})
           ${sql.literal(upsert)}`.pipe(Effect.asVoid),
+    workerJobLimits: (sinceUs) =>
+      Effect.map(
+        sql<{ job_limits: string | null }>`SELECT job_limits FROM ${workers}
+          WHERE heartbeat_at >= ${ts(sinceUs)} AND job_limits IS NOT NULL`,
+        jobLimitsOf
+      ),
     workerJobNames: (sinceUs) =>
       Effect.map(
         sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,

@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as os from "node:os"
 import { Database } from "../Database.js"
+import type { NameLimits } from "../driver/Driver.js"
 import { bounded, forkScopedBounded } from "../outage.js"
 import { nowMicros } from "../time.js"
 import { wallSleep } from "../wallClock.js"
@@ -107,6 +108,8 @@ const relockMarkMillis = 200
 export const liveness = (
   workerId: string,
   jobNames: ReadonlyArray<string>,
+  /** The concurrency limits of its job definitions, published in its row. */
+  jobLimits: ReadonlyMap<string, NameLimits>,
   onHeartbeat: Effect.Effect<void>,
   onIdTaken: Effect.Effect<void>,
   stopping: () => boolean
@@ -223,7 +226,7 @@ export const liveness = (
     /** The lock was lost and is not yet taken again (logged once per loss). */
     let lost = false
     const nowUs = yield* nowMicros
-    yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames)
+    yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames, jobLimits)
     /** This worker took its lock, and no other live worker took its id since: the row is its own. */
     let ownsRow = false
     // With the database gone the row stays; rescuers and the pruner of worker rows handle it. A worker

@@ -131,6 +131,7 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD COLUMN key_slot_running INT GENERATED ALWAYS AS (CASE WHEN state = 'running' THEN key_slot END) STORED,
       ADD UNIQUE KEY ${sql(`${prefix}jobs_name_slot`)} (name_slot_running, name),
       ADD UNIQUE KEY ${sql(`${prefix}jobs_key_slot`)} (key_slot_running, name, limit_key)`
+    yield* sql`ALTER TABLE ${sql(`${prefix}workers`)} ADD COLUMN job_limits TEXT NULL`
     yield* sql`CREATE TABLE ${sql(`${prefix}limits`)} (
       name VARCHAR(255) NOT NULL,
       running INT NULL,

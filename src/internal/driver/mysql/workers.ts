@@ -50,7 +50,7 @@ export const make = (ctx: MysqlContext): WorkersOps => {
       ),
     ...workerRows(
       ctx,
-      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names)"
+      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names), job_limits = VALUES(job_limits)"
     ),
     // As on PostgreSQL: the row at the epoch, then the prune of rows at the epoch.
     workerRemove: (id) =>

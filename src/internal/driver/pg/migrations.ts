@@ -135,6 +135,9 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       WHERE state = 'running' AND name_slot IS NOT NULL`
     yield* sql`CREATE UNIQUE INDEX ${sql(`${prefix}jobs_key_slot`)} ON ${jobs} (name, limit_key, key_slot)
       WHERE state = 'running' AND key_slot IS NOT NULL`
+    // job_limits: the limits of the job definitions a worker has handlers for, as JSON
+    // ({ name: { running, runningPerKey } }: `sqlane status` reads them).
+    yield* sql`ALTER TABLE ${sql(`${prefix}workers`)} ADD COLUMN job_limits text NULL`
     // Limits set at run time (`sqlane limit`), over those of the job definitions; null: the definition's.
     yield* sql`CREATE TABLE ${sql(`${prefix}limits`)} (
       name text PRIMARY KEY,

@@ -56,7 +56,7 @@ export const make = (ctx: PgContext): WorkersOps => {
     },
     ...workerRows(
       ctx,
-      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names"
+      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names, job_limits = EXCLUDED.job_limits"
     ),
     // The row says the worker is lost (its heartbeat at the epoch) before it goes, so that a job left
     // running (a handler that did not stop) is rescued at once; the prune of rows at the epoch deletes

@@ -1,0 +1,56 @@
+/**
+ * The concurrency limits of job names as `Admin.status`, `Admin.limits` and the `sqlane` CLI show
+ * them: the numbers, where they come from, and the slots held now.
+ *
+ * @since 0.3.0
+ */
+
+/**
+ * A job name's concurrency limits as `sqlane status` shows them, with the slots held now.
+ *
+ * @example
+ * ```ts
+ * for (const n of (yield* admin.status).names) if (n.limits) console.log(n.name, `${n.limits.inUse}/${n.limits.running ?? "-"}`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface NameLimitStatus {
+  readonly running: number | undefined
+  readonly runningPerKey: number | undefined
+  /** Whether a run-time limit (`sqlane limit`) sets them, over the definition's. */
+  readonly setAtRunTime: boolean
+  /** Attempts holding a slot of the name's limit now. */
+  readonly inUse: number
+  /** Keys with an attempt holding a slot of its key's limit now. */
+  readonly keysInUse: number
+}
+
+/**
+ * A job name's run-time concurrency limits (`Admin.setLimits`) and their use now.
+ *
+ * @example
+ * ```ts
+ * for (const l of yield* admin.limits) console.log(l.name, `${l.inUse.running}/${l.running ?? "-"}`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface LimitStatus {
+  readonly name: string
+  /** At most this many attempts of the name at once (undefined: the definition's). */
+  readonly running: number | undefined
+  /** At most this many attempts of one concurrency key at once (undefined: the definition's). */
+  readonly runningPerKey: number | undefined
+  readonly updatedAt: Date
+  /** Slots held now: of the name, of keys (in all, and the busiest key's). */
+  readonly inUse: {
+    readonly running: number
+    readonly runningKeyed: number
+    readonly keys: number
+    readonly busiestKey: string | undefined
+    readonly busiestKeyRunning: number
+  }
+}
