@@ -100,7 +100,7 @@ export const gauge = (
   Effect.gen(function*() {
     const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
     if (named.length === 0) return
-    const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n))).map((u) => [u.name, u.running]))
+    const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n), false)).map((u) => [u.name, u.running]))
     const dueOf = new Map(due.map((d) => [d.name, d.due]))
     for (const [name, l] of named) {
       const used = inUse.get(name) ?? 0

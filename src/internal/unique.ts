@@ -31,14 +31,21 @@ export const maxPeriodKeyLength = 200
 /**
  * The key as stored for `key` with a period of `periodMs` at `nowMs`: the key, U+001F, the period
  * and the start of the bucket `nowMs` falls in (both in milliseconds since the epoch), e.g.
- * `digest:7\u001f3600000:1796464800000` (2026-12-05 10:00 UTC). A plain key (without U+001F) never equals it, and two
+ * `digest:7\u001f3600000:1796464800000` (2026-12-05 10:00 UTC). A key as given cannot hold U+001F, so it never equals one, and two
  * periods of one key are two keys.
  */
 export const periodKey = (key: string, periodMs: number, nowMs: number): string =>
   `${key}\u001f${periodMs}:${Math.floor(nowMs / periodMs) * periodMs}`
 
-const invalid = (job: Job.Any, path: string, reason: "type" | "range", message: string) =>
+const invalid = (job: Job.Any, path: string, reason: "type" | "range" | "characters", message: string) =>
   Either.left(new InvalidEnqueueOption({ job: job.name, path, reason, message }))
+
+/** A unique key as given: checked as every key, and without U+001F (which marks a period's key). */
+const checkUniqueKey = (job: Job.Any, what: string, path: string, key: unknown) =>
+  Either.flatMap(checkKey(job, what, path, key), (k) =>
+    k.includes("\u001f")
+      ? invalid(job, path, "characters", `${what} must not contain U+001F (it marks the key of a unique period)`)
+      : Either.right(k))
 
 /**
  * `unique` (a key or {@link UniqueOptions}) checked and resolved at `nowUs` (the enqueue's `Clock`
@@ -53,14 +60,14 @@ export const resolveUnique = (
   where = ""
 ): Either.Either<ResolvedUnique, InvalidEnqueueOption> => {
   if (typeof unique === "string") {
-    const key = checkKey(job, `${where}the unique key`, "unique", unique)
+    const key = checkUniqueKey(job, `${where}the unique key`, "unique", unique)
     return Either.map(key, (key) => ({ key, states: stateBits.pending | stateBits.running, mode: "skip" as const }))
   }
   if (typeof unique !== "object" || unique === null) {
     return invalid(job, "unique", "type", `${where}unique must be a key (a string) or { key, states, mode, period }, got ${typeof unique}`)
   }
   const options = unique as UniqueOptions
-  const key = checkKey(job, `${where}the unique key`, "unique.key", options.key)
+  const key = checkUniqueKey(job, `${where}the unique key`, "unique.key", options.key)
   if (Either.isLeft(key)) return Either.left(key.left)
   const mode = options.mode === undefined ? "skip" : options.mode
   if (!modes.includes(mode)) {

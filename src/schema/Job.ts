@@ -375,6 +375,14 @@ export const make = <
     timeoutMillis = timeout.millis
   }
   const limits = options.limits
+  if (limits !== undefined && (typeof limits !== "object" || limits === null)) {
+    throw new InvalidJobDefinition({
+      job: name,
+      option: "limits",
+      reason: "type",
+      message: `limits must be an object { running?, key?, runningPerKey? }, got ${limits === null ? "null" : typeof limits}`
+    })
+  }
   if (limits !== undefined) {
     for (const option of ["running", "runningPerKey"] as const) {
       const n = limits[option]

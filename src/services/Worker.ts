@@ -417,7 +417,7 @@ export const make = <R>(
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
-        if (keyed.has(row.name)) Effect.runFork(notifier.released(mutexNames.length > 0 ? mutexNames : [row.name]))
+        if (keyed.has(row.name)) Effect.runFork(notifier.released(mutexNames.includes(row.name) ? mutexNames : [...mutexNames, row.name]))
       }, claims.claimant)
     }
 

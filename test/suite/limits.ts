@@ -151,10 +151,14 @@ export const limits = (target: Target) => {
           const keyed = new Set([PerTenant.name])
           const perKeyOnly = new Map([[PerTenant.name, { running: undefined, runningPerKey: 2 }]])
           const now = (yield* nowMicros) + 1000
-          // The plain claim leaves jobs with a concurrency key to the keyed claim.
+          // A worker that knows no limits of the name (its definition dropped them) claims every job,
+          // keyed or not, without slots: a backlog is never stranded.
           const plain = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w0")
-          assert.deepStrictEqual(plain.map((r) => r.id), [none])
-          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', attempts = 0 WHERE id = ${none}`
+          assert.deepStrictEqual(plain.map((r) => r.id), [...a, ...b, none])
+          const unslotted = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}
+            WHERE state = 'running' AND (name_slot IS NOT NULL OR key_slot IS NOT NULL)`
+          assert.strictEqual(Number(unslotted[0].n), 0)
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'pending', attempts = 0`
           // Per key only: 2 of a, 2 of b, and the job without a key.
           const first = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w1", keyed, perKeyOnly)
           assert.deepStrictEqual(first.map((r) => r.id).sort(), [a[0], a[1], ...b, none].sort())
@@ -327,13 +331,13 @@ export const limits = (target: Target) => {
     it.live(name("bad limits are refused: Job.make throws InvalidJobDefinition; setLimits fails with InvalidLimit, changing nothing"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
-          for (const limits of [{ running: 0 }, { running: 1.5 }, { running: 10_001 }, { runningPerKey: 2 }] as const) {
+          for (const limits of [{ running: 0 }, { running: 1.5 }, { running: 10_001 }, { runningPerKey: 2 }, null, 5] as const) {
             try {
               Job.make("bad", { payload: Schema.Struct({}), limits: limits as any })
               assert.fail(`accepted ${JSON.stringify(limits)}`)
             } catch (e) {
               assert.instanceOf(e, Errors.InvalidJobDefinition)
-              assert.match((e as Errors.InvalidJobDefinition).option, /^limits\./)
+              assert.match((e as Errors.InvalidJobDefinition).option, /^limits\b/)
             }
           }
           const admin = yield* Admin.Admin

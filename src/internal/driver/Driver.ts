@@ -277,8 +277,11 @@ export interface Driver {
   ) => Effect.Effect<void, SqlError>
   /** Removes a job name's run-time limits; returns `false` when it had none. */
   readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
-  /** The slots held now by running attempts of `names` (names holding none are left out). */
-  readonly limitUse: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LimitUseRow>, SqlError>
+  /**
+   * The slots held now by running attempts of `names` (names holding none are left out); without
+   * `keys` (default true), only the name slots (the keys' counts are 0).
+   */
+  readonly limitUse: (names: ReadonlyArray<string>, keys?: boolean) => Effect.Effect<ReadonlyArray<LimitUseRow>, SqlError>
 
   // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */

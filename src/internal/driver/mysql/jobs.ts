@@ -11,7 +11,7 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as MysqlText from "../../mysqlText.js"
 import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits, StaleEnds } from "../Driver.js"
-import { type Picked, pickWithSlots } from "../limitSlots.js"
+import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
   endKey,
@@ -53,43 +53,49 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const claimSelect = (g: Group, limit: number, nowUs: number) =>
     sql`SELECT ${claimedColumns} FROM ${jobs} FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
-        AND mutex_key IS NULL AND limit_key IS NULL
+        AND mutex_key IS NULL
       ORDER BY run_at, id LIMIT ${sql.literal(String(Math.floor(limit)))}
       FOR UPDATE SKIP LOCKED`
   /**
    * A group's window of the keyed claim: due jobs in claim order, leaving out jobs whose mutex key
    * has a running job, jobs whose concurrency key has no free slot, and every job of a name with no
-   * free slot (each count a range of the running slots, which lead their indexes). The choice among
-   * them, and the slots they take, is `pickWithSlots`'s.
+   * free slot (each count a range of a slot index: the running slots only). Each job comes with the
+   * slots its key's running attempts hold (`held_key_slots`). The choice among them, and the slots
+   * they take, is `pickWithSlots`'s.
    */
   const claimKeyedSelect = (g: Group, limit: number, nowUs: number, limits: ReadonlyMap<string, NameLimits>) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
     const running = l?.running
-    const keyFree = perKey === undefined ? sql.literal("") : sql`
-        AND (limit_key IS NULL OR (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
-          WHERE r.key_slot_running IS NOT NULL AND r.name = j.name AND r.limit_key = j.limit_key) < ${perKey})`
+    // Correlated subqueries, not derived tables: MariaDB has no outer references in a derived table.
+    const keySlots = (what: string) =>
+      sql`SELECT ${sql.literal(what)} FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+          WHERE r.name = j.name AND r.limit_key_running = j.limit_key`
+    const heldKeySlots = perKey === undefined
+      ? sql.literal("")
+      : sql`, (${keySlots("GROUP_CONCAT(r.key_slot)")}) AS held_key_slots`
+    const keyFree = perKey === undefined
+      ? sql.literal("")
+      : sql`
+        AND (limit_key IS NULL OR (${keySlots("COUNT(*)")}) < ${perKey})`
     const nameFree = running === undefined ? sql.literal("") : sql`
         AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
           WHERE r.name_slot_running IS NOT NULL AND r.name = ${g.name}) < ${running}`
-    return sql`SELECT ${claimedColumns}, mutex_key, limit_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
+    return sql`SELECT ${claimedColumns}, mutex_key, limit_key${heldKeySlots} FROM ${jobs} j FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}
       ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
       FOR UPDATE SKIP LOCKED`
   }
   /**
-   * The slots running attempts of the limited names among `names` hold: two ranges, one of each slot
-   * index (its running slots), at the claim's READ COMMITTED (the newest committed rows). A slot
-   * taken by a claim that commits after this read makes this claim's update fail on the index, and
-   * the claim is tried again.
+   * The name slots running attempts of the limited names among `names` hold: one range of the name
+   * slot index (its running slots), at the claim's READ COMMITTED (the newest committed rows). A
+   * slot taken by a claim that commits after this read makes this claim's update fail on the index,
+   * and the claim is tried again. (Key slots come with each candidate: `held_key_slots`.)
    */
   const heldSlotsStatement = (names: ReadonlyArray<string>) =>
-    sql`SELECT name, NULL AS limit_key, name_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
-        WHERE name_slot_running IS NOT NULL AND name IN ${sql.in(names)}
-      UNION ALL
-      SELECT name, limit_key, key_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
-        WHERE key_slot_running IS NOT NULL AND name IN ${sql.in(names)}`
+    sql`SELECT name, name_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
+        WHERE name_slot_running IS NOT NULL AND name IN ${sql.in(names)}`
   /**
    * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
    * order) are paused, as one read of the paused table's primary key (the table holds a row per
@@ -334,13 +340,22 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         claimInTransaction(
           groups,
           (g) => claimKeyedSelect(g, limit, nowUs, limits).compile(true),
-          (sets, held) =>
-            pickWithSlots(
-              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
+          (sets, held) => {
+            const rows = sets.flat()
+            const heldSlots: Array<HeldSlot> = held.map((h) => ({ name: String(h.name), key: null, slot: num(h.slot) }))
+            for (const row of rows) {
+              if (row.held_key_slots === null || row.held_key_slots === undefined) continue
+              for (const slot of String(row.held_key_slots).split(",")) {
+                heldSlots.push({ name: String(row.name), key: keyOf(row.limit_key), slot: num(slot) })
+              }
+            }
+            return pickWithSlots(
+              rows.map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
               limit,
               limits,
-              held.map((h) => ({ name: String(h.name), key: keyOf(h.limit_key), slot: num(h.slot) }))
-            ),
+              heldSlots
+            )
+          },
           nowUs,
           workerId,
           undefined,

@@ -30,19 +30,26 @@ export const make = (ctx: MysqlContext): LimitsOps => {
       ),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
-    // The slots are the leading columns of their indexes: each read is the range of running slots.
-    limitUse: (names) =>
+    // A statement per name, its name as a parameter in each comparison (a derived table of parameters
+    // could compare under another collation on MySQL 8). Each count is one range of a slot index:
+    // the running rows that hold a slot.
+    limitUse: (names, keys = true) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
-        sql`SELECT n.name,
-              (SELECT COUNT(*) FROM ${jobs} r WHERE r.name_slot_running IS NOT NULL AND r.name = n.name) AS running,
-              (SELECT COUNT(*) FROM ${jobs} r WHERE r.key_slot_running IS NOT NULL AND r.name = n.name) AS running_keyed,
-              (SELECT COUNT(DISTINCT r.limit_key) FROM ${jobs} r
-                WHERE r.key_slot_running IS NOT NULL AND r.name = n.name) AS ${sql("keys")},
-              (SELECT r.limit_key FROM ${jobs} r WHERE r.key_slot_running IS NOT NULL AND r.name = n.name
-                GROUP BY r.limit_key ORDER BY COUNT(*) DESC, r.limit_key LIMIT 1) AS busiest_key,
-              COALESCE((SELECT COUNT(*) FROM ${jobs} r WHERE r.key_slot_running IS NOT NULL AND r.name = n.name
-                GROUP BY r.limit_key ORDER BY COUNT(*) DESC, r.limit_key LIMIT 1), 0) AS busiest_key_running
-            FROM (${sql.join(" UNION ALL ", false)(names.map((name) => sql`SELECT ${name} AS name`))}) n`,
+        sql`${
+          sql.join(" UNION ALL ", false)(names.map((name) => {
+            const keyed = (what: string, tail = "") =>
+              sql`SELECT ${sql.literal(what)} FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+                WHERE r.name = ${name} AND r.limit_key_running IS NOT NULL${sql.literal(tail)}`
+            const busiest = " GROUP BY r.limit_key_running ORDER BY COUNT(*) DESC, r.limit_key_running LIMIT 1"
+            return sql`SELECT ${name} AS name,
+                (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
+                  WHERE r.name_slot_running IS NOT NULL AND r.name = ${name}) AS running,
+                ${keys ? sql`(${keyed("COUNT(*)")})` : sql.literal("0")} AS running_keyed,
+                ${keys ? sql`(${keyed("COUNT(DISTINCT r.limit_key_running)")})` : sql.literal("0")} AS ${sql("keys")},
+                ${keys ? sql`(${keyed("r.limit_key_running", busiest)})` : sql.literal("NULL")} AS busiest_key,
+                ${keys ? sql`COALESCE((${keyed("COUNT(*)", busiest)}), 0)` : sql.literal("0")} AS busiest_key_running`
+          }))
+        }`,
         (rows: ReadonlyArray<any>) => rows.map(toLimitUse).filter((r) => r.running > 0 || r.runningKeyed > 0)
       )
   }

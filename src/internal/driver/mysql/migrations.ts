@@ -121,16 +121,19 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
   "11_limits": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // As on PostgreSQL, with generated columns for the partial indexes (NULL unless the row is
-    // running). The slot leads each index, so the running slots are one range (`IS NOT NULL`) of
-    // it: reading them never walks the rows of a name that have stopped running.
+    // running with a slot). The name's slot leads its index, so a name's running slots are one
+    // range (`IS NOT NULL`) of it; `limit_key_running` (the key of a running row holding a key
+    // slot) makes a key's running slots one lookup (name, key). Neither read walks rows that have
+    // stopped running.
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
       ADD COLUMN limit_key VARCHAR(255) NULL,
       ADD COLUMN name_slot INT NULL,
       ADD COLUMN key_slot INT NULL,
       ADD COLUMN name_slot_running INT GENERATED ALWAYS AS (CASE WHEN state = 'running' THEN name_slot END) STORED,
-      ADD COLUMN key_slot_running INT GENERATED ALWAYS AS (CASE WHEN state = 'running' THEN key_slot END) STORED,
+      ADD COLUMN limit_key_running VARCHAR(255) GENERATED ALWAYS AS
+        (CASE WHEN state = 'running' AND key_slot IS NOT NULL THEN limit_key END) STORED,
       ADD UNIQUE KEY ${sql(`${prefix}jobs_name_slot`)} (name_slot_running, name),
-      ADD UNIQUE KEY ${sql(`${prefix}jobs_key_slot`)} (key_slot_running, name, limit_key)`
+      ADD UNIQUE KEY ${sql(`${prefix}jobs_key_slot`)} (name, limit_key_running, key_slot)`
     yield* sql`ALTER TABLE ${sql(`${prefix}workers`)} ADD COLUMN job_limits TEXT NULL`
     yield* sql`CREATE TABLE ${sql(`${prefix}limits`)} (
       name VARCHAR(255) NOT NULL,

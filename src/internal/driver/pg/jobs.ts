@@ -99,7 +99,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       sql`SELECT * FROM (
           SELECT j.id, j.priority, j.run_at FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
-            AND j.mutex_key IS NULL AND j.limit_key IS NULL AND ${notPaused(g.name)}
+            AND j.mutex_key IS NULL AND ${notPaused(g.name)}
           ORDER BY j.run_at, j.id LIMIT ${k}
           FOR UPDATE SKIP LOCKED) ${sql(`g${i}`)}`
     )
