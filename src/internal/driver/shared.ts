@@ -307,7 +307,7 @@ export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentS
   })
 
 /** The tables sqlane's migrations create for a prefix (its migrations table last). */
-export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "migrations"] as const
+export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "rates", "migrations"] as const
 
 /** `migrationDropAll`, the same statements on both databases. */
 export const migrationDropAll = (sql: SqlClient.SqlClient, prefix: string) => () =>
