@@ -13,7 +13,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { durationMillis } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
-import { InvalidJobDefinition } from "./Errors.js"
+import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
 /**
  * A job definition (from {@link make}): its name, the schemas of its payload, result and typed
@@ -586,7 +586,7 @@ export interface Handler<R = never> {
  */
 export const handler = <J extends Job.Any, R>(
   job: J,
-  run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J>, R>
+  run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J> | RateLimited, R>
 ): Handler<R> => ({ _tag: "sqlane/Handler", job, run })
 
 /**

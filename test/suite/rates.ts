@@ -10,7 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Claimer, Job, Queue, Worker } from "../../src/index.js"
+import { Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
 import { limitsOf } from "../../src/internal/limits.js"
 import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
@@ -24,6 +24,12 @@ const Paced = Job.make("paced", {
 const PacedPerTenant = Job.make("paced-per-tenant", {
   payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
   limits: { key: (p) => p.tenant, ratePerKey: { starts: 2, per: "10 seconds" } }
+})
+
+/** Under a generous rate, so that its claims read the holds a `RateLimited` writes. */
+const Upstream = Job.make("upstream", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { key: (p) => p.tenant, rate: { starts: 1000, per: "1 hour" } }
 })
 
 const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
@@ -163,6 +169,74 @@ export const rates = (target: Target) => {
           yield* TestClock.adjust("10 seconds")
           yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "7 starts")
           assert.deepStrictEqual(started[6], [6, 20_000])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("RateLimited with scope name: the attempt is not counted, and no job of the name starts before its delay"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<[number, number, number]> = []
+          let limited = false
+          yield* Worker.make({
+            handlers: [Job.handler(Upstream, (p, ctx) =>
+              Effect.gen(function*() {
+                started.push([p.i, ctx.attempt, yield* Clock.currentTimeMillis])
+                if (p.i === 0 && !limited) {
+                  limited = true
+                  return yield* Effect.fail(new Errors.RateLimited({ delay: 5000, scope: "name" }))
+                }
+              }))],
+            concurrency: 4
+          })
+          const queue = yield* Queue.Queue
+          const first = yield* queue.enqueue(Upstream, { tenant: "a", i: 0 })
+          yield* waitUntil(
+            Effect.map(queue.get(first), (j) => j.state === "pending" && j.runAt.getTime() === 5000),
+            20_000,
+            "the rate-limited job back to pending"
+          )
+          const info = yield* queue.get(first)
+          assert.strictEqual(info.attempts, 0)
+          assert.deepStrictEqual(info.errors, [])
+          // Another job of the name, of another key, due now: held back with the name.
+          const second = yield* queue.enqueue(Upstream, { tenant: "b", i: 1 })
+          yield* realSleep(500)
+          yield* TestClock.adjust("4999 millis")
+          yield* realSleep(300)
+          assert.deepStrictEqual(started, [[0, 1, 0]])
+          assert.strictEqual((yield* queue.get(second)).state, "pending")
+          yield* TestClock.adjust("1 millis")
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "both jobs started")
+          assert.deepStrictEqual(started.slice(1).sort(), [[0, 1, 5000], [1, 1, 5000]])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("RateLimited with scope key holds back that key only; scope job only the job"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<[number, number]> = []
+          const limitedOnce = new Set<number>()
+          yield* Worker.make({
+            handlers: [Job.handler(Upstream, (p) =>
+              Effect.gen(function*() {
+                started.push([p.i, yield* Clock.currentTimeMillis])
+                if ((p.i === 0 || p.i === 2) && !limitedOnce.has(p.i)) {
+                  limitedOnce.add(p.i)
+                  return yield* Effect.fail(new Errors.RateLimited({ delay: 3000, scope: p.i === 0 ? "key" : "job" }))
+                }
+              }))],
+            concurrency: 4
+          })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Upstream, [{ tenant: "a", i: 0 }, { tenant: "c", i: 2 }])
+          yield* waitUntil(Effect.sync(() => started.length === 2), 20_000, "two first attempts")
+          yield* realSleep(300)
+          // Key a is held until 3 s; key b and c are not.
+          yield* queue.enqueueMany(Upstream, [{ tenant: "a", i: 10 }, { tenant: "b", i: 11 }, { tenant: "c", i: 12 }])
+          yield* waitUntil(Effect.sync(() => started.length === 4), 20_000, "b and c started")
+          yield* realSleep(500)
+          assert.deepStrictEqual(started.slice(2).sort(), [[11, 0], [12, 0]])
+          yield* TestClock.adjust("3 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "the held ones started")
+          assert.deepStrictEqual(started.slice(4).sort(), [[0, 3000], [10, 3000], [2, 3000]])
         }), { pollInterval: "1 hour" }))
   })
 }

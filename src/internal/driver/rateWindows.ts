@@ -41,6 +41,8 @@ export interface WindowRow {
   readonly windowUs: number
   readonly starts: number
   readonly blockedUntilUs: number | null
+  /** On a name's own row: the earliest end of a hold on one of its keys, after the claim's `nowUs`. */
+  readonly keyBlockedUs?: number | null
 }
 
 const rateOf = (limits: ReadonlyMap<string, NameLimits>, name: string, key: string) =>
@@ -80,7 +82,7 @@ export interface Allowance {
   readonly left: Map<string, number>
   /** Names that may start nothing now, with the instant (µs) they may again. */
   readonly heldUntilUs: Map<string, number>
-  /** Per key row with nothing left: the instant (µs) it may start again. */
+  /** Per key row with nothing left: the instant (µs) it may start again (and per name, its keys' earliest hold end). */
   readonly keyHeldUntilUs: Map<string, number>
 }
 
@@ -111,6 +113,7 @@ export const allowance = (rows: ReadonlyArray<WindowRow>, limits: ReadonlyMap<st
       }
       n = Math.min(n, rateLeft)
     }
+    if (r.keyBlockedUs !== undefined && r.keyBlockedUs !== null) keyHeldUntilUs.set(`${r.name}\u0000\u0000`, r.keyBlockedUs)
     left.set(windowId(r.name, r.key), n)
     if (n === 0 && until !== undefined) {
       if (r.key === nameRow) heldUntilUs.set(r.name, until)

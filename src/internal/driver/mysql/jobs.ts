@@ -440,7 +440,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
                 }),
                 limits,
                 nowUs
-              )),
+              ), nowUs),
             count: () => (taken.length === 0 ? [] : [windows.rateCount(taken)])
           }
         )

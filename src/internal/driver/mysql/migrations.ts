@@ -149,7 +149,8 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       window_us BIGINT NOT NULL,
       starts INT NOT NULL,
       blocked_until_us BIGINT NULL,
-      PRIMARY KEY (name, rate_key)
+      PRIMARY KEY (name, rate_key),
+      KEY ${sql(`${prefix}rates_blocked`)} (name, blocked_until_us)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })

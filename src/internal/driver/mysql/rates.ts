@@ -31,18 +31,22 @@ export const make = (ctx: MysqlContext) => {
    * Locks the window rows `wanted` (sorted: two claims wait for each other, never in a cycle), in
    * the claim's transaction after its locking reads, and reads them: an upsert that creates each
    * row or moves it to the claim's window (its starts set to 0 when it counted an earlier one),
-   * which leaves each row locked (exclusive) until COMMIT; then a plain read of them. At the claim's
+   * which leaves each row locked (exclusive) until COMMIT; then a plain read of them (a name's row
+ * with the earliest end of a hold on one of its keys). At the claim's
    * READ COMMITTED a plain read sees the newest committed rows and the transaction's own writes, and
    * no other transaction can have changed a row this one holds: the counts read are exact. The upsert
    * reads the new row's values with `VALUES()`, which MariaDB 10.11 and MySQL 8 both accept (MySQL
    * 8.0.20+ with a deprecation warning; its `AS new` row alias is not MariaDB syntax).
    */
-  const rateLock = (wanted: ReadonlyArray<WindowWanted>): ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> => [
+  const rateLock = (wanted: ReadonlyArray<WindowWanted>, nowUs: number): ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> => [
     sql`INSERT INTO ${rates} (name, rate_key, window_us, starts, blocked_until_us)
       VALUES ${sql.join(", ", false)(wanted.map((w) => sql`(${w.name}, ${w.key}, ${w.windowUs}, 0, NULL)`))}
       ON DUPLICATE KEY UPDATE starts = IF(window_us < VALUES(window_us), 0, starts),
         window_us = GREATEST(window_us, VALUES(window_us))`.compile(true),
-    sql`SELECT name, rate_key, window_us, starts, blocked_until_us FROM ${rates}
+    sql`SELECT name, rate_key, window_us, starts, blocked_until_us,
+        CASE WHEN rate_key = ${nameRow} THEN (SELECT MIN(b.blocked_until_us) FROM ${rates} b
+          WHERE b.name = a.name AND b.blocked_until_us > ${nowUs} AND b.rate_key <> ${nameRow}) END AS key_blocked_us
+      FROM ${rates} a
       WHERE ${sql.join(" OR ", false)(wanted.map((w) => sql`(name = ${w.name} AND rate_key = ${w.key})`))}`.compile(true)
   ]
   const toWindowRow = (r: any): WindowRow => ({
@@ -50,7 +54,8 @@ export const make = (ctx: MysqlContext) => {
     key: String(r.rate_key).replace(/ +$/, ""),
     windowUs: num(r.window_us),
     starts: num(r.starts),
-    blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us)
+    blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us),
+    keyBlockedUs: r.key_blocked_us === null || r.key_blocked_us === undefined ? null : num(r.key_blocked_us)
   })
   /** Adds the starts a claim took to its locked windows (with the claim's update). */
   const rateCount = (taken: ReadonlyArray<{ readonly name: string; readonly key: string; readonly n: number }>) =>

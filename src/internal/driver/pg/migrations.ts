@@ -157,6 +157,8 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       blocked_until_us bigint,
       PRIMARY KEY (name, rate_key)
     )`
+    // The keys of a name held back (`RateLimited`), for the claim that skips them to learn when to come back.
+    yield* sql`CREATE INDEX ${sql(`${prefix}rates_blocked`)} ON ${sql(`${prefix}rates`)} (name, blocked_until_us)`
   })
 })
 

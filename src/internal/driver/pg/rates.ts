@@ -31,7 +31,7 @@ export const make = (ctx: PgContext) => {
   }
   /**
    * Locks the rate windows of a claim of the rated `names` (their groups `groups`), first in its
-   * transaction: each name's own row and a row per concurrency key among the first `window` due
+   * transaction: each name's own row (with the earliest end of a hold on one of its keys) and a row per concurrency key among the first `window` due
    * jobs of each group (those `keyRateOpen` lets through). A row is created, or moved to the claim's
    * window (its starts set to 0) when it counts an earlier one. `INSERT … ON CONFLICT DO UPDATE`
    * locks each row and returns its newest committed values (not the statement's snapshot), so a
@@ -65,7 +65,9 @@ export const make = (ctx: PgContext) => {
       ON CONFLICT (name, rate_key) DO UPDATE SET
         starts = CASE WHEN r.window_us < EXCLUDED.window_us THEN 0 ELSE r.starts END,
         window_us = GREATEST(r.window_us, EXCLUDED.window_us)
-      RETURNING r.name, r.rate_key, r.window_us, r.starts, r.blocked_until_us`
+      RETURNING r.name, r.rate_key, r.window_us, r.starts, r.blocked_until_us,
+        CASE WHEN r.rate_key = ${nameRow} THEN (SELECT min(b.blocked_until_us) FROM ${rates} b
+          WHERE b.name = r.name AND b.blocked_until_us > ${nowUs}::bigint AND b.rate_key <> ${nameRow}) END AS key_blocked_us`
     return statement as unknown as Statement.Statement<WindowRow>
   }
   const toWindowRow = (r: any): WindowRow => ({
@@ -73,7 +75,8 @@ export const make = (ctx: PgContext) => {
     key: r.rate_key,
     windowUs: num(r.window_us),
     starts: num(r.starts),
-    blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us)
+    blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us),
+    keyBlockedUs: r.key_blocked_us === null || r.key_blocked_us === undefined ? null : num(r.key_blocked_us)
   })
   /** Adds the starts a claim took to its locked windows (in the claim's transaction). */
   const rateCount = (taken: ReadonlyArray<{ readonly name: string; readonly key: string; readonly n: number }>) =>
