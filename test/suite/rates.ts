@@ -12,7 +12,10 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
 import { limitsOf } from "../../src/internal/limits.js"
-import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { countJobs, realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { Rated, ratedRates } from "../support/jobs.js"
+import { awaitExit, spawnWorker } from "../support/processes.js"
+import { runsLedger } from "./limits.js"
 import type { Target } from "../support/targets.js"
 
 /** 3 starts per 10 s window. */
@@ -238,5 +241,43 @@ export const rates = (target: Target) => {
           yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "the held ones started")
           assert.deepStrictEqual(started.slice(4).sort(), [[0, 3000], [10, 3000], [2, 3000]])
         }), { pollInterval: "1 hour" }))
+
+    it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const keys = ["t0", "t1", "t2"]
+          const total = 36
+          yield* queue.enqueueMany(Rated, Array.from({ length: total }, (_, i) => ({ tenant: keys[i % 3], i })))
+          const args = (worker: string) => ["rated", target.dialect, target.url, prefix, worker, String(total)]
+          const env = { SQLANE_POLL: "1 hour" }
+          const workers = [yield* spawnWorker(args("w0"), env), yield* spawnWorker(args("w1"), env), yield* spawnWorker(args("w2"), env)]
+          yield* Effect.forEach(workers, awaitExit, { discard: true })
+          assert.strictEqual(yield* countJobs(prefix, "completed"), total)
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, total)
+          assert.strictEqual(new Set(runs.map((r) => r.id)).size, total)
+          // Each attempt's window is its claim's instant (`claimed_at`, the claim's Clock).
+          const claimedUs = target.dialect === "pg"
+            ? sql.literal("(EXTRACT(EPOCH FROM claimed_at) * 1000000)::bigint")
+            : sql.literal("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', claimed_at)")
+          const rows = yield* sql<{ limit_key: string; claimed_us: string; attempts: number }>`
+            SELECT limit_key, ${claimedUs} AS claimed_us, attempts FROM ${sql(prefix + "jobs")}`
+          assert.isTrue(rows.every((r) => Number(r.attempts) === 1))
+          const perWindow = new Map<string, number>()
+          const bump = (k: string) => perWindow.set(k, (perWindow.get(k) ?? 0) + 1)
+          for (const r of rows) {
+            const window = Math.floor(Number(r.claimed_us) / 1_000_000)
+            bump(`${window}`)
+            bump(`${window}:${r.limit_key}`)
+          }
+          const most = (filter: (k: string) => boolean) => Math.max(...Array.from(perWindow).filter(([k]) => filter(k)).map(([, n]) => n))
+          assert.strictEqual(most((k) => !k.includes(":")), ratedRates.rate.starts, JSON.stringify(Array.from(perWindow)))
+          assert.strictEqual(most((k) => k.includes(":")), ratedRates.ratePerKey.starts, JSON.stringify(Array.from(perWindow)))
+          // 36 jobs at 5 a second take at least 8 windows.
+          assert.isAtLeast(Array.from(perWindow.keys()).filter((k) => !k.includes(":")).length, 8)
+        })), 120_000)
   })
 }
