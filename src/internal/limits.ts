@@ -20,6 +20,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
 import type { LimitStatus } from "../services/Admin.js"
 import type { Driver, LimitRow, NameLimits, RateWindow } from "./driver/Driver.js"
+import { checkRate } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
 import { nameKey } from "./pauses.js"
@@ -44,7 +45,7 @@ export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow 
 /** A definition's rate limit as claims apply it (checked by `Job.make`). */
 const rateWindow = (rate: Job.Rate | undefined): RateWindow | undefined => {
   if (rate === undefined) return undefined
-  const checked = Job.checkRate(rate)
+  const checked = checkRate(rate)
   return "problem" in checked ? undefined : checked
 }
 

@@ -11,7 +11,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { durationMillis } from "../internal/options.js"
+import { checkRate, durationMillis, maxRateStartsValue } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
 import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
@@ -81,6 +81,9 @@ export interface Job<
  * pending, without counting an attempt, and a worker of the name is woken when a slot frees.
  *
  * `sqlane limit` (and `Admin.setLimits`) override both numbers at run time, for every worker.
+ *
+ * Rate limits (`rate`, `ratePerKey`: starts per fixed window, see {@link Rate}) are counted in
+ * `<prefix>rates` by the claims that start the attempts.
  *
  * Source: Oban Pro's global limits and partitions, River Pro's global concurrency limits with
  * partitions by arguments, BullMQ Pro's group concurrency, pg-boss's group concurrency.
@@ -162,29 +165,8 @@ export interface Rate {
  * @since 0.3.0
  * @category constants
  */
-export const maxRateStarts = 1_000_000
+export const maxRateStarts = maxRateStartsValue
 
-/**
- * Why a rate limit cannot be used (`undefined`: it can), and its window in milliseconds.
- *
- * @internal
- */
-export const checkRate = (
-  rate: unknown
-): { readonly starts: number; readonly perMs: number } | { readonly problem: string; readonly reason: "type" | "range" } => {
-  if (typeof rate !== "object" || rate === null) return { problem: `must be { starts, per }, got ${String(rate)}`, reason: "type" }
-  const { per, starts } = rate as { readonly starts?: unknown; readonly per?: unknown }
-  if (typeof starts !== "number") return { problem: `starts must be a number, got ${String(starts)}`, reason: "type" }
-  if (!(Number.isInteger(starts) && starts >= 1 && starts <= maxRateStarts)) {
-    return { problem: `starts must be an integer from 1 to ${maxRateStarts}, got ${starts}`, reason: "range" }
-  }
-  const window = durationMillis(per)
-  if ("problem" in window) return { problem: `per ${window.problem}`, reason: window.reason }
-  if (!(Number.isInteger(window.millis) && window.millis >= 1)) {
-    return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${String(per)}`, reason: "range" }
-  }
-  return { starts, perMs: window.millis }
-}
 
 /**
  * The largest value of a concurrency limit: each running attempt takes a numbered slot below it.
