@@ -61,6 +61,8 @@ const limitsText = (l: Admin.NameLimitStatus | undefined) =>
   l === undefined ? "" : [
     l.running === undefined ? undefined : `${l.inUse}/${l.running}`,
     l.runningPerKey === undefined ? undefined : `${l.runningPerKey} per key (${l.keysInUse} in use)`,
+    l.rate === undefined ? undefined : `${l.rate.starts} per ${l.rate.perMs} ms`,
+    l.ratePerKey === undefined ? undefined : `${l.ratePerKey.starts} per ${l.ratePerKey.perMs} ms per key`,
     l.setAtRunTime ? "(run time)" : undefined
   ].filter((s) => s !== undefined).join(" ")
 

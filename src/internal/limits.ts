@@ -20,7 +20,8 @@ import { Database } from "./Database.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
 import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
-import type { Driver, LimitRow, NameLimits } from "./driver/Driver.js"
+import type { Driver, LimitRow, NameLimits, RateWindow } from "./driver/Driver.js"
+import { checkRate } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
 import { nameKey } from "./pauses.js"
@@ -47,8 +48,22 @@ export const defined = (
 export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow | undefined): NameLimits | undefined => {
   const running = row?.running ?? defined?.running
   const runningPerKey = row?.runningPerKey ?? defined?.runningPerKey
-  return running === undefined && runningPerKey === undefined ? undefined : { running, runningPerKey }
+  const rate = rateWindow(defined?.rate)
+  const ratePerKey = rateWindow(defined?.ratePerKey)
+  return running === undefined && runningPerKey === undefined && rate === undefined && ratePerKey === undefined
+    ? undefined
+    : { running, runningPerKey, rate, ratePerKey }
 }
+
+/** A definition's rate limit as claims apply it (checked by `Job.make`). */
+const rateWindow = (rate: Job.Rate | undefined): RateWindow | undefined => {
+  if (rate === undefined) return undefined
+  const checked = checkRate(rate)
+  return "problem" in checked ? undefined : checked
+}
+
+const sameRate = (a: RateWindow | undefined, b: RateWindow | undefined) =>
+  a === b || (a !== undefined && b !== undefined && a.starts === b.starts && a.perMs === b.perMs)
 
 /**
  * Follows the limits of the worker's job names (`definitions`: each name's job definition limits)
@@ -75,7 +90,11 @@ export const watch = (
     let limits: ReadonlyMap<string, NameLimits> = compute([])
     const same = (a: ReadonlyMap<string, NameLimits>, b: ReadonlyMap<string, NameLimits>) =>
       a.size === b.size &&
-      Array.from(a).every(([n, l]) => b.get(n)?.running === l.running && b.get(n)?.runningPerKey === l.runningPerKey)
+      Array.from(a).every(([n, l]) => {
+        const o = b.get(n)
+        return o !== undefined && o.running === l.running && o.runningPerKey === l.runningPerKey &&
+          sameRate(o.rate, l.rate) && sameRate(o.ratePerKey, l.ratePerKey)
+      })
     const refresh = Effect.map(driver.limitList(), (rows) => {
       const next = compute(rows)
       if (same(limits, next)) return
@@ -126,14 +145,22 @@ export const ofNames = (
     const limited = new Map<string, NameLimits & { readonly setAtRunTime: boolean }>()
     for (const name of names) {
       const row = runTime.get(key(name))
-      const l = effective(published.get(name), row)
-      if (l !== undefined) limited.set(name, { ...l, setAtRunTime: row !== undefined })
+      const defined = published.get(name)
+      const l: NameLimits = {
+        running: row?.running ?? defined?.running,
+        runningPerKey: row?.runningPerKey ?? defined?.runningPerKey,
+        rate: defined?.rate,
+        ratePerKey: defined?.ratePerKey
+      }
+      if (Object.values(l).some((v) => v !== undefined)) limited.set(name, { ...l, setAtRunTime: row !== undefined })
     }
     if (limited.size === 0) return new Map()
     const use = new Map((yield* driver.limitUse(Array.from(limited.keys()))).map((u) => [u.name, u]))
     return new Map(Array.from(limited, ([name, l]) => [name, {
       running: l.running,
       runningPerKey: l.runningPerKey,
+      rate: l.rate,
+      ratePerKey: l.ratePerKey,
       setAtRunTime: l.setAtRunTime,
       inUse: use.get(name)?.running ?? 0,
       keysInUse: use.get(name)?.keys ?? 0
@@ -193,3 +220,13 @@ export const statuses = (driver: Driver): Effect.Effect<ReadonlyArray<LimitStatu
       }
     })
   })
+
+/** The limits of job definitions, by name, as a worker's claims apply them (no run-time rows). */
+export const limitsOf = (jobs: ReadonlyArray<Job.Job.Any>): ReadonlyMap<string, NameLimits> => {
+  const out = new Map<string, NameLimits>()
+  for (const job of jobs) {
+    const l = effective(job.limits as Job.Limits<never> | undefined, undefined)
+    if (l !== undefined) out.set(job.name, l)
+  }
+  return out
+}

@@ -159,3 +159,24 @@ export const resolveEnqueueOptions = (
   }
   return Either.right({ priority, runAtUs, traceContext })
 }
+
+/** The largest `starts` of a rate limit (`Job.maxRateStarts`). */
+export const maxRateStartsValue = 1_000_000
+
+/** A rate limit's `starts` and its window in milliseconds, or why it cannot be used (`Job.Rate`). */
+export const checkRate = (
+  rate: unknown
+): { readonly starts: number; readonly perMs: number } | { readonly problem: string; readonly reason: "type" | "range" } => {
+  if (typeof rate !== "object" || rate === null) return { problem: `must be { starts, per }, got ${String(rate)}`, reason: "type" }
+  const { per, starts } = rate as { readonly starts?: unknown; readonly per?: unknown }
+  if (typeof starts !== "number") return { problem: `starts must be a number, got ${String(starts)}`, reason: "type" }
+  if (!(Number.isInteger(starts) && starts >= 1 && starts <= maxRateStartsValue)) {
+    return { problem: `starts must be an integer from 1 to ${maxRateStartsValue}, got ${starts}`, reason: "range" }
+  }
+  const window = durationMillis(per)
+  if ("problem" in window) return { problem: `per ${window.problem}`, reason: window.reason }
+  if (!(Number.isInteger(window.millis) && window.millis >= 1)) {
+    return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${String(per)}`, reason: "range" }
+  }
+  return { starts, perMs: window.millis }
+}

@@ -302,6 +302,46 @@ export class InvalidLimit extends Schema.TaggedError<InvalidLimit>("sqlane/Inval
 ) {}
 
 /**
+ * What a handler fails with when the service it calls says "slow down": the attempt ends without
+ * counting (as a release: the job is back to `pending`, its `attempts` as before the attempt) and
+ * runs again `delay` milliseconds later; nothing is recorded in its errors. With `scope`:
+ *
+ * - `"job"` (the default): only this job waits.
+ * - `"name"`: no job of this name starts before then, in any process — for a name under a rate
+ *   limit (`limits.rate` or `limits.ratePerKey`), whose claims read the hold from `<prefix>rates`;
+ *   for another name it acts as `"job"`.
+ * - `"key"`: no job of this job's concurrency key (`limits.key`) starts before then, in any
+ *   process, under the same condition; other keys of the name go on. A job without a key: as `"job"`.
+ *
+ * `delay` is in milliseconds; a negative or non-finite one counts as 0. A handler that keeps
+ * failing with it keeps its job pending: give it a bound of its own if the service may never recover.
+ *
+ * Source: BullMQ's `RateLimitError` with `Worker.rateLimit(ms)` (there the job's attempt is moved
+ * back to wait), done here so that it never counts as a failed attempt.
+ *
+ * @example
+ * ```ts
+ * Job.handler(Sync, (p) =>
+ *   callApi(p).pipe(
+ *     Effect.catchTag("TooManyRequests", (e) =>
+ *       Effect.fail(new Errors.RateLimited({ delay: e.retryAfterMs, scope: "key" })))
+ *   ))
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class RateLimited extends Schema.TaggedError<RateLimited>("sqlane/RateLimited")(
+  "RateLimited",
+  {
+    /** How long to wait before the job (and, with `scope`, its name or key) may start again, in ms. */
+    delay: Schema.Number,
+    /** What waits: the job alone (default), its concurrency key, or its job name. */
+    scope: Schema.optional(Schema.Literal("job", "key", "name"))
+  }
+) {}
+
+/**
  * An enqueue with a `unique` key found the key held, and then free, ten times in a row: each time it
  * read the job holding the key, that job had just left the guarded states (it completed, or was
  * cancelled or retried, by other processes at that very moment). Nothing was written; enqueueing again

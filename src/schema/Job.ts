@@ -11,9 +11,9 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { durationMillis } from "../internal/options.js"
+import { checkRate, durationMillis, maxRateStartsValue } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
-import { InvalidJobDefinition } from "./Errors.js"
+import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
 /**
  * A job definition (from {@link make}): its name, the schemas of its payload, result and typed
@@ -82,6 +82,9 @@ export interface Job<
  *
  * `sqlane limit` (and `Admin.setLimits`) override both numbers at run time, for every worker.
  *
+ * Rate limits (`rate`, `ratePerKey`: starts per fixed window, see {@link Rate}) are counted in
+ * `<prefix>rates` by the claims that start the attempts.
+ *
  * Source: Oban Pro's global limits and partitions, River Pro's global concurrency limits with
  * partitions by arguments, BullMQ Pro's group concurrency, pg-boss's group concurrency.
  *
@@ -107,7 +110,63 @@ export interface Limits<Payload> {
   readonly key?: ((payload: Payload) => string | undefined) | undefined
   /** At most this many attempts of one key run at once, everywhere: an integer 1–10,000. */
   readonly runningPerKey?: number | undefined
+  /**
+   * At most `starts` attempts of the job name start in each window of `per`, everywhere (see
+   * {@link Rate}).
+   */
+  readonly rate?: Rate | undefined
+  /** At most `starts` attempts of one concurrency key (`key`) start in each window of `per` (see {@link Rate}). */
+  readonly ratePerKey?: Rate | undefined
 }
+
+/**
+ * A rate limit: at most `starts` attempts start in each window of `per`, counted over every worker
+ * of every process. Windows are fixed and aligned to multiples of `per` since the Unix epoch, as
+ * the workers' Clock reads it: with `{ starts: 100, per: "1 minute" }`, at most 100 attempts start
+ * between 12:00:00.000 and 12:00:59.999, and the next 100 from 12:01:00.000. Each window's count is
+ * kept in `<prefix>rates` and written by the claim that starts the attempts, in its own
+ * transaction: a claim that does not commit counts nothing. A job over the rate stays pending
+ * (no attempt counted) and its worker claims it from the start of the window that admits it.
+ *
+ * `starts` is an integer from 1 to 1,000,000 (`Job.maxRateStarts`); `per` a finite duration of at
+ * least 1 ms, in whole milliseconds. Anything else throws `InvalidJobDefinition` from `Job.make`
+ * (option `limits.rate` or `limits.ratePerKey`).
+ *
+ * Source: BullMQ's worker `limiter` (`max` per `duration`) and Pro group rate limits, Oban Pro's
+ * `rate_limit` (`allowed` per `period`, partitioned).
+ *
+ * @example
+ * ```ts
+ * const Sync = Job.make("sync", {
+ *   payload: Schema.Struct({ account: Schema.String }),
+ *   // 600 syncs a minute in all, and 10 a second per account
+ *   limits: { key: (p) => p.account, rate: { starts: 600, per: "1 minute" }, ratePerKey: { starts: 10, per: "1 second" } }
+ * })
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Rate {
+  /** At most this many attempts start in one window: an integer 1–1,000,000. */
+  readonly starts: number
+  /** The window's length: a finite duration of at least 1 ms, in whole milliseconds (e.g. `"1 second"`, `60_000`). */
+  readonly per: Duration.DurationInput
+}
+
+/**
+ * The largest `starts` of a rate limit ({@link Rate}).
+ *
+ * @example
+ * ```ts
+ * const ok = (n: number) => Number.isInteger(n) && n >= 1 && n <= Job.maxRateStarts
+ * ```
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const maxRateStarts = maxRateStartsValue
+
 
 /**
  * The largest value of a concurrency limit: each running attempt takes a numbered slot below it.
@@ -310,8 +369,9 @@ export const attempts = (
  *   (default: none)
  * @param options.limits concurrency limits of the job name, across every worker and process: `running`
  *   (attempts of the name at once), `key` (the job's concurrency key, from its payload) and
- *   `runningPerKey` (attempts of one key at once); see {@link Limits}. A limit that is not an integer
- *   from 1 to {@link maxLimit}, or `runningPerKey` without `key`, throws `InvalidJobDefinition`. Give
+ *   `runningPerKey` (attempts of one key at once), `rate` and `ratePerKey` (starts per window, see
+ *   {@link Rate}); see {@link Limits}. A limit that is not an integer from 1 to {@link maxLimit}, a
+ *   bad rate, or `runningPerKey` / `ratePerKey` without `key`, throws `InvalidJobDefinition`. Give
  *   every process the same definition (a worker whose definition has no limits, and that no run-time
  *   limit reached, would claim the name's jobs without slots). (default: none)
  * @since 0.1.0
@@ -401,6 +461,26 @@ export const make = <
         option: "limits.key",
         reason: "type",
         message: "limits.key must be a function of the payload"
+      })
+    }
+    for (const option of ["rate", "ratePerKey"] as const) {
+      if (limits[option] === undefined) continue
+      const checked = checkRate(limits[option])
+      if ("problem" in checked) {
+        throw new InvalidJobDefinition({
+          job: name,
+          option: `limits.${option}`,
+          reason: checked.reason,
+          message: `limits.${option}: ${checked.problem}`
+        })
+      }
+    }
+    if (limits.ratePerKey !== undefined && limits.key === undefined) {
+      throw new InvalidJobDefinition({
+        job: name,
+        option: "limits.key",
+        reason: "conflict",
+        message: "limits.ratePerKey needs limits.key, the function that gives a job's key"
       })
     }
     if (limits.runningPerKey !== undefined && limits.key === undefined) {
@@ -496,7 +576,7 @@ export interface Handler<R = never> {
  */
 export const handler = <J extends Job.Any, R>(
   job: J,
-  run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J>, R>
+  run: (payload: Job.Payload<J>, context: JobContext) => Effect.Effect<Job.Success<J>, Job.Failure<J> | RateLimited, R>
 ): Handler<R> => ({ _tag: "sqlane/Handler", job, run })
 
 /**

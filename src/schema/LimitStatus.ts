@@ -19,6 +19,10 @@
 export interface NameLimitStatus {
   readonly running: number | undefined
   readonly runningPerKey: number | undefined
+  /** At most `starts` attempts of the name start per window of `perMs` ms (the definition's `limits.rate`). */
+  readonly rate: { readonly starts: number; readonly perMs: number } | undefined
+  /** The same per concurrency key (`limits.ratePerKey`). */
+  readonly ratePerKey: { readonly starts: number; readonly perMs: number } | undefined
   /** Whether a run-time limit (`sqlane limit`) sets them, over the definition's. */
   readonly setAtRunTime: boolean
   /** Attempts holding a slot of the name's limit now. */

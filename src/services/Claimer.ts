@@ -34,7 +34,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Finish, Group, NameLimits, ProbeRow, StaleEnds } from "../internal/driver/Driver.js"
+import type { ClaimedRow, Finish, Group, NameLimits, ProbeRow, RatedClaim, StaleEnds } from "../internal/driver/Driver.js"
+import { isRated } from "../internal/driver/rateWindows.js"
 import { Facts } from "../internal/facts.js"
 
 export type { Group } from "../internal/driver/Driver.js"
@@ -127,6 +128,19 @@ export interface ClaimerShape {
     limits?: ReadonlyMap<string, NameLimits>
   ) => Effect.Effect<ReadonlyArray<ClaimedJob>, SqlError>
   /**
+   * `claim`, and what rate limits held back: the names that may start no job before an instant
+   * (µs since the epoch) and the earliest instant a concurrency key left out may start again. A
+   * name under a rate limit (`rate`, `ratePerKey` of `limits`) is claimed within its windows.
+   */
+  readonly claimWithHolds: (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string,
+    keyed?: ReadonlySet<string>,
+    limits?: ReadonlyMap<string, NameLimits>
+  ) => Effect.Effect<RatedClaim, SqlError>
+  /**
    * Whether `finishAndClaim` writes the ends and the claim in one commit (the driver's
    * `claimsRideOnEnds`): one statement on PostgreSQL, one transaction on MySQL/MariaDB. When not,
    * it writes the ends, then claims.
@@ -198,6 +212,17 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
   }
   const finishAndClaim = driver.capabilities.claimsRideOnEnds ? driver.jobFinishManyAndClaim : undefined
   const claimsOnEnds = finishAndClaim !== undefined
+  const noHolds = (claimed: ReadonlyArray<ClaimedRow>): RatedClaim => ({ claimed, heldUntilUs: new Map(), keyWakeUs: undefined })
+  const claimWithHolds: ClaimerShape["claimWithHolds"] = (groups, limit, nowUs, workerId, keyed, limits) => {
+    if (groups.length === 0 || limit <= 0) return Effect.succeed(noHolds([]))
+    const some = claimGroups(groups, limit)
+    const claimed = limits !== undefined && some.some((g) => isRated(limits.get(g.name)))
+      ? driver.jobClaimRated(some, limit, nowUs, workerId, limits)
+      : keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
+      ? Effect.map(driver.jobClaimKeyed(some, limit, nowUs, workerId, limits), noHolds)
+      : Effect.map(driver.jobClaim(some, limit, nowUs, workerId), noHolds)
+    return Effect.tap(claimed, (r) => told(workerId, nowUs)(r.claimed))
+  }
   return {
     probe: (names, nowUs) =>
       names.length === 0
@@ -212,13 +237,8 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
           due.sort((a, b) => a.priority - b.priority || a.nextUs - b.nextUs)
           return { due, nextUs }
         }),
-    claim: (groups, limit, nowUs, workerId, keyed, limits) => {
-      if (groups.length === 0 || limit <= 0) return Effect.succeed([])
-      const claimed = keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
-        ? driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId, limits)
-        : driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
-      return Effect.tap(claimed, told(workerId, nowUs))
-    },
+    claim: (groups, limit, nowUs, workerId, keyed, limits) => Effect.map(claimWithHolds(groups, limit, nowUs, workerId, keyed, limits), (r) => r.claimed),
+    claimWithHolds,
     claimsOnEnds,
     finishAndClaim: (ends, groups, limit, nowUs, workerId) => {
       const claimed = finishAndClaim !== undefined && groups.length > 0 && limit > 0

@@ -349,7 +349,15 @@ export const make = <R>(
     const { inflight } = slots
     /** Wakes the claim loop (made below): an attempt was rescheduled, re-probe to learn its new run_at. */
     const wakeSelf = Effect.suspend(() => loop?.wake ?? Effect.void)
-    const outcomes = Outcomes.make(handlers, Duration.isZero(config.retention.completed))
+    const outcomes = Outcomes.make(
+      handlers,
+      Duration.isZero(config.retention.completed),
+      // A hold that cannot be written is logged; the job is still back to pending after its delay.
+      (name, key, untilUs) =>
+        driver.rateHold(name, key, untilUs).pipe(
+          Effect.catchAll((error) => Effect.logWarning("sqlane: could not hold back a rate-limited name or key", error))
+        )
+    )
     const { released } = outcomes
     /** Releases a claimed job that did not start: back to pending, the attempt not counted. */
     const release = (row: ClaimedJob) => submit(row, released(row))

@@ -8,6 +8,7 @@ import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
 import { limits } from "./limits.js"
+import { rates } from "./rates.js"
 import { dedup } from "./dedup.js"
 import { observability } from "./observability.js"
 import { plans } from "./plans.js"
@@ -33,6 +34,7 @@ export const suitesFor = (id: string) => {
     observability(target)
     scheduling(target)
     limits(target)
+    rates(target)
     dedup(target)
     operations(target)
     pause(target)

@@ -11,6 +11,13 @@ export const Suicide = Job.make("suicide", {
   payload: Schema.Struct({}),
   retry: Job.attempts(3, Schedule.spaced("10 millis"))
 })
+/** The rates of `Rated`: 5 starts a second in all, 2 a second per tenant. */
+export const ratedRates = { rate: { starts: 5, per: "1 second" }, ratePerKey: { starts: 2, per: "1 second" } } as const
+/** A job name under rate limits, by tenant. */
+export const Rated = Job.make("rated", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { ...ratedRates, key: (p) => p.tenant }
+})
 /** Takes 3 seconds. */
 export const Slow = Job.make("slow", { payload: Schema.Struct({}) })
 /** The limits of `Limited`: 4 at once in all, 2 per tenant. */

@@ -23,8 +23,10 @@
  * - limited:  runs "limited" jobs at concurrency 4, each for SQLANE_JOB_MS ms (default 50), recording
  *             each run's key, start and end (µs) in <prefix>ledger (test/suite/limits.ts's ledger),
  *             until <arg> jobs are completed
+ * - rated:    runs "rated" jobs at concurrency 4, recording each run's key and start (µs) in
+ *             <prefix>ledger, until <arg> jobs are completed
  *
- * Every worker but "limited" records ("ready", <name>) in the ledger once it runs.
+ * Every worker but "limited" and "rated" records ("ready", <name>) in the ledger once it runs.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -32,7 +34,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Job, Queue, QueueLive, Worker } from "../../src/index.js"
-import { Hang, Limited, Noop, Slow, Suicide } from "./jobs.js"
+import { Hang, Limited, Noop, Rated, Slow, Suicide } from "./jobs.js"
 import { clientLayer } from "./targets.js"
 
 const [mode, dialect, url, prefix, name, arg] = process.argv.slice(2)
@@ -123,6 +125,20 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
           yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 50)))
           yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
         }).pipe(Effect.orDie))]
+    })
+    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
+  }),
+  rated: Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(`${prefix}ledger`)
+    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+    yield* Worker.make({
+      concurrency: 4,
+      handlers: [Job.handler(Rated, (p, ctx) =>
+        sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${p.tenant}, ${name}, ${nowUs()})`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ))]
     })
     while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
   }),

@@ -29,6 +29,7 @@ import type {
   NameLimits,
   OrphanedRow,
   PausedRow,
+  RatedClaim,
   ProbeRow,
   StaleEnds,
   StatsRow,
@@ -127,6 +128,25 @@ export interface Driver {
      */
     limits?: ReadonlyMap<string, NameLimits>
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
+  /**
+   * `jobClaimKeyed` for groups that include names under a rate limit (`rate`, `ratePerKey` of
+   * `limits`, or held by a `RateLimited`): in one transaction, the rate windows of those names and
+   * of their candidates' keys are locked (created, or moved to the current window), the claim
+   * takes no more than each window has left, and the windows count what it took. What a claim
+   * that does not commit took is not counted; two claims of one window take turns on its row.
+   */
+  readonly jobClaimRated: (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string,
+    limits: ReadonlyMap<string, NameLimits>
+  ) => Effect.Effect<RatedClaim, SqlError>
+  /**
+   * Holds back a job name (`key` null) or one concurrency key of it until `untilUs` (µs since the
+   * epoch), in every process whose claims apply its rate windows; a later hold already there is kept.
+   */
+  readonly rateHold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void, SqlError>
   /** Due pending jobs of each of `names`, each counted up to `cap` (for the `sqlane_jobs_due` gauge). */
   readonly jobCountDue: (
     names: ReadonlyArray<string>,
@@ -415,6 +435,8 @@ export type JobsOps = Pick<
   | "jobProbe"
   | "jobClaim"
   | "jobClaimKeyed"
+  | "jobClaimRated"
+  | "rateHold"
   | "jobCountDue"
   | "jobFinishMany"
   | "jobEndsNotHeld"

@@ -22,10 +22,11 @@ export interface HeldSlot {
   readonly slot: number
 }
 
-/** A picked job and the slots it takes (null: none). */
+/** A picked job and the slots it takes (null: none), and its concurrency key. */
 export interface Picked extends ClaimedRow {
   readonly nameSlot: number | null
   readonly keySlot: number | null
+  readonly limitKey: string | null
 }
 
 const keyOfSlot = (name: string, key: string | null) => (key === null ? name : `${name}\u0000${key}`)
@@ -34,14 +35,16 @@ const keyOfSlot = (name: string, key: string | null) => (key === null ? name : `
  * Picks up to `limit` of `candidates` in claim order: a job whose mutex key another picked job has
  * is left out; a job of a limited name takes the lowest slot below the limit of its name (and of its
  * key) that no running attempt (`held`) and no job picked before it holds, and is left out when
- * there is none or when the slots held are as many as the limit (after a limit was lowered, running
+ * `admit` refuses it (its rate windows have no start left), when there is none or when the slots held are as many as the limit (after a limit was lowered, running
  * attempts may hold numbers above it).
  */
 export const pickWithSlots = (
   candidates: ReadonlyArray<Candidate>,
   limit: number,
   limits: ReadonlyMap<string, NameLimits>,
-  held: ReadonlyArray<HeldSlot>
+  held: ReadonlyArray<HeldSlot>,
+  /** Whether a job that has its slots may start (rate windows: it takes a start when so). */
+  admit: (candidate: Candidate) => boolean = () => true
 ): Array<Picked> => {
   const taken = new Map<string, Set<number>>()
   const takenOf = (k: string) => {
@@ -76,10 +79,11 @@ export const pickWithSlots = (
       nameSlot = lowestFree(nameSet, l.running)
       if (nameSlot === null) continue
     }
+    if (!admit(c)) continue
     if (c.mutexKey !== null) mutexKeys.add(c.mutexKey)
     if (keySlot !== null) keySet!.add(keySlot)
     if (nameSlot !== null) nameSet!.add(nameSlot)
-    picked.push({ ...c.claimed, nameSlot, keySlot })
+    picked.push({ ...c.claimed, nameSlot, keySlot, limitKey: c.limitKey })
   }
   return picked
 }

@@ -147,6 +147,27 @@ export interface NameLimits {
   readonly running: number | undefined
   /** At most this many attempts of one concurrency key of the name running, everywhere. */
   readonly runningPerKey: number | undefined
+  /** At most this many attempts of the name start per window, everywhere. */
+  readonly rate?: RateWindow | undefined
+  /** At most this many attempts of one concurrency key of the name start per window, everywhere. */
+  readonly ratePerKey?: RateWindow | undefined
+}
+
+/** A rate limit as a claim applies it: `starts` per fixed window of `perMs` ms, aligned to the epoch. */
+export interface RateWindow {
+  readonly starts: number
+  readonly perMs: number
+}
+
+/**
+ * What a claim of names under a rate limit took, and what it held back: each name that may start
+ * no attempt before an instant (µs since the epoch: its window is used up, or a `RateLimited` holds
+ * it), and the earliest instant a concurrency key it left out is admitted again.
+ */
+export interface RatedClaim {
+  readonly claimed: ReadonlyArray<ClaimedRow>
+  readonly heldUntilUs: ReadonlyMap<string, number>
+  readonly keyWakeUs: number | undefined
 }
 
 /** A row of `<prefix>limits`: limits set at run time (null: the job definition's). */

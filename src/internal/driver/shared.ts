@@ -135,7 +135,16 @@ export const jobLimitsOf = (
       if (typeof parsed !== "object" || parsed === null) continue
       for (const [name, l] of Object.entries(parsed as Record<string, any>)) {
         if (limits.has(name) || typeof l !== "object" || l === null) continue
-        limits.set(name, { running: count(l.running), runningPerKey: count(l.runningPerKey) })
+        const rate = (r: any) =>
+          typeof r === "object" && r !== null && count(r.starts) !== undefined && count(r.perMs) !== undefined
+            ? { starts: r.starts as number, perMs: r.perMs as number }
+            : undefined
+        limits.set(name, {
+          running: count(l.running),
+          runningPerKey: count(l.runningPerKey),
+          rate: rate(l.rate),
+          ratePerKey: rate(l.ratePerKey)
+        })
       }
     } catch {
       // not JSON: a row edited by hand
@@ -335,7 +344,7 @@ export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentS
   })
 
 /** The tables sqlane's migrations create for a prefix (its migrations table last). */
-export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "migrations"] as const
+export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "rates", "migrations"] as const
 
 /** `migrationDropAll`, the same statements on both databases. */
 export const migrationDropAll = (sql: SqlClient.SqlClient, prefix: string) => () =>

@@ -160,13 +160,36 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       }
     }
 
+    /**
+     * Rate limits: the names whose windows have no start left (or that a `RateLimited` holds), each
+     * with the instant (µs) it may start again, left out of the claims until then; and the earliest
+     * instant a concurrency key a claim left out may. The loop's sleep ends at the earliest of them.
+     */
+    const heldUntilUs = new Map<string, number>()
+    let keyWakeUs: number | undefined
+    /** The groups whose names no rate limit holds at `nowUs`. */
+    const notHeld = (groups: ReadonlyArray<Group>, nowUs: number) => {
+      if (heldUntilUs.size === 0) return groups
+      for (const [name, until] of heldUntilUs) if (until <= nowUs) heldUntilUs.delete(name)
+      return groups.filter((g) => !heldUntilUs.has(g.name))
+    }
+    /** The earliest instant (µs) a rate limit admits a job it held back, if any. */
+    const rateWakeUs = (nowUs: number) => {
+      let wake = keyWakeUs !== undefined && keyWakeUs > nowUs ? keyWakeUs : undefined
+      for (const until of heldUntilUs.values()) if (until > nowUs && (wake === undefined || until < wake)) wake = until
+      return wake
+    }
+
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
     const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
       Effect.uninterruptible(Effect.suspend(() => {
         slots.claimStarted(false)
         return Effect.ensuring(
-          Effect.map(claimer.claim(groups, free, nowUs, workerId, keyed, host.limits()), (rows) => {
+          Effect.map(claimer.claimWithHolds(groups, free, nowUs, workerId, keyed, host.limits()), (claim) => {
+            const rows = claim.claimed
+            for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, until)
+            keyWakeUs = claim.keyWakeUs
             if (riding() && rows.length === free) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
               // the jobs start, so that even their first ends carry a claim).
@@ -266,7 +289,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (free <= 0) continue
         // Names paused since they were found due (or hinted) are left out.
         due = paused.claimableGroups(due)
-        const claimed: number = due.length === 0 ? 0 : yield* claimAndStart(due, free, nowUs)
+        // Names a rate limit holds are left out until their window admits them.
+        const claimable = notHeld(due, nowUs)
+        const claimed: number = claimable.length === 0 ? 0 : yield* claimAndStart(claimable, free, nowUs)
         // Every slot asked for filled: more jobs are likely due; claim again from the same groups
         // when slots free, without a probe.
         backlog = claimed === free
@@ -281,7 +306,12 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // clock may have moved during the probe (under TestClock, by a whole `adjust`).
         const nowMs = Math.floor(nowUs / 1000)
         const poll = Option.getOrElse(yield* pollDelay(nowMs), () => 5000)
-        const wakeAtMs = Math.min(nowMs + poll, nextUs === undefined ? Infinity : Math.ceil(nextUs / 1000))
+        const rateUs = rateWakeUs(nowUs)
+        const wakeAtMs = Math.min(
+          nowMs + poll,
+          nextUs === undefined ? Infinity : Math.ceil(nextUs / 1000),
+          rateUs === undefined ? Infinity : Math.ceil(rateUs / 1000)
+        )
         // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
         const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
         const wake = yield* Effect.timeoutOption(wakeups.take, sleepMs)

@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
-import { JobTimeout } from "../../schema/Errors.js"
+import { JobTimeout, RateLimited } from "../../schema/Errors.js"
 import { type Handler, schemasOf } from "../../schema/Job.js"
 import { AttemptError, ErrorHistory } from "../../schema/JobInfo.js"
 import type { Outcome } from "../../services/Completer.js"
@@ -86,7 +86,12 @@ export interface Codecs {
  * completed job's row is deleted by its end (unless it holds its unique key while completed): its
  * result is never stored, so it is not converted either.
  */
-export const make = <R>(handlers: ReadonlyMap<string, Handler<R>>, deleteCompleted: boolean): Outcomes<R> => {
+export const make = <R>(
+  handlers: ReadonlyMap<string, Handler<R>>,
+  deleteCompleted: boolean,
+  /** Holds back a job name (`key` null) or one of its keys until `untilUs`, in every process (`RateLimited`). */
+  hold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void> = () => Effect.void
+): Outcomes<R> => {
   /** The payload and success codecs of each job name, compiled once. */
   const codecs = new Map(
     Array.from(handlers, ([name, handler]) => {
@@ -203,6 +208,36 @@ export const make = <R>(handlers: ReadonlyMap<string, Handler<R>>, deleteComplet
     }
   }
 
+  /**
+   * A handler's `RateLimited`: back to pending `delay` ms from now, the attempt not counted (a
+   * release with a `run_at`); with scope `name` or `key`, of a name under a rate limit, the hold
+   * is written first, so that no claim starts a job of that name or key before it ends.
+   */
+  const rateLimited = (row: ClaimedRow, handler: Handler<R>, error: RateLimited) =>
+    Effect.gen(function*() {
+      const nowUs = yield* nowMicros
+      const ms = Number.isFinite(error.delay) ? Math.max(0, error.delay) : 0
+      const untilUs = nowUs + Math.round(ms * 1000)
+      const limits = handler.job.limits
+      if (limits?.rate !== undefined || limits?.ratePerKey !== undefined) {
+        if (error.scope === "name") yield* hold(row.name, null, untilUs)
+        if (error.scope === "key" && limits.key !== undefined) {
+          const key = keyOfRow(row, limits.key as (payload: unknown) => string | undefined)
+          if (key !== undefined) yield* hold(row.name, key, untilUs)
+        }
+      }
+      return { ...released(row), runAtUs: untilUs } satisfies Outcome
+    })
+  /** A claimed job's concurrency key, from its payload as enqueued (undefined: none, or unreadable). */
+  const keyOfRow = (row: ClaimedRow, keyOf: (payload: unknown) => string | undefined) => {
+    try {
+      const decoded = codecs.get(row.name)!.decodePayload(JSON.parse(row.payload))
+      return Either.isRight(decoded) ? keyOf(decoded.right) : undefined
+    } catch {
+      return undefined
+    }
+  }
+
   /** How an attempt ended, for the cases that need effects (failures, async schemas). */
   const settle = (row: ClaimedRow, handler: Handler<R>, entry: Inflight, exit: Exit.Exit<unknown, unknown>) =>
     Effect.gen(function*() {
@@ -232,6 +267,7 @@ export const make = <R>(handlers: ReadonlyMap<string, Handler<R>>, deleteComplet
       }
       const cause = exit.cause
       const typed = Cause.failureOption(cause)
+      if (Option.isSome(typed) && typed.value instanceof RateLimited) return yield* rateLimited(row, handler, typed.value)
       if (Option.isSome(typed) && isTimeout(typed.value)) {
         return yield* failure(row, handler, "timeout", cause, typed.value.message)
       }

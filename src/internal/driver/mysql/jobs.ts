@@ -9,6 +9,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
+import { isUniqueViolation } from "../errors.js"
 import * as MysqlText from "../../mysqlText.js"
 import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits, StaleEnds } from "../Driver.js"
 import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
@@ -24,7 +25,18 @@ import {
   splitEnds,
   toClaimed
 } from "../shared.js"
+import {
+  allowance,
+  heldAfter,
+  isRated,
+  ratedNames,
+  startsTaken,
+  takeStart,
+  type WindowRow,
+  windowsWanted
+} from "../rateWindows.js"
 import type { MysqlContext } from "./context.js"
+import * as Rates from "./rates.js"
 
 /** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
 const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
@@ -38,6 +50,7 @@ const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
 
 export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const { claimedColumns, deleteCompleted, jobs, pendingIndex, prefix, run, runPlain, sql, ts, usOf } = ctx
+  const windows = Rates.make(ctx)
   // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
   // index for group-by"): one index dive per (name, priority) with pending jobs, of any name; the
   // caller keeps its own names. A filter on the names in the statement (in WHERE, or in HAVING,
@@ -63,7 +76,13 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
    * slots its key's running attempts hold (`held_key_slots`). The choice among them, and the slots
    * they take, is `pickWithSlots`'s.
    */
-  const claimKeyedSelect = (g: Group, limit: number, nowUs: number, limits: ReadonlyMap<string, NameLimits>) => {
+  const claimKeyedSelect = (
+    g: Group,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>,
+    rated: boolean = false
+  ) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
     const running = l?.running
@@ -83,7 +102,9 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
           WHERE r.name_slot_running IS NOT NULL AND r.name = ${g.name}) < ${running}`
     return sql`SELECT ${claimedColumns}, mutex_key, limit_key${heldKeySlots} FROM ${jobs} j FORCE INDEX (${pendingIndex})
       WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
-        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}
+        AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}${
+      rated ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
+    }
       ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
       FOR UPDATE SKIP LOCKED`
   }
@@ -193,13 +214,26 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     groups: ReadonlyArray<Group>,
     select: (group: Group) => readonly [string, ReadonlyArray<unknown>],
     /** The rows to claim, from the result sets of the groups' reads and of `after`'s (last). */
-    pick: (sets: ReadonlyArray<ReadonlyArray<any>>, after: ReadonlyArray<any>) => ReadonlyArray<ClaimedRow | Picked>,
+    pick: (
+      sets: ReadonlyArray<ReadonlyArray<any>>,
+      after: ReadonlyArray<any>,
+      windows: ReadonlyArray<any>
+    ) => ReadonlyArray<ClaimedRow | Picked>,
     nowUs: number,
     workerId: string,
     /** The ends a claim rides on, written first in the same transaction. */
     before?: ReadonlyArray<Finish>,
     /** A read run after the paused check, in the same transaction. */
-    after?: readonly [string, ReadonlyArray<unknown>]
+    after?: readonly [string, ReadonlyArray<unknown>],
+    /**
+     * Rate windows: statements run after the reads, in a round trip of their own, given the sets
+     * the groups' reads kept (none: no round trip), whose last result set `pick` gets as its third
+     * argument; and the statements that count what was picked, run with the update.
+     */
+    rated?: {
+      readonly lock: (sets: ReadonlyArray<ReadonlyArray<any>>) => ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>
+      readonly count: (picked: ReadonlyArray<ClaimedRow | Picked>) => ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>
+    }
   ) =>
     Effect.gen(function*() {
       const names = namesOf(groups)
@@ -222,28 +256,58 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         const read = results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>
         const pausedRows = read.length === 0 ? [] : read[groups.length]
         const paused = new Set(names.filter((_, i) => pausedRows.some((r) => Number(r[`p${i}`]) === 1)))
-        const picked = pick(
-          read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set)),
-          after === undefined || read.length === 0 ? [] : read[read.length - 1]
+        const sets = read.slice(0, groups.length).map((set, i) => (paused.has(groups[i].name) ? [] : set))
+        const locks = rated === undefined ? [] : rated.lock(sets)
+        const windows = locks.length === 0 ? [] : yield* Effect.map(
+          conn.executeUnprepared(locks.map(([q]) => q).join("; "), MysqlText.values(locks.flatMap(([, p]) => p)), undefined),
+          (results) => (results[results.length - 1] ?? []) as ReadonlyArray<any>
         )
+        const picked = pick(sets, after === undefined || read.length === 0 ? [] : read[read.length - 1], windows)
         if (picked.length === 0) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
           return { claimed: [] as Array<ClaimedRow>, stale }
         }
-        const [update, updateParams] = sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
+        const updates = [
+          sql`UPDATE ${jobs} SET state = 'running', attempts = LEAST(attempts, 2147483646) + 1,
               claimed_at = ${ts(nowUs)}, worker_id = ${workerId}, ${slotsSet(picked)}
-            WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true)
-        yield* conn.executeUnprepared(`${update}; COMMIT`, MysqlText.values(updateParams), undefined)
+            WHERE id IN ${sql.in(picked.map((r) => r.id))}`.compile(true),
+          ...(rated === undefined ? [] : rated.count(picked))
+        ]
+        yield* conn.executeUnprepared(
+          `${updates.map(([q]) => q).join("; ")}; COMMIT`,
+          MysqlText.values(updates.flatMap(([, p]) => p)),
+          undefined
+        )
         return {
           claimed: picked.map((r): ClaimedRow => ({ ...toClaimedOnly(r), attempts: Math.min(r.attempts, 2147483646) + 1 })),
           stale
         }
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
+  /**
+   * Keys as the unique indexes compare them: utf8mb4_bin pads with spaces, so keys that differ only
+   * by trailing spaces are one key there (picking both would make the update fail every time, and
+   * the claim would never succeed).
+   */
+  const keyOf = (k: unknown) => (k === null || k === undefined ? null : String(k).replace(/ +$/, ""))
+  /**
+   * The slots held now, as the keyed claim read them: the name slots (`heldSlotsStatement`'s rows)
+   * and, with each candidate, its key's (`held_key_slots`).
+   */
+  const heldSlotsOf = (sets: ReadonlyArray<ReadonlyArray<any>>, held: ReadonlyArray<any>): Array<HeldSlot> => {
+    const slots: Array<HeldSlot> = held.map((h) => ({ name: String(h.name), key: null, slot: num(h.slot) }))
+    for (const row of sets.flat()) {
+      if (row.held_key_slots === null || row.held_key_slots === undefined) continue
+      for (const slot of String(row.held_key_slots).split(",")) {
+        slots.push({ name: String(row.name), key: keyOf(row.limit_key), slot: num(slot) })
+      }
+    }
+    return slots
+  }
   /** A claimed row without the slots it took. */
   const toClaimedOnly = (r: ClaimedRow | Picked): ClaimedRow => {
     if (!("nameSlot" in r)) return r
-    const { keySlot: _keySlot, nameSlot: _nameSlot, ...row } = r
+    const { keySlot: _keySlot, limitKey: _limitKey, nameSlot: _nameSlot, ...row } = r
     return row
   }
   /** The slot columns of claimed rows: each picked job's slots (`Picked`), or none. */
@@ -332,30 +396,17 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       // unique index on `mutex_running` answers that) or whose limits have no free slot; the slots
       // held are read after the locking reads; `pickWithSlots` chooses.
       const limited = namesOf(groups).filter((n) => limits.has(n))
-      // Keys as the unique indexes compare them: utf8mb4_bin pads with spaces, so keys that differ
-      // only by trailing spaces are one key there (picking both would make the update fail every
-      // time, and the claim would never succeed).
-      const keyOf = (k: unknown) => (k === null || k === undefined ? null : String(k).replace(/ +$/, ""))
       return retryKeyed(Effect.map(
         claimInTransaction(
           groups,
           (g) => claimKeyedSelect(g, limit, nowUs, limits).compile(true),
-          (sets, held) => {
-            const rows = sets.flat()
-            const heldSlots: Array<HeldSlot> = held.map((h) => ({ name: String(h.name), key: null, slot: num(h.slot) }))
-            for (const row of rows) {
-              if (row.held_key_slots === null || row.held_key_slots === undefined) continue
-              for (const slot of String(row.held_key_slots).split(",")) {
-                heldSlots.push({ name: String(row.name), key: keyOf(row.limit_key), slot: num(slot) })
-              }
-            }
-            return pickWithSlots(
-              rows.map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
+          (sets, held) =>
+            pickWithSlots(
+              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
               limit,
               limits,
-              heldSlots
-            )
-          },
+              heldSlotsOf(sets, held)
+            ),
           nowUs,
           workerId,
           undefined,
@@ -364,6 +415,65 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         (r) => r.claimed
       ))
     },
+    /**
+     * As `jobClaimKeyed`, in its transaction: the locking reads leave out keys whose window is used
+     * up or held (`keyRateOpen`); then, in a round trip of their own, the windows of the rated names
+     * and of their candidates' keys are locked and read (`rateLock`); `pickWithSlots` takes no more
+     * than each has left (`takeStart`); the windows are counted with the claim's update. A claim
+     * that loses a race for a slot or a key rolls back, counting nothing, and is tried again.
+     */
+    jobClaimRated: (groups, limit, nowUs, workerId, limits) => {
+      const limited = namesOf(groups).filter((n) => limits.has(n))
+      const rated = ratedNames(groups, limits)
+      let allowed = allowance([], limits, nowUs)
+      let taken: ReturnType<typeof startsTaken> = []
+      const once = Effect.suspend(() => {
+        allowed = allowance([], limits, nowUs)
+        taken = []
+        return claimInTransaction(
+          groups,
+          (g) => claimKeyedSelect(g, limit, nowUs, limits, rated.includes(g.name)).compile(true),
+          (sets, held, locked) => {
+            allowed = allowance(locked.map(windows.toWindowRow) as ReadonlyArray<WindowRow>, limits, nowUs)
+            const left = new Map(allowed.left)
+            const picked = pickWithSlots(
+              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
+              limit,
+              limits,
+              heldSlotsOf(sets, held),
+              (c) => takeStart(left, limits, c.claimed.name, c.limitKey)
+            )
+            taken = startsTaken(picked.map((p) => ({ name: p.name, key: p.limitKey })), limits)
+            return picked
+          },
+          nowUs,
+          workerId,
+          undefined,
+          limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true),
+          {
+            lock: (sets) =>
+              windows.rateLock(windowsWanted(
+                rated,
+                sets.flat().flatMap((row) => {
+                  const key = keyOf(row.limit_key)
+                  return key === null || !isRated(limits.get(row.name)) ? [] : [{ name: String(row.name), key }]
+                }),
+                limits,
+                nowUs
+              ), nowUs),
+            count: () => (taken.length === 0 ? [] : [windows.rateCount(taken)])
+          }
+        )
+      })
+      const go = (tries: number): ReturnType<JobsOps["jobClaimRated"]> =>
+        Effect.catchIf(
+          Effect.map(once, (r) => ({ claimed: r.claimed, ...heldAfter(allowed, taken, limits, nowUs, rated) })),
+          isUniqueViolation,
+          () => tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined }) : go(tries + 1)
+        )
+      return go(1)
+    },
+    rateHold: (name, key, untilUs) => Effect.asVoid(run(windows.rateHold(name, key, untilUs))),
     jobCountDue: (names, nowUs, cap) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
         run(sql<{ name: string; due: number }>`${

@@ -142,6 +142,20 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       updated_at DATETIME(6) NOT NULL,
       PRIMARY KEY (name)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }),
+  "12_rates": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL. `rate_key` '' is the job name's own row; a concurrency key is 1–255
+    // characters, compared as the jobs' keys are (utf8mb4_bin).
+    yield* sql`CREATE TABLE ${sql(`${prefix}rates`)} (
+      name VARCHAR(255) NOT NULL,
+      rate_key VARCHAR(255) NOT NULL,
+      window_us BIGINT NOT NULL,
+      starts INT NOT NULL,
+      blocked_until_us BIGINT NULL,
+      PRIMARY KEY (name, rate_key),
+      KEY ${sql(`${prefix}rates_blocked`)} (name, blocked_until_us)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })
 

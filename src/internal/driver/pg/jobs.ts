@@ -6,12 +6,17 @@
  */
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
+import { isUniqueViolation } from "../errors.js"
 import type { Explain, Finish, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
 import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, splitEnds, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
+import * as Rates from "./rates.js"
 
 export const make = (ctx: PgContext): JobsOps & Explain => {
   const { asyncCommit, claimedColumnsJ, claimedColumnsU, jobs, options, prefix, run, sql, ts, us } = ctx
+  const windows = Rates.make(ctx)
+  const { keyRateOpen } = windows
   // Every (name, priority) group with pending jobs, of any name: a loose index scan, one index
   // entry per group. The caller keeps its own names (a `name = ANY($1)` filter here costs more
   // than it saves: the array is sent and parsed on every probe).
@@ -113,6 +118,28 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
         RETURNING ${claimedColumnsU}`
   }
   /**
+   * The keyed claim's `m` under rate windows: per rated name its starts left (`name_left`, null
+   * for a name without rate windows), and per concurrency key of a rated name no more of its jobs
+   * than its window has left (none for a key whose window the claim did not lock).
+   */
+  const rateCapped = (mutexFirst: Statement.Fragment, rated: ReadonlyArray<string>, left: ReadonlyMap<string, number>) => {
+    const keyRows = Array.from(left).flatMap(([id, n]) => {
+      const [name, key] = id.split("\u0000")
+      return key === nameRow ? [] : [{ name, key, n }]
+    })
+    const capped = (n: number | undefined) => (n === undefined ? null : Math.min(n, 2_147_483_647))
+    return sql`rl AS (SELECT * FROM unnest(${texts(keyRows.map((r) => r.name))}::text[], ${texts(keyRows.map((r) => r.key))}::text[],
+            ${numbers(keyRows.map((r) => capped(r.n)))}::bigint[]) AS r(name, rate_key, lft)),
+        rn AS (SELECT * FROM unnest(${texts(rated)}::text[], ${numbers(rated.map((n) => capped(left.get(windowId(n, nameRow)) ?? 0)))}::bigint[])
+          AS r(name, name_left)),
+        m AS (SELECT m.*, l.running, l.per_key, rn.name_left FROM (
+            SELECT m.*, row_number() OVER (PARTITION BY m.name, m.limit_key ORDER BY m.priority, m.run_at, m.id) AS rkth
+            FROM (${mutexFirst}) m) m
+          LEFT JOIN lim l ON l.name = m.name LEFT JOIN rn ON rn.name = m.name
+          WHERE rn.name IS NULL OR m.limit_key IS NULL
+            OR m.rkth <= coalesce((SELECT r.lft FROM rl r WHERE r.name = m.name AND r.rate_key = m.limit_key), 0)),`
+  }
+  /**
    * The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs read in
    * order from the group's index range and locked, leaving out jobs whose mutex key has a running
    * job, jobs whose concurrency key has no free slot, and (a one-time filter) every job of a name
@@ -133,10 +160,13 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     limit: number,
     nowUs: number,
     workerId: string,
-    limits: ReadonlyMap<string, NameLimits>
+    limits: ReadonlyMap<string, NameLimits>,
+    /** With rate windows locked (`jobClaimRated`): the starts each has left (`windowId`). */
+    rateLeft?: ReadonlyMap<string, number>
   ) => {
     const w = sql.literal(keyedWindow(limit))
     const limited = groups.some((g) => limits.has(g.name))
+    const rated = rateLeft === undefined ? [] : ratedNames(groups, limits)
     const arms = groups.map((g, i) => {
       const l = limits.get(g.name)
       const perKey = l?.runningPerKey
@@ -156,7 +186,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
               -- partial index jobs_mutex instead of scanning the table.
               SELECT 1 FROM ${jobs} r
               WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))${keyFree}${nameFree}
-            AND ${notPaused(g.name)}
+            AND ${notPaused(g.name)}${rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")}
           ORDER BY j.run_at, j.id LIMIT ${w}
           FOR UPDATE OF j SKIP LOCKED) ${sql(`g${i}`)}`
     })
@@ -169,7 +199,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       sql`UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}, ${slots}
         FROM pick WHERE j.id = pick.id${asyncCommit}
-        RETURNING ${claimedColumnsJ}`
+        RETURNING ${claimedColumnsJ}${rateLeft === undefined ? sql.literal("") : sql.literal(", j.limit_key AS rate_limit_key")}`
     if (!limited) {
       return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
         pick AS (SELECT m.id FROM (${mutexFirst}) m ORDER BY m.priority, m.run_at, m.id LIMIT ${take})
@@ -199,7 +229,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
         lim AS (SELECT * FROM unnest(${names}::text[], ${numbers(names.map((n) => limits.get(n)!.running ?? null))}::int[],
             ${numbers(names.map((n) => limits.get(n)!.runningPerKey ?? null))}::int[]) AS l(name, running, per_key)),
-        m AS (SELECT m.*, l.running, l.per_key FROM (${mutexFirst}) m LEFT JOIN lim l ON l.name = m.name),
+        ${rated.length === 0 ? sql`m AS (SELECT m.*, l.running, l.per_key FROM (${mutexFirst}) m LEFT JOIN lim l ON l.name = m.name),` : rateCapped(mutexFirst, rated, rateLeft!)}
         kfree AS (${
       freeSlots(
         sql.literal("x.name, x.limit_key"),
@@ -227,7 +257,10 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
         pick AS (SELECT k.id, k.key_slot, f.slot AS name_slot FROM (
             SELECT k.*, row_number() OVER (PARTITION BY k.name ORDER BY k.priority, k.run_at, k.id) AS nth FROM k) k
           LEFT JOIN nfree f ON f.name = k.name AND f.nth = k.nth
-          WHERE k.running IS NULL OR f.slot IS NOT NULL
+          WHERE (k.running IS NULL OR f.slot IS NOT NULL)${
+      rated.length === 0 ? sql.literal("") : sql`
+            AND (k.name_left IS NULL OR k.nth <= k.name_left)`
+    }
           ORDER BY k.priority, k.run_at, k.id LIMIT ${take})
         ${update(sql.literal("name_slot = pick.name_slot, key_slot = pick.key_slot"))}`
   }
@@ -314,6 +347,31 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       retryKeyed(
         Effect.map(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits)), (rows) => rows.map(toClaimed).sort(byClaimOrder))
       ),
+    /**
+     * In one transaction: the rate windows locked (`rateLock`), the keyed claim capped by them
+     * (names with no start left are not read), and the starts it took counted (`rateCount`). A
+     * claim that loses a race for a slot or a mutex key rolls back (counting nothing) and is tried
+     * again, up to 5 times; then it claims nothing.
+     */
+    jobClaimRated: (groups, limit, nowUs, workerId, limits) => {
+      const names = ratedNames(groups, limits)
+      const once = sql.withTransaction(Effect.gen(function*() {
+        const locked = (yield* run(windows.rateLock(groups, names, keyedWindow(limit), nowUs, limits))).map(windows.toWindowRow)
+        const allowed = allowance(locked, limits, nowUs)
+        const open = groups.filter((g) => !allowed.heldUntilUs.has(g.name))
+        const rows = open.length === 0
+          ? []
+          : yield* run(claimKeyedStatement(open, limit, nowUs, workerId, limits, allowed.left))
+        const taken = startsTaken(rows.map((r: any) => ({ name: r.name, key: r.rate_limit_key ?? null })), limits)
+        if (taken.length > 0) yield* run(windows.rateCount(taken))
+        return { claimed: rows.map(toClaimed).sort(byClaimOrder), ...heldAfter(allowed, taken, limits, nowUs, names) }
+      }))
+      const go = (tries: number): ReturnType<JobsOps["jobClaimRated"]> =>
+        Effect.catchIf(once, isUniqueViolation, () =>
+          tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined }) : go(tries + 1))
+      return go(1)
+    },
+    rateHold: (name, key, untilUs) => Effect.asVoid(run(windows.rateHold(name, key, untilUs))),
     jobCountDue: (names, nowUs, cap) =>
       Effect.map(
         sql<{ name: string; due: string }>`SELECT n.name, (SELECT count(*) FROM (

@@ -145,6 +145,23 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       running_per_key integer,
       updated_at timestamptz NOT NULL
     )`
+  }),
+  "12_rates": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // The rate windows: per job name (rate_key '') and per concurrency key, the window a claim
+    // last counted in (window_us, µs since the epoch, a multiple of the rate's period) and the
+    // attempts started in it; blocked_until_us: no attempt of the name (or key) starts before
+    // then (a handler's `RateLimited`). One row per (name, key), reset when a new window begins.
+    yield* sql`CREATE TABLE ${sql(`${prefix}rates`)} (
+      name text NOT NULL,
+      rate_key text NOT NULL,
+      window_us bigint NOT NULL,
+      starts integer NOT NULL,
+      blocked_until_us bigint,
+      PRIMARY KEY (name, rate_key)
+    )`
+    // The keys of a name held back (`RateLimited`), for the claim that skips them to learn when to come back.
+    yield* sql`CREATE INDEX ${sql(`${prefix}rates_blocked`)} ON ${sql(`${prefix}rates`)} (name, blocked_until_us)`
   })
 })
 

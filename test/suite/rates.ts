@@ -1,0 +1,283 @@
+/**
+ * Rate limits, on every database: starts per window per job name and per concurrency key, as
+ * claims see them (the windows' rows, concurrent claims on their own connections), as a worker
+ * under TestClock sees them (it waits for the next window and starts at its beginning), and a
+ * handler's `RateLimited` (back to pending, uncounted, holding back its name or key).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import { Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { limitsOf } from "../../src/internal/limits.js"
+import { countJobs, realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { Rated, ratedRates } from "../support/jobs.js"
+import { awaitExit, spawnWorker } from "../support/processes.js"
+import { runsLedger } from "./limits.js"
+import type { Target } from "../support/targets.js"
+
+/** 3 starts per 10 s window. */
+const Paced = Job.make("paced", {
+  payload: Schema.Struct({ i: Schema.Number }),
+  limits: { rate: { starts: 3, per: "10 seconds" } }
+})
+/** 2 starts per tenant per 10 s window. */
+const PacedPerTenant = Job.make("paced-per-tenant", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { key: (p) => p.tenant, ratePerKey: { starts: 2, per: "10 seconds" } }
+})
+
+/** Under a generous rate, so that its claims read the holds a `RateLimited` writes. */
+const Upstream = Job.make("upstream", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { key: (p) => p.tenant, rate: { starts: 1000, per: "1 hour" } }
+})
+
+const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
+const hour = 3_600_000_000
+
+export const rates = (target: Target) => {
+  const name = (s: string) => `[${target.id}] ${s}`
+
+  describe(`rates [${target.id}]`, () => {
+    it(name("Job.make refuses a bad rate with InvalidJobDefinition"), () => {
+      const bad = (rate: unknown, extra: object = {}) => {
+        try {
+          Job.make("bad-rate", { payload: Schema.Struct({}), limits: { rate: rate as Job.Rate, ...extra } })
+          return undefined
+        } catch (e) {
+          return (e as { _tag?: string; option?: string })._tag + " " + (e as { option?: string }).option
+        }
+      }
+      assert.strictEqual(bad({ starts: 0, per: "1 second" }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1.5, per: "1 second" }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1_000_001, per: "1 second" }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1, per: 0.5 }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1, per: Infinity }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1, per: "soon" }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1_000_000, per: 1 }), undefined)
+      try {
+        Job.make("bad-rate", { payload: Schema.Struct({}), limits: { ratePerKey: { starts: 1, per: 1000 } } })
+        assert.fail("ratePerKey without key was accepted")
+      } catch (e) {
+        assert.strictEqual((e as { option?: string }).option, "limits.key")
+      }
+    })
+
+    it.live(name("rate 3 per window: a claim takes 3, the next none until the next window, which admits 3 again"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const ids = yield* queue.enqueueMany(Paced, Array.from({ length: 10 }, (_, i) => ({ i })))
+          const limits = limitsOf([Paced])
+          const keyed = new Set([Paced.name])
+          // A window of 10 s starting at a whole hour from now, its jobs due.
+          const window = Math.ceil(Date.now() * 1000 / hour) * hour
+          const first = yield* claimer.claimWithHolds(groupsOf(Paced.name), 2, window + 5, "w1", keyed, limits)
+          assert.deepStrictEqual(first.claimed.map((r) => r.id), ids.slice(0, 2))
+          const second = yield* claimer.claimWithHolds(groupsOf(Paced.name), 10, window + 9_000_000, "w2", keyed, limits)
+          assert.deepStrictEqual(second.claimed.map((r) => r.id), ids.slice(2, 3))
+          assert.strictEqual(second.heldUntilUs.get(Paced.name), window + 10_000_000)
+          const third = yield* claimer.claimWithHolds(groupsOf(Paced.name), 10, window + 9_999_999, "w3", keyed, limits)
+          assert.deepStrictEqual(third.claimed, [])
+          assert.strictEqual(third.heldUntilUs.get(Paced.name), window + 10_000_000)
+          // No attempt counted for the jobs held back.
+          const pending = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")}
+            WHERE state = 'pending' AND attempts = 0`
+          assert.strictEqual(Number(pending[0].n), 7)
+          const next = yield* claimer.claimWithHolds(groupsOf(Paced.name), 10, window + 10_000_000, "w4", keyed, limits)
+          assert.deepStrictEqual(next.claimed.map((r) => r.id), ids.slice(3, 6))
+          const rows = yield* sql<{ name: string; rate_key: string; window_us: string; starts: number }>`
+            SELECT name, rate_key, window_us, starts FROM ${sql(prefix + "rates")}`
+          assert.deepStrictEqual(rows.map((r) => [r.name, r.rate_key, Number(r.window_us), Number(r.starts)]), [
+            [Paced.name, "", window + 10_000_000, 3]
+          ])
+        })))
+
+    it.live(name("ratePerKey 2: a key at its rate does not hold back the name's other keys"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          // 6 jobs of tenant a first, then 3 of b.
+          const a = yield* queue.enqueueMany(PacedPerTenant, Array.from({ length: 6 }, (_, i) => ({ tenant: "a", i })))
+          const b = yield* queue.enqueueMany(PacedPerTenant, Array.from({ length: 3 }, (_, i) => ({ tenant: "b", i })))
+          const limits = limitsOf([PacedPerTenant])
+          const keyed = new Set([PacedPerTenant.name])
+          const window = Math.ceil(Date.now() * 1000 / hour) * hour
+          const first = yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 2, window, "w1", keyed, limits)
+          assert.deepStrictEqual(first.claimed.map((r) => r.id), a.slice(0, 2))
+          assert.strictEqual(first.keyWakeUs, window + 10_000_000)
+          // a is used up; b's jobs come after a's 4 others, and are claimed.
+          const second = yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 10, window + 1, "w2", keyed, limits)
+          assert.deepStrictEqual(second.claimed.map((r) => r.id), b.slice(0, 2))
+          assert.strictEqual(second.heldUntilUs.size, 0)
+          const third = yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 10, window + 2, "w3", keyed, limits)
+          assert.deepStrictEqual(third.claimed, [])
+          assert.strictEqual(third.keyWakeUs, window + 10_000_000)
+          const next = yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 10, window + 10_000_000, "w4", keyed, limits)
+          assert.deepStrictEqual(next.claimed.map((r) => r.id), [a[2], a[3], b[2]])
+        })))
+
+    it.live(name("10 concurrent claims on their own connections never start more than the rate in one window"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* queue.enqueueMany(Paced, Array.from({ length: 40 }, (_, i) => ({ i })))
+          const limits = limitsOf([Paced])
+          const keyed = new Set([Paced.name])
+          const window = Math.ceil(Date.now() * 1000 / hour) * hour
+          const round = (at: number) =>
+            Effect.all(
+              Array.from({ length: 10 }, (_, i) => claimer.claimWithHolds(groupsOf(Paced.name), 2, at + i, `w${i}`, keyed, limits)),
+              { concurrency: "unbounded" }
+            )
+          const claims = yield* round(window)
+          assert.strictEqual(claims.reduce((n, c) => n + c.claimed.length, 0), 3)
+          const again = yield* round(window + 20_000_000)
+          assert.strictEqual(again.reduce((n, c) => n + c.claimed.length, 0), 3)
+          const running = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${sql(prefix + "jobs")} WHERE state = 'running'`
+          assert.strictEqual(Number(running[0].n), 6)
+          const rows = yield* sql<{ starts: number }>`SELECT starts FROM ${sql(prefix + "rates")}`
+          assert.deepStrictEqual(rows.map((r) => Number(r.starts)), [3])
+        }), { maxConnections: 12 }))
+
+    it.effect(name("a worker starts 3 per window, waits for the next window and starts at its beginning without a poll"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<[number, number]> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Paced, (p) => Effect.map(Clock.currentTimeMillis, (ms) => void started.push([p.i, ms])))],
+            concurrency: 10
+          })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Paced, Array.from({ length: 7 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "3 starts")
+          yield* realSleep(500)
+          assert.deepStrictEqual(started, [[0, 0], [1, 0], [2, 0]])
+          yield* TestClock.adjust("9999 millis")
+          yield* realSleep(300)
+          assert.strictEqual(started.length, 3)
+          // The next window begins: the worker's sleep ends at its first instant (the poll is 1 hour).
+          yield* TestClock.adjust("1 millis")
+          yield* waitUntil(Effect.sync(() => started.length === 6), 20_000, "6 starts")
+          yield* realSleep(300)
+          assert.deepStrictEqual(started.slice(3), [[3, 10_000], [4, 10_000], [5, 10_000]])
+          yield* TestClock.adjust("10 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "7 starts")
+          assert.deepStrictEqual(started[6], [6, 20_000])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("RateLimited with scope name: the attempt is not counted, and no job of the name starts before its delay"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<[number, number, number]> = []
+          let limited = false
+          yield* Worker.make({
+            handlers: [Job.handler(Upstream, (p, ctx) =>
+              Effect.gen(function*() {
+                started.push([p.i, ctx.attempt, yield* Clock.currentTimeMillis])
+                if (p.i === 0 && !limited) {
+                  limited = true
+                  return yield* Effect.fail(new Errors.RateLimited({ delay: 5000, scope: "name" }))
+                }
+              }))],
+            concurrency: 4
+          })
+          const queue = yield* Queue.Queue
+          const first = yield* queue.enqueue(Upstream, { tenant: "a", i: 0 })
+          yield* waitUntil(
+            Effect.map(queue.get(first), (j) => j.state === "pending" && j.runAt.getTime() === 5000),
+            20_000,
+            "the rate-limited job back to pending"
+          )
+          const info = yield* queue.get(first)
+          assert.strictEqual(info.attempts, 0)
+          assert.deepStrictEqual(info.errors, [])
+          // Another job of the name, of another key, due now: held back with the name.
+          const second = yield* queue.enqueue(Upstream, { tenant: "b", i: 1 })
+          yield* realSleep(500)
+          yield* TestClock.adjust("4999 millis")
+          yield* realSleep(300)
+          assert.deepStrictEqual(started, [[0, 1, 0]])
+          assert.strictEqual((yield* queue.get(second)).state, "pending")
+          yield* TestClock.adjust("1 millis")
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "both jobs started")
+          assert.deepStrictEqual(started.slice(1).sort(), [[0, 1, 5000], [1, 1, 5000]])
+        }), { pollInterval: "1 hour" }))
+
+    it.effect(name("RateLimited with scope key holds back that key only; scope job only the job"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<[number, number]> = []
+          const limitedOnce = new Set<number>()
+          yield* Worker.make({
+            handlers: [Job.handler(Upstream, (p) =>
+              Effect.gen(function*() {
+                started.push([p.i, yield* Clock.currentTimeMillis])
+                if ((p.i === 0 || p.i === 2) && !limitedOnce.has(p.i)) {
+                  limitedOnce.add(p.i)
+                  return yield* Effect.fail(new Errors.RateLimited({ delay: 3000, scope: p.i === 0 ? "key" : "job" }))
+                }
+              }))],
+            concurrency: 4
+          })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Upstream, [{ tenant: "a", i: 0 }, { tenant: "c", i: 2 }])
+          yield* waitUntil(Effect.sync(() => started.length === 2), 20_000, "two first attempts")
+          yield* realSleep(300)
+          // Key a is held until 3 s; key b and c are not.
+          yield* queue.enqueueMany(Upstream, [{ tenant: "a", i: 10 }, { tenant: "b", i: 11 }, { tenant: "c", i: 12 }])
+          yield* waitUntil(Effect.sync(() => started.length === 4), 20_000, "b and c started")
+          yield* realSleep(500)
+          assert.deepStrictEqual(started.slice(2).sort(), [[11, 0], [12, 0]])
+          yield* TestClock.adjust("3 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "the held ones started")
+          assert.deepStrictEqual(started.slice(4).sort(), [[0, 3000], [10, 3000], [2, 3000]])
+        }), { pollInterval: "1 hour" }))
+
+    it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const keys = ["t0", "t1", "t2"]
+          const total = 36
+          yield* queue.enqueueMany(Rated, Array.from({ length: total }, (_, i) => ({ tenant: keys[i % 3], i })))
+          const args = (worker: string) => ["rated", target.dialect, target.url, prefix, worker, String(total)]
+          const env = { SQLANE_POLL: "1 hour" }
+          const workers = [yield* spawnWorker(args("w0"), env), yield* spawnWorker(args("w1"), env), yield* spawnWorker(args("w2"), env)]
+          yield* Effect.forEach(workers, awaitExit, { discard: true })
+          assert.strictEqual(yield* countJobs(prefix, "completed"), total)
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, total)
+          assert.strictEqual(new Set(runs.map((r) => r.id)).size, total)
+          // Each attempt's window is its claim's instant (`claimed_at`, the claim's Clock).
+          const claimedUs = target.dialect === "pg"
+            ? sql.literal("(EXTRACT(EPOCH FROM claimed_at) * 1000000)::bigint")
+            : sql.literal("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', claimed_at)")
+          const rows = yield* sql<{ limit_key: string; claimed_us: string; attempts: number }>`
+            SELECT limit_key, ${claimedUs} AS claimed_us, attempts FROM ${sql(prefix + "jobs")}`
+          assert.isTrue(rows.every((r) => Number(r.attempts) === 1))
+          const perWindow = new Map<string, number>()
+          const bump = (k: string) => perWindow.set(k, (perWindow.get(k) ?? 0) + 1)
+          for (const r of rows) {
+            const window = Math.floor(Number(r.claimed_us) / 1_000_000)
+            bump(`${window}`)
+            bump(`${window}:${r.limit_key}`)
+          }
+          const most = (filter: (k: string) => boolean) => Math.max(...Array.from(perWindow).filter(([k]) => filter(k)).map(([, n]) => n))
+          assert.strictEqual(most((k) => !k.includes(":")), ratedRates.rate.starts, JSON.stringify(Array.from(perWindow)))
+          assert.strictEqual(most((k) => k.includes(":")), ratedRates.ratePerKey.starts, JSON.stringify(Array.from(perWindow)))
+          // 36 jobs at 5 a second take at least 8 windows.
+          assert.isAtLeast(Array.from(perWindow.keys()).filter((k) => !k.includes(":")).length, 8)
+        })), 120_000)
+  })
+}
