@@ -34,6 +34,7 @@ export default {
     "src/internal/driver/rows.ts:ClaimedRow",
     "src/internal/driver/rows.ts:Finish",
     "src/internal/driver/rows.ts:NameLimits",
+    "src/internal/driver/rows.ts:RatedClaim",
     "src/internal/facts.ts:Facts",
     "src/internal/claimsOnEnds.ts:EndWritten",
     "src/internal/claimsOnEnds.ts:Claimant",
