@@ -60,7 +60,7 @@ export const withQueue = <A, E>(
 export const dropTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits"]) {
+    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits", "rates"]) {
       yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)
     }
   })
