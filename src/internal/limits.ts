@@ -32,18 +32,6 @@ export interface LimitsView {
   readonly current: () => ReadonlyMap<string, NameLimits>
 }
 
-/** The limits of the job definitions of `handlers` that have some, by name. */
-export const defined = (
-  handlers: ReadonlyMap<string, { readonly job: { readonly limits: Job.Limits<never> | undefined } }>
-): ReadonlyMap<string, NameLimits> => {
-  const limits = new Map<string, NameLimits>()
-  for (const [name, { job }] of handlers) {
-    const l = effective(job.limits, undefined)
-    if (l !== undefined) limits.set(name, l)
-  }
-  return limits
-}
-
 /** The limits of a name: its definition's, with a run-time row's numbers over them. */
 export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow | undefined): NameLimits | undefined => {
   const running = row?.running ?? defined?.running

@@ -324,7 +324,7 @@ export const make = <R>(
     let idTaken = false
     /** The worker's scope is closing: it claims no more, and jobs a claim in flight brings back are released. */
     let stopping = false
-    const lock = yield* liveness(workerId, names, Limits.defined(handlers), gaugeDue, Effect.suspend(() => {
+    const lock = yield* liveness(workerId, names, Limits.limitsOf(Array.from(handlers.values(), (h) => h.job)), gaugeDue, Effect.suspend(() => {
       idTaken = true
       return wakeSelf
     }), () => stopping)
