@@ -114,6 +114,15 @@ export const markdown = (
     })))
   }
 
+  const fairSystems = systemsIn(rows, ["fair"], notes)
+  if (fairSystems.length > 0) {
+    out.push("", `Fair shares: 100 jobs of one key enqueued while one worker at c10 drains another key's ${o.quick ? "2,000" : "10,000"} (ms from the enqueue's commit to each job's start):`, "")
+    out.push(table(
+      ["System", "p50 ms", "p95 ms", "max ms", "the other key's jobs started meanwhile"],
+      fairSystems.map((s) => [label[s], c("fair", s, "p50_ms"), c("fair", s, "p95_ms"), c("fair", s, "max_ms"), c("fair", s, "big_started_meanwhile")])
+    ))
+  }
+
   const stoSystems = systemsIn(rows, ["storage"], notes)
   if (stoSystems.length > 0) {
     out.push("", `Storage, ${o.n.storage.toLocaleString("en-US")} waiting jobs (bytes per job, table + indexes; Redis: used_memory):`, "")
@@ -228,6 +237,8 @@ export const targets = (db: string, rows: ReadonlyArray<Row>): Array<TargetCheck
       met: limited / unlimited >= 0.9
     })
   }
+  const fair = g("fair", "sqlane", "p95_ms")
+  if (fair !== undefined) out.push({ target: "fair: a small key's jobs behind a backlog, p95 to start ≤ 50 ms at c10", measured: `${fmt(fair)} ms`, met: fair <= 50 })
   if (db.startsWith("postgres")) {
     share(0.9)
     ratio("real work", "real-work", "jobs_per_s", "≥", 1.15, "pg-boss-tuned")

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url"
 import { admin, type Target } from "./lib/targets.js"
 import { settle } from "./lib/settle.js"
 import { nowMs, percentile, sleep } from "./lib/stats.js"
+import { fairGroup } from "./fair.js"
 import { steadyGroup } from "./steady.js"
 import { probe as sqlaneProbe, runtime as sqlaneRuntime } from "./systems/sqlane.js"
 import { type Env, type Instance, payload, type Payload, type System, type SystemId } from "./systems/types.js"
@@ -35,6 +36,7 @@ export type ScenarioId =
   | "crash-recovery"
   | "storage"
   | "steady"
+  | "fair"
 
 export interface Row {
   readonly scenario: ScenarioId
@@ -544,5 +546,5 @@ const crashGroup: Group = {
   }
 }
 
-export const groups: ReadonlyArray<Group> = [probeGroup, latencyGroup, enqueueGroup, runGroup, storageGroup, crashGroup, steadyGroup]
+export const groups: ReadonlyArray<Group> = [probeGroup, latencyGroup, enqueueGroup, runGroup, fairGroup, storageGroup, crashGroup, steadyGroup]
 export const scenarioIds: ReadonlyArray<ScenarioId> = groups.flatMap((g) => g.scenarios)

@@ -38,9 +38,10 @@ export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow 
   const runningPerKey = row?.runningPerKey ?? defined?.runningPerKey
   const rate = rateWindow(defined?.rate)
   const ratePerKey = rateWindow(defined?.ratePerKey)
-  return running === undefined && runningPerKey === undefined && rate === undefined && ratePerKey === undefined
+  const fair = defined?.key !== undefined
+  return running === undefined && runningPerKey === undefined && rate === undefined && ratePerKey === undefined && !fair
     ? undefined
-    : { running, runningPerKey, rate, ratePerKey }
+    : { running, runningPerKey, rate, ratePerKey, ...(fair ? { fair } : {}) }
 }
 
 /** A definition's rate limit as claims apply it (checked by `Job.make`). */
@@ -80,7 +81,7 @@ export const watch = (
       a.size === b.size &&
       Array.from(a).every(([n, l]) => {
         const o = b.get(n)
-        return o !== undefined && o.running === l.running && o.runningPerKey === l.runningPerKey &&
+        return o !== undefined && o.running === l.running && o.runningPerKey === l.runningPerKey && o.fair === l.fair &&
           sameRate(o.rate, l.rate) && sameRate(o.ratePerKey, l.ratePerKey)
       })
     const refresh = Effect.map(driver.limitList(), (rows) => {

@@ -105,7 +105,9 @@ export interface Limits<Payload> {
   readonly running?: number | undefined
   /**
    * The job's concurrency key, from its (decoded) payload at enqueue, 1–255 characters, or
-   * `undefined` for none; keys are counted per job name.
+   * `undefined` for none; keys are counted per job name. With a key, the name's jobs are claimed
+   * round-robin across keys (fair shares: a key's backlog never holds back the others' jobs;
+   * docs/flow-control.md, "Fair shares by key"), also without a limit.
    */
   readonly key?: ((payload: Payload) => string | undefined) | undefined
   /** At most this many attempts of one key run at once, everywhere: an integer 1–10,000. */

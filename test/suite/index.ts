@@ -7,6 +7,7 @@ import { inject, it } from "vitest"
 import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
+import { fairShares } from "./fairShares.js"
 import { limits } from "./limits.js"
 import { rates } from "./rates.js"
 import { dedup } from "./dedup.js"
@@ -35,6 +36,7 @@ export const suitesFor = (id: string) => {
     scheduling(target)
     limits(target)
     rates(target)
+    fairShares(target)
     dedup(target)
     operations(target)
     pause(target)

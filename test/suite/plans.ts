@@ -40,6 +40,18 @@ const fill = (target: Target, prefix: string) =>
           UTC_TIMESTAMP(6)
         FROM seq a CROSS JOIN seq b WHERE b.i < 20`.unprepared
     }
+    // A name with fair shares: one key's backlog of 20,000 jobs, then 100 jobs over 50 other keys.
+    if (target.dialect === "pg") {
+      yield* sql`INSERT INTO ${jobs} (name, payload, run_at, created_at, limit_key)
+        SELECT 'plan.fair', '{}', now() - interval '2 minutes', now(), CASE WHEN i < 20000 THEN 'hot' ELSE 'k' || (i % 50) END
+        FROM generate_series(0, 20099) AS i`
+    } else {
+      yield* sql`INSERT INTO ${jobs} (name, payload, run_at, created_at, limit_key)
+        WITH RECURSIVE seq (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < 999)
+        SELECT 'plan.fair', '{}', UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE, UTC_TIMESTAMP(6),
+          CASE WHEN a.i * 21 + b.i < 20000 THEN 'hot' ELSE CONCAT('k', (a.i * 21 + b.i) % 50) END
+        FROM seq a CROSS JOIN seq b WHERE b.i < 21 AND a.i * 21 + b.i < 20100`.unprepared
+    }
   })
 
 const analyze = (target: Target, prefix: string) =>
@@ -68,20 +80,29 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       (yield* nowMicros),
       new Map([["plan.name.0100", { running: 40, runningPerKey: 3 }], ["plan.name.0200", { running: 5, runningPerKey: undefined }]])
     )
+    // The keyed claim of a name with fair shares (a per-key limit of 3) and of a name without.
+    const fair = yield* statements.explainClaimKeyed(
+      [{ name: "plan.fair", priority: 0 }, { name: "plan.name.0200", priority: 0 }],
+      50,
+      (yield* nowMicros),
+      new Map([["plan.fair", { running: undefined, runningPerKey: 3, fair: true }]])
+    )
     const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
     if (target.dialect === "pg") {
-      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         const text = plan.join("\n")
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `${what} (${when}) scans the table:${show(plan)}`)
         assert.include(text, `${prefix}jobs_pending`, `${what} (${when}) does not use the pending index:${show(plan)}`)
         assert.notInclude(text, "Bitmap Heap Scan", `${what} (${when}) reads the heap by bitmap:${show(plan)}`)
       }
+      // Fair shares read the keys, and each key's jobs, from the index on (name, priority, key).
+      assert.include(fair.join("\n"), `${prefix}jobs_pending_key`, `fair claim (${when}) does not use the key index:${show(fair)}`)
       // The paused check of each arm: one read of the paused table's primary key, before the arm
       // reads any job (a one-time filter), not a filter on every job row.
       for (const slotIndex of ["jobs_name_slot", "jobs_key_slot"]) {
         assert.include(limited.join("\n"), `${prefix}${slotIndex}`, `limited claim (${when}) does not read ${slotIndex}:${show(limited)}`)
       }
-      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
+      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         const text = plan.join("\n")
         assert.include(text, `${prefix}paused_pkey`, `${what} (${when}) does not check paused names by key:${show(plan)}`)
         assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}paused`), `${what} (${when}) scans the paused table:${show(plan)}`)
@@ -90,15 +111,25 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       // The probe sorts nothing; the claim sorts only the rows it picked (by the group's key).
       assert.notInclude(probe.join("\n"), "Sort", `probe (${when}) sorts:${show(probe)}`)
       // Not even the probe of all 1,000 names is compiled by JIT (which would add ~100 ms to each).
-      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
+      for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         assert.notInclude(plan.join("\n"), "JIT", `${what} (${when}) is compiled by JIT:${show(plan)}`)
       }
-      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
+      for (const [what, plan] of [["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         const sortKeys = plan.filter((l) => l.includes("Sort Key:"))
         for (const key of sortKeys) assert.notMatch(key, /\bj\./, `${what} (${when}) sorts the table's rows:${show(plan)}`)
       }
     } else {
       const slotIndexes = [`${prefix}jobs_name_slot`, `${prefix}jobs_key_slot`]
+      // Fair shares: every read of the jobs through an index (the key index for the name with
+      // fair shares), none a scan; the walk over the keys one index entry per step.
+      const fairRows = fair.map((r) => JSON.parse(r) as Record<string, unknown>)
+      const fairJobs = fairRows.filter((r) => r.table === `${prefix}jobs` || r.table === "j" || r.table === "d" || r.table === "r")
+      assert.isAbove(fairRows.filter((r) => r.key === `${prefix}jobs_pending_key`).length, 2, `fair claim (${when}):${show(fair)}`)
+      for (const r of fairJobs) {
+        assert.notStrictEqual(r.type, "ALL", `fair claim (${when}) scans the table:${show(fair)}`)
+        assert.notStrictEqual(r.key, null, `fair claim (${when}) reads the table without an index:${show(fair)}`)
+        if (when === "after ANALYZE") assert.notInclude(String(r.Extra ?? ""), "filesort", `fair claim (${when}) sorts:${show(fair)}`)
+      }
       for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited]] as const) {
         const rows = plan.map((r) => JSON.parse(r) as Record<string, unknown>)
         // The keyed claim names the jobs table `j` (the running keys and slots it checks, `r`, come

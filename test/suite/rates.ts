@@ -106,7 +106,8 @@ export const rates = (target: Target) => {
           // 6 jobs of tenant a first, then 3 of b.
           const a = yield* queue.enqueueMany(PacedPerTenant, Array.from({ length: 6 }, (_, i) => ({ tenant: "a", i })))
           const b = yield* queue.enqueueMany(PacedPerTenant, Array.from({ length: 3 }, (_, i) => ({ tenant: "b", i })))
-          const limits = limitsOf([PacedPerTenant])
+          // In run_at order (without fair shares, which would take one of each key first).
+          const limits = new Map(Array.from(limitsOf([PacedPerTenant]), ([n, l]) => [n, { ...l, fair: false }]))
           const keyed = new Set([PacedPerTenant.name])
           const window = Math.ceil(Date.now() * 1000 / hour) * hour
           const first = yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 2, window, "w1", keyed, limits)

@@ -13,7 +13,19 @@ export interface Candidate {
   readonly claimed: ClaimedRow
   readonly mutexKey: string | null
   readonly limitKey: string | null
+  /**
+   * With fair shares (`fairShares.ts`): the job's turn (1 for its key's first job) and its key's
+   * place in the rotation; candidates are taken by priority, then turn, then place.
+   */
+  readonly turn?: { readonly rnd: number; readonly ord: number } | undefined
 }
+
+/** Claim order, by turns where candidates have them (fair shares). */
+const byTurns = (a: Candidate, b: Candidate) =>
+  a.claimed.priority - b.claimed.priority ||
+  (a.turn?.rnd ?? 0) - (b.turn?.rnd ?? 0) ||
+  (a.turn?.ord ?? 0) - (b.turn?.ord ?? 0) ||
+  byClaimOrder(a.claimed, b.claimed)
 
 /** A slot held by a running attempt: of its name (`key` null) or of its concurrency key. */
 export interface HeldSlot {
@@ -58,7 +70,7 @@ export const pickWithSlots = (
     for (let s = 0; s < below; s++) if (!set.has(s)) return s
     return null
   }
-  const sorted = [...candidates].sort((a, b) => byClaimOrder(a.claimed, b.claimed))
+  const sorted = [...candidates].sort(byTurns)
   const mutexKeys = new Set<string>()
   const picked: Array<Picked> = []
   for (const c of sorted) {

@@ -151,6 +151,11 @@ export interface NameLimits {
   readonly rate?: RateWindow | undefined
   /** At most this many attempts of one concurrency key of the name start per window, everywhere. */
   readonly ratePerKey?: RateWindow | undefined
+  /**
+   * The name's jobs carry a concurrency key (`limits.key`): its claims take them round-robin
+   * across the keys (`driver/fairShares.ts`).
+   */
+  readonly fair?: boolean | undefined
 }
 
 /** A rate limit as a claim applies it: `starts` per fixed window of `perMs` ms, aligned to the epoch. */

@@ -12,7 +12,8 @@ import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
 import * as MysqlText from "../../mysqlText.js"
 import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits, StaleEnds } from "../Driver.js"
-import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
+import { type Candidate, type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
+import * as FairShares from "../fairShares.js"
 import {
   byClaimOrder,
   endKey,
@@ -36,6 +37,7 @@ import {
   windowsWanted
 } from "../rateWindows.js"
 import type { MysqlContext } from "./context.js"
+import * as FairKeys from "./fairShares.js"
 import * as Rates from "./rates.js"
 
 /** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
@@ -81,7 +83,12 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     limit: number,
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
-    rated: boolean = false
+    rated: boolean = false,
+    /**
+     * Fair shares: the jobs of one key only (null: those without a key), read through the index
+     * `jobs_pending_key`, at most `window`; the key's slots and rate were checked when its keys were read.
+     */
+    only?: { readonly key: string | null; readonly window: number }
   ) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
@@ -93,19 +100,25 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     const heldKeySlots = perKey === undefined
       ? sql.literal("")
       : sql`, (${keySlots("GROUP_CONCAT(r.key_slot)")}) AS held_key_slots`
-    const keyFree = perKey === undefined
+    const keyFree = perKey === undefined || only !== undefined
       ? sql.literal("")
       : sql`
         AND (limit_key IS NULL OR (${keySlots("COUNT(*)")}) < ${perKey})`
     const nameFree = running === undefined ? sql.literal("") : sql`
         AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
           WHERE r.name_slot_running IS NOT NULL AND r.name = ${g.name}) < ${running}`
-    return sql`SELECT ${claimedColumns}, mutex_key, limit_key${heldKeySlots} FROM ${jobs} j FORCE INDEX (${pendingIndex})
-      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND run_at <= ${ts(nowUs)}
+    const index = only === undefined ? pendingIndex : sql(`${prefix}jobs_pending_key`)
+    const ofKey = only === undefined
+      ? sql.literal("")
+      : only.key === null
+      ? sql.literal(" AND limit_key IS NULL")
+      : sql` AND limit_key = ${only.key}`
+    return sql`SELECT ${claimedColumns}, mutex_key, limit_key${heldKeySlots} FROM ${jobs} j FORCE INDEX (${index})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority}${ofKey} AND run_at <= ${ts(nowUs)}
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}${
-      rated ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
+      rated && (only === undefined || only.key === null) ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     }
-      ORDER BY run_at, id LIMIT ${sql.literal(keyedWindow(limit))}
+      ORDER BY run_at, id LIMIT ${sql.literal(only === undefined ? keyedWindow(limit) : String(only.window))}
       FOR UPDATE SKIP LOCKED`
   }
   /**
@@ -117,6 +130,82 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const heldSlotsStatement = (names: ReadonlyArray<string>) =>
     sql`SELECT name, name_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
         WHERE name_slot_running IS NOT NULL AND name IN ${sql.in(names)}`
+  const fairKeys = FairKeys.make(ctx, windows.keyRateOpen)
+  const fairCursors = FairShares.make()
+  /**
+   * Fair shares: the keys to read of the claim's groups of names with a concurrency key (by index
+   * in `groups`), read in a round trip before the claim's transaction (`mysql/fairShares.ts`);
+   * undefined when no group has fair shares.
+   */
+  const readFairKeys = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>,
+    rated: ReadonlyArray<string>
+  ): Effect.Effect<ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined, SqlError> => {
+    const fair = groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : []))
+    if (fair.length === 0) return Effect.succeed(undefined)
+    const statements = fairKeys.keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority))
+    return Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
+      Effect.map(
+        conn.executeUnprepared(statements.map(([q]) => q).join("; "), MysqlText.values(statements.flatMap(([, p]) => p)), undefined),
+        (results) => fairKeys.keysOf((results[results.length - 1] ?? []) as ReadonlyArray<any>)
+      )))
+  }
+  /**
+   * A group's locking read in a keyed claim: its window (`claimKeyedSelect`), or with fair shares
+   * (`keys`: the group's keys to read) each key's first due jobs, twice its equal share of the claim,
+   * and the first due jobs without a key.
+   */
+  const keyedRead = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>,
+    fair: ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined,
+    rated: ReadonlyArray<string> = []
+  ) =>
+  (g: Group): readonly [string, ReadonlyArray<unknown>] => {
+    const isRated = rated.includes(g.name)
+    if (fair === undefined || limits.get(g.name)?.fair !== true) return claimKeyedSelect(g, limit, nowUs, limits, isRated).compile(true)
+    const keys = fair.get(groups.indexOf(g)) ?? []
+    const share = Math.min(Math.floor(limit), Math.ceil((2 * limit) / Math.max(keys.length, 1)))
+    const reads = [
+      ...keys.map((k) => claimKeyedSelect(g, limit, nowUs, limits, isRated, { key: k.key, window: share })),
+      claimKeyedSelect(g, limit, nowUs, limits, isRated, { key: null, window: Number(keyedWindow(limit)) })
+    ]
+    return sql`${sql.join(" UNION ALL ", false)(reads.map((r) => sql`(${r})`))}`.compile(true)
+  }
+  /**
+   * The candidates of a keyed claim, from its groups' locked rows; with fair shares each with its
+   * turn: in a group of a name with fair shares, its place among its key's rows (the rows without a
+   * key as one key) and its key's place in the rotation; in another group, its place in the group.
+   */
+  const candidatesOf = (
+    groups: ReadonlyArray<Group>,
+    sets: ReadonlyArray<ReadonlyArray<any>>,
+    limits: ReadonlyMap<string, NameLimits>,
+    fair: ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined
+  ): Array<Candidate> =>
+    sets.flatMap((set, i) => {
+      const rows = set.map((row): Candidate => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) }))
+      if (fair === undefined) return rows
+      const rotated = limits.get(groups[i].name)?.fair === true
+      const ords = new Map((fair.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
+      const turns = new Map<string | null, number>()
+      return rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
+        const key = rotated ? c.limitKey : null
+        const rnd = (turns.get(key) ?? 0) + 1
+        turns.set(key, rnd)
+        return { ...c, turn: { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 } }
+      })
+    })
+  /** Moves the rotations of fair shares past the keys of the jobs picked. */
+  const rotate = (candidates: ReadonlyArray<Candidate>, picked: ReadonlyArray<Picked>) => {
+    const ord = new Map(candidates.map((c) => [c.claimed.id, c.turn?.ord ?? 0]))
+    fairCursors.remember(picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 })))
+  }
   /**
    * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
    * order) are paused, as one read of the paused table's primary key (the table holds a row per
@@ -383,7 +472,15 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       Effect.map(
         Effect.forEach(
           [
-            ...groups.map((g) => claimKeyedSelect(g, limit, nowUs, limits)),
+            ...groups.flatMap((g) =>
+              limits.get(g.name)?.fair === true
+                ? [
+                  claimKeyedSelect(g, limit, nowUs, limits, false, { key: "", window: 2 }),
+                  claimKeyedSelect(g, limit, nowUs, limits, false, { key: null, window: Number(keyedWindow(limit)) })
+                ]
+                : [claimKeyedSelect(g, limit, nowUs, limits)]
+            ),
+            ...fairKeys.explainable(groups, groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : [])), limit, nowUs, limits),
             pausedStatement(namesOf(groups)),
             ...(limits.size === 0 ? [] : [heldSlotsStatement(Array.from(limits.keys()))])
           ],
@@ -397,21 +494,21 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       // held are read after the locking reads; `pickWithSlots` chooses.
       const limited = namesOf(groups).filter((n) => limits.has(n))
       return retryKeyed(Effect.map(
-        claimInTransaction(
-          groups,
-          (g) => claimKeyedSelect(g, limit, nowUs, limits).compile(true),
-          (sets, held) =>
-            pickWithSlots(
-              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
-              limit,
-              limits,
-              heldSlotsOf(sets, held)
-            ),
+        Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, []), (fair) =>
+          claimInTransaction(
+            groups,
+            keyedRead(groups, limit, nowUs, limits, fair),
+            (sets, held) => {
+              const candidates = candidatesOf(groups, sets, limits, fair)
+              const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held))
+              if (fair !== undefined) rotate(candidates, picked)
+              return picked
+            },
           nowUs,
-          workerId,
-          undefined,
-          limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true)
-        ),
+            workerId,
+            undefined,
+            limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true)
+          )),
         (r) => r.claimed
       ))
     },
@@ -427,22 +524,24 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       const rated = ratedNames(groups, limits)
       let allowed = allowance([], limits, nowUs)
       let taken: ReturnType<typeof startsTaken> = []
-      const once = Effect.suspend(() => {
+      const once = Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, rated), (fair) => {
         allowed = allowance([], limits, nowUs)
         taken = []
         return claimInTransaction(
           groups,
-          (g) => claimKeyedSelect(g, limit, nowUs, limits, rated.includes(g.name)).compile(true),
+          keyedRead(groups, limit, nowUs, limits, fair, rated),
           (sets, held, locked) => {
             allowed = allowance(locked.map(windows.toWindowRow) as ReadonlyArray<WindowRow>, limits, nowUs)
             const left = new Map(allowed.left)
+            const candidates = candidatesOf(groups, sets, limits, fair)
             const picked = pickWithSlots(
-              sets.flat().map((row) => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) })),
+              candidates,
               limit,
               limits,
               heldSlotsOf(sets, held),
               (c) => takeStart(left, limits, c.claimed.name, c.limitKey)
             )
+            if (fair !== undefined) rotate(candidates, picked)
             taken = startsTaken(picked.map((p) => ({ name: p.name, key: p.limitKey })), limits)
             return picked
           },

@@ -156,6 +156,13 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       PRIMARY KEY (name, rate_key),
       KEY ${sql(`${prefix}rates_blocked`)} (name, blocked_until_us)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+  }),
+  "13_fair_shares": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // Fair shares, as on PostgreSQL; without partial indexes every row has an entry (the jobs
+    // without a key under NULL, so those of a name with fair shares are one range too).
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD KEY ${sql(`${prefix}jobs_pending_key`)} (state, name, priority, limit_key, run_at, id)`
   })
 })
 

@@ -162,6 +162,14 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     )`
     // The keys of a name held back (`RateLimited`), for the claim that skips them to learn when to come back.
     yield* sql`CREATE INDEX ${sql(`${prefix}rates_blocked`)} ON ${sql(`${prefix}rates`)} (name, blocked_until_us)`
+  }),
+  "13_fair_shares": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // Fair shares: the keyed claim reads the concurrency keys of a (name, priority) with pending
+    // jobs one index entry each (a loose index scan), then each key's due jobs in run_at order.
+    // Partial: jobs without a concurrency key add no entry.
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_pending_key`)} ON ${sql(`${prefix}jobs`)} (name, priority, limit_key, run_at, id)
+      WHERE state = 'pending' AND limit_key IS NOT NULL`
   })
 })
 

@@ -1,0 +1,120 @@
+/**
+ * MySQL/MariaDB: the keys a claim with fair shares reads (`driver/fairShares.ts`), before its
+ * transaction: per group of a name whose jobs carry a concurrency key, its keys in turn from the one
+ * after the rotation's cursor, wrapping around, keeping the first `limit` with a due job, a free
+ * slot and an open rate window. The claim's locking reads then read each of those keys' first due
+ * jobs (`jobs.ts`).
+ *
+ * Each next key is one lookup of the index `jobs_pending_key` (state, name, priority, limit_key,
+ * run_at, id), never a key's backlog: a loose index scan written out as statements, each setting a
+ * session variable to the first key after the previous one (`ORDER BY limit_key LIMIT 1`, which
+ * reads one index entry where a bound in a recursive CTE or a `MIN` over the range makes MariaDB
+ * read the whole range), all in one round trip.
+ *
+ * @internal
+ */
+import type * as Statement from "@effect/sql/Statement"
+import type { Group, NameLimits } from "../Driver.js"
+import * as FairShares from "../fairShares.js"
+import { num } from "../shared.js"
+import type { MysqlContext } from "./context.js"
+
+/** A key to read, and its place in the rotation. */
+export interface FairKey {
+  readonly key: string
+  readonly ord: number
+}
+
+/** Keys read per group at most (each one statement, twice with wrapping). */
+const maxKeys = 64
+
+export const make = (
+  ctx: MysqlContext,
+  keyRateOpen: (name: string, nowUs: number, limits: ReadonlyMap<string, NameLimits>) => Statement.Fragment
+) => {
+  const { jobs, prefix, sql, ts } = ctx
+  const keyIndex = sql(`${prefix}jobs_pending_key`)
+  /** The first key of the group `g` with pending jobs that `from` and `bound` admit. */
+  const nextKey = (g: Group, from: Statement.Fragment, bound: Statement.Fragment) =>
+    sql`SELECT limit_key FROM ${jobs} FORCE INDEX (${keyIndex})
+      WHERE state = 'pending' AND name = ${g.name} AND priority = ${g.priority} AND ${from}${bound}
+      ORDER BY limit_key LIMIT 1`
+  /**
+   * The statements (one round trip) that read the keys of the groups `fair` (the claim's groups,
+   * by index in `groups`), the last returning rows (g, limit_key, ord): per group its keys to read,
+   * in rotation order.
+   */
+  const keysRead = (
+    groups: ReadonlyArray<Group>,
+    fair: ReadonlyArray<number>,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>,
+    rated: ReadonlyArray<string>,
+    after: (g: Group) => string | undefined
+  ): ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> => {
+    const n = Math.max(1, Math.min(Math.floor(limit), maxKeys))
+    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    const selects = fair.map((gi) => {
+      const g = groups[gi]
+      const cursor = after(g)
+      const vars: Array<readonly [string, number]> = []
+      const walk = (tag: string, first: Statement.Fragment, bound: Statement.Fragment, ord0: number) => {
+        for (let i = 1; i <= n; i++) {
+          const v = `@sqlane_${tag}${gi}_${i}`
+          const from = i === 1 ? first : sql.literal(`limit_key > @sqlane_${tag}${gi}_${i - 1}`)
+          statements.push(sql`SET ${sql.literal(v)} = (${nextKey(g, from, bound)})`.compile(true))
+          vars.push([v, ord0 + i])
+        }
+      }
+      walk("k", cursor === undefined ? sql.literal("limit_key IS NOT NULL") : sql`limit_key > ${cursor}`, sql.literal(""), 0)
+      if (cursor !== undefined) {
+        walk("w", sql.literal("limit_key IS NOT NULL"), sql` AND limit_key <= ${cursor}`, FairShares.wrapped)
+      }
+      const perKey = limits.get(g.name)?.runningPerKey
+      return sql`(SELECT ${gi} AS g, j.limit_key, j.ord FROM (${
+        sql.join(" UNION ALL ", false)(vars.map(([v, ord]) => sql.literal(`SELECT ${v} AS limit_key, ${ord} AS ord`)))
+      }) j
+        -- The key's first run_at: one index entry (an EXISTS becomes a semi-join that reads the
+        -- key's entries until one is due).
+        WHERE j.limit_key IS NOT NULL AND (SELECT d.run_at FROM ${jobs} d FORCE INDEX (${keyIndex})
+          WHERE d.state = 'pending' AND d.name = ${g.name} AND d.priority = ${g.priority} AND d.limit_key = j.limit_key
+          ORDER BY d.run_at LIMIT 1) <= ${ts(nowUs)}${
+        perKey === undefined ? sql.literal("") : sql`
+          AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+            WHERE r.name = ${g.name} AND r.limit_key_running = j.limit_key) < ${perKey}`
+      }${rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")}
+        ORDER BY j.ord LIMIT ${sql.literal(String(n))})`
+    })
+    statements.push(sql`${sql.join(" UNION ALL ", false)(selects)}`.compile(true))
+    return statements
+  }
+  /** Per group (by index), its keys to read in rotation order, from `keysRead`'s last result set. */
+  const keysOf = (rows: ReadonlyArray<any>): ReadonlyMap<number, ReadonlyArray<FairKey>> => {
+    const out = new Map<number, Array<FairKey>>()
+    for (const r of rows) {
+      const g = num(r.g)
+      let keys = out.get(g)
+      if (keys === undefined) out.set(g, keys = [])
+      keys.push({ key: String(r.limit_key), ord: num(r.ord) })
+    }
+    for (const keys of out.values()) keys.sort((a, b) => a.ord - b.ord)
+    return out
+  }
+  /** For EXPLAIN: a step of the walk over the keys of `g`, and the read of the keys found (without them). */
+  const explainable = (
+    groups: ReadonlyArray<Group>,
+    fair: ReadonlyArray<number>,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>
+  ): ReadonlyArray<Statement.Statement<unknown>> => {
+    if (fair.length === 0) return []
+    const reads = keysRead(groups, fair, limit, nowUs, limits, [], () => "")
+    return [
+      ...fair.map((gi) => nextKey(groups[gi], sql`limit_key > ${""}`, sql` AND limit_key <= ${"~"}`)),
+      sql.unsafe(reads[reads.length - 1][0], reads[reads.length - 1][1] as Array<unknown>)
+    ]
+  }
+  return { keysRead, keysOf, explainable }
+}

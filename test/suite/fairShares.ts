@@ -1,0 +1,158 @@
+/**
+ * Fair shares by concurrency key, on every database: a claim of a name whose jobs carry a key takes
+ * them round-robin across the keys (each key's first due jobs, in turns), rotating from where the
+ * last claim stopped, so a small key's jobs start within a claim or two of being enqueued behind
+ * another key's backlog.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { Claimer, Job, Queue, Worker } from "../../src/index.js"
+import { nowMicros } from "../../src/internal/time.js"
+import { waitUntil, withQueue } from "../support/helpers.js"
+import type { Target } from "../support/targets.js"
+
+/** Jobs of a tenant, claimed round-robin across tenants. */
+const Tenanted = Job.make("tenanted", {
+  payload: Schema.Struct({ tenant: Schema.NullOr(Schema.String), i: Schema.Number }),
+  limits: { key: (p) => p.tenant ?? undefined }
+})
+/** As `Tenanted`, with at most 2 running per tenant. */
+const TenantedCapped = Job.make("tenanted-capped", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { key: (p) => p.tenant, runningPerKey: 2 }
+})
+
+/** Jobs without a concurrency key. */
+const Plain = Job.make("plain", { payload: Schema.Struct({ i: Schema.Number }) })
+
+const groupsOf = (...names: ReadonlyArray<string>) => names.map((name) => ({ name, priority: 0 }))
+const fair = (name: string, extra: { running?: number; runningPerKey?: number } = {}) =>
+  new Map([[name, { running: extra.running, runningPerKey: extra.runningPerKey, fair: true }]])
+
+export const fairShares = (target: Target) => {
+  const name = (s: string) => `[${target.id}] ${s}`
+
+  describe(`fair shares [${target.id}]`, () => {
+    it.live(name("a small key enqueued behind another key's backlog gets half of the next claim, and the rest of the one after"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const big = yield* queue.enqueueMany(Tenanted, Array.from({ length: 500 }, (_, i) => ({ tenant: "big", i })))
+          const small = yield* queue.enqueueMany(Tenanted, Array.from({ length: 8 }, (_, i) => ({ tenant: "small", i })))
+          const now = (yield* nowMicros) + 1000
+          const claim = (worker: string) =>
+            Effect.map(
+              claimer.claim(groupsOf(Tenanted.name), 10, now, worker, new Set([Tenanted.name]), fair(Tenanted.name)),
+              (rows) => rows.map((r) => r.id)
+            )
+          const first = yield* claim("w1")
+          assert.strictEqual(first.length, 10)
+          // Two keys share the claim: 5 each, each key's first jobs (of each key twice its share is read).
+          assert.deepStrictEqual(first.filter((id) => small.includes(id)), small.slice(0, 5))
+          assert.deepStrictEqual(first.filter((id) => big.includes(id)), big.slice(0, 5))
+          // The small key's 3 left, and 7 of the big key's.
+          const second = yield* claim("w2")
+          assert.deepStrictEqual(second.filter((id) => small.includes(id)), small.slice(5))
+          assert.deepStrictEqual(second.filter((id) => big.includes(id)), big.slice(5, 12))
+          // Only the big key is left: it has the whole claim.
+          assert.deepStrictEqual(yield* claim("w3"), big.slice(12, 22))
+        })))
+
+    it.live(name("with more keys than a claim takes, claims rotate: one job of each key in turn, then around again"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const keys = Array.from({ length: 12 }, (_, i) => `k${String(i).padStart(2, "0")}`)
+          // Two jobs of each key, the keys enqueued last first: run_at order is not key order.
+          const ids = new Map<string, Array<string>>()
+          for (const key of [...keys].reverse()) {
+            ids.set(key, [...yield* queue.enqueueMany(Tenanted, [{ tenant: key, i: 0 }, { tenant: key, i: 1 }])])
+          }
+          const keyOf = new Map(Array.from(ids, ([k, v]) => v.map((id) => [id, k] as const)).flat())
+          const now = (yield* nowMicros) + 1000
+          const claim = (worker: string) =>
+            Effect.map(
+              claimer.claim(groupsOf(Tenanted.name), 5, now, worker, new Set([Tenanted.name]), fair(Tenanted.name)),
+              (rows) => rows.map((r) => r.id)
+            )
+          const taken: Array<string> = []
+          for (let i = 0; i < 5; i++) taken.push(...yield* claim(`w${i}`))
+          assert.strictEqual(taken.length, 24)
+          assert.strictEqual(new Set(taken).size, 24)
+          // Every key's first job before any key's second: the first 12 are one of each key.
+          assert.deepStrictEqual(taken.slice(0, 12).map((id) => keyOf.get(id)).sort(), keys)
+          assert.deepStrictEqual(taken.slice(0, 12).sort(), keys.map((k) => ids.get(k)![0]).sort())
+          assert.deepStrictEqual(taken.slice(12).sort(), keys.map((k) => ids.get(k)![1]).sort())
+        })))
+
+    it.live(name("jobs without a key take turns as one key; a key at its per-key limit is passed over"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const keyless = yield* queue.enqueueMany(Tenanted, Array.from({ length: 6 }, (_, i) => ({ tenant: null, i })))
+          const keyed = yield* queue.enqueueMany(Tenanted, Array.from({ length: 6 }, (_, i) => ({ tenant: "t", i })))
+          const now = (yield* nowMicros) + 1000
+          const first = yield* claimer.claim(groupsOf(Tenanted.name), 6, now, "w1", new Set([Tenanted.name]), fair(Tenanted.name))
+          assert.deepStrictEqual(first.map((r) => r.id).sort(), [...keyless.slice(0, 3), ...keyed.slice(0, 3)].sort())
+
+          const hot = yield* queue.enqueueMany(TenantedCapped, Array.from({ length: 300 }, (_, i) => ({ tenant: "hot", i })))
+          const cool = yield* queue.enqueueMany(TenantedCapped, Array.from({ length: 3 }, (_, i) => ({ tenant: "cool", i })))
+          const later = (yield* nowMicros) + 1000
+          const limits = fair(TenantedCapped.name, { runningPerKey: 2 })
+          const claim = (worker: string) =>
+            Effect.map(
+              claimer.claim(groupsOf(TenantedCapped.name), 10, later, worker, new Set([TenantedCapped.name]), limits),
+              (rows) => rows.map((r) => r.id).sort()
+            )
+          // 2 of each key (their limit), then none of hot while its 2 run; cool's third.
+          assert.deepStrictEqual(yield* claim("w2"), [...hot.slice(0, 2), ...cool.slice(0, 2)].sort())
+          assert.deepStrictEqual(yield* claim("w3"), [])
+          yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'completed' WHERE id = ${cool[0]}`
+          assert.deepStrictEqual(yield* claim("w4"), [cool[2]])
+        })))
+
+    it.live(name("a claim of a name with fair shares and one without: the other name's jobs take turns as one key"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const plain = yield* queue.enqueueMany(Plain, Array.from({ length: 10 }, (_, i) => ({ i })))
+          const a = yield* queue.enqueueMany(Tenanted, Array.from({ length: 10 }, (_, i) => ({ tenant: "a", i })))
+          const b = yield* queue.enqueueMany(Tenanted, Array.from({ length: 10 }, (_, i) => ({ tenant: "b", i })))
+          const now = (yield* nowMicros) + 1000
+          const claimed = yield* claimer.claim(
+            groupsOf(Plain.name, Tenanted.name),
+            9,
+            now,
+            "w1",
+            new Set([Plain.name, Tenanted.name]),
+            fair(Tenanted.name)
+          )
+          const ids = claimed.map((r) => r.id)
+          assert.deepStrictEqual(ids.filter((id) => plain.includes(id)), plain.slice(0, 3))
+          assert.deepStrictEqual(ids.filter((id) => a.includes(id)), a.slice(0, 3))
+          assert.deepStrictEqual(ids.filter((id) => b.includes(id)), b.slice(0, 3))
+        })))
+
+    it.live(name("a worker at concurrency 4 starts a small key's jobs within its first claims, behind a 2,000-job backlog"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Tenanted, Array.from({ length: 2000 }, (_, i) => ({ tenant: "big", i })))
+          yield* queue.enqueueMany(Tenanted, Array.from({ length: 10 }, (_, i) => ({ tenant: "small", i })))
+          const started: Array<string> = []
+          const handler = Job.handler(Tenanted, (p) => Effect.sync(() => void started.push(p.tenant ?? "")))
+          yield* Worker.make({ handlers: [handler], concurrency: 4 })
+          yield* waitUntil(Effect.sync(() => started.filter((t) => t === "small").length === 10), 60_000, "the small key's 10 jobs started")
+          // Half of each claim is the small key's: its 10 jobs are among the first ~20 started.
+          const lastSmall = started.lastIndexOf("small")
+          assert.isBelow(lastSmall, 30, `the small key's last job started as number ${lastSmall + 1}`)
+        })), 120_000)
+  })
+}
