@@ -44,6 +44,10 @@ export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow 
     : { running, runningPerKey, rate, ratePerKey, ...(fair ? { fair } : {}) }
 }
 
+/** Whether a job of a name under `l`, claimed and waiting to start, holds what another could use: a slot or a start. */
+export const holdsWhileWaiting = (l: NameLimits) =>
+  l.running !== undefined || l.runningPerKey !== undefined || l.rate !== undefined || l.ratePerKey !== undefined
+
 /** A definition's rate limit as claims apply it (checked by `Job.make`). */
 const rateWindow = (rate: Job.Rate | undefined): RateWindow | undefined => {
   if (rate === undefined) return undefined

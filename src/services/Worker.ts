@@ -38,6 +38,7 @@ import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import { durationMillis } from "../internal/options.js"
 import * as Limits from "../internal/limits.js"
+import type { NameLimits } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
 import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
@@ -332,10 +333,16 @@ export const make = <R>(
     let loop: Loop.ClaimLoop | undefined
 
     const prefetch = options.prefetch ?? defaultPrefetch(concurrency)
+    /**
+     * Jobs claimed ahead: none while a name has mutex keys or limits (a waiting job would hold its
+     * key, its limit slot or its rate window's start, which another worker could use now); a name
+     * with a concurrency key only (fair shares) holds nothing while it waits.
+     */
+    const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) =>
+      mutexNames.length > 0 || Array.from(limits.values()).some(Limits.holdsWhileWaiting) ? 0 : prefetch
     const slots = yield* Slots.make({
       concurrency,
-      // A waiting job would hold its mutex key or limit slot, which another worker could use now.
-      prefetch: keyed.size > 0 ? 0 : prefetch,
+      prefetch: prefetchFor(Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))),
       leaseMillis: Duration.toMillis(config.leaseTimeout)
     }, {
       start: (row) => {
@@ -373,7 +380,7 @@ export const make = <R>(
         keyed.clear()
         for (const n of mutexNames) keyed.add(n)
         for (const n of limits.keys()) keyed.add(n)
-        slots.setPrefetch(keyed.size > 0 ? 0 : prefetch)
+        slots.setPrefetch(prefetchFor(limits))
         Effect.runFork(wakeSelf)
       }
     )

@@ -28,12 +28,25 @@ export interface FairKey {
 /** Keys read per group at most (each one statement, twice with wrapping). */
 const maxKeys = 64
 
+/** What the keys read says of each group (by index in the claim's groups). */
+export interface FairRead {
+  /** The keys to read, in rotation order. */
+  readonly keys: ReadonlyMap<number, ReadonlyArray<FairKey>>
+  /** The last key the walk passed. */
+  readonly passed: ReadonlyMap<number, string>
+}
+
 export const make = (
   ctx: MysqlContext,
   keyRateOpen: (name: string, nowUs: number, limits: ReadonlyMap<string, NameLimits>) => Statement.Fragment
 ) => {
   const { jobs, prefix, sql, ts } = ctx
   const keyIndex = sql(`${prefix}jobs_pending_key`)
+  /** Per (name, priority), how many keys its next walk reads (each one statement). */
+  const widths = new Map<string, number>()
+  const groupId = (g: Group) => `${g.priority}\u0000${g.name}`
+  const widthOf = (g: Group, limit: number) =>
+    Math.max(1, Math.min(Math.floor(limit), maxKeys, widths.get(groupId(g)) ?? maxKeys))
   /** The first key of the group `g` with pending jobs that `from` and `bound` admit. */
   const nextKey = (g: Group, from: Statement.Fragment, bound: Statement.Fragment) =>
     sql`SELECT limit_key FROM ${jobs} FORCE INDEX (${keyIndex})
@@ -53,10 +66,10 @@ export const make = (
     rated: ReadonlyArray<string>,
     after: (g: Group) => string | undefined
   ): ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> => {
-    const n = Math.max(1, Math.min(Math.floor(limit), maxKeys))
     const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
     const selects = fair.map((gi) => {
       const g = groups[gi]
+      const n = widthOf(g, limit)
       const cursor = after(g)
       const vars: Array<readonly [string, number]> = []
       const walk = (tag: string, first: Statement.Fragment, bound: Statement.Fragment, ord0: number) => {
@@ -84,22 +97,41 @@ export const make = (
           AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
             WHERE r.name = ${g.name} AND r.limit_key_running = j.limit_key) < ${perKey}`
       }${rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")}
-        ORDER BY j.ord LIMIT ${sql.literal(String(n))})`
+        ORDER BY j.ord LIMIT ${sql.literal(String(n))})
+        UNION ALL
+        SELECT ${gi}, COALESCE(${sql.literal(vars.map(([v]) => v).reverse().join(", "))}), -(${
+        sql.literal(vars.map(([v]) => `(${v} IS NOT NULL)`).join(" + "))
+      })`
     })
     statements.push(sql`${sql.join(" UNION ALL ", false)(selects)}`.compile(true))
     return statements
   }
-  /** Per group (by index), its keys to read in rotation order, from `keysRead`'s last result set. */
-  const keysOf = (rows: ReadonlyArray<any>): ReadonlyMap<number, ReadonlyArray<FairKey>> => {
-    const out = new Map<number, Array<FairKey>>()
+  /**
+   * Per group (by index in `groups`), from `keysRead`'s last result set: its keys to read in
+   * rotation order, and the last key its walk passed (undefined: none), so that a claim that takes
+   * no job of them still moves the rotation past keys with no free slot. Each group's next walk is
+   * sized by this one: about twice the keys found, doubled while a walk is cut short.
+   */
+  const keysOf = (groups: ReadonlyArray<Group>, limit: number, rows: ReadonlyArray<any>): FairRead => {
+    const keys = new Map<number, Array<FairKey>>()
+    const passed = new Map<number, string>()
     for (const r of rows) {
       const g = num(r.g)
-      let keys = out.get(g)
-      if (keys === undefined) out.set(g, keys = [])
-      keys.push({ key: String(r.limit_key), ord: num(r.ord) })
+      const ord = num(r.ord)
+      if (ord <= 0) {
+        // The walk's row: how many keys it found (negated), and the last.
+        const found = -ord
+        const width = widthOf(groups[g], limit)
+        widths.set(groupId(groups[g]), found >= width ? width * 2 : found + 2)
+        if (r.limit_key !== null && r.limit_key !== undefined) passed.set(g, String(r.limit_key))
+        continue
+      }
+      let list = keys.get(g)
+      if (list === undefined) keys.set(g, list = [])
+      list.push({ key: String(r.limit_key), ord })
     }
-    for (const keys of out.values()) keys.sort((a, b) => a.ord - b.ord)
-    return out
+    for (const list of keys.values()) list.sort((a, b) => a.ord - b.ord)
+    return { keys, passed }
   }
   /** For EXPLAIN: a step of the walk over the keys of `g`, and the read of the keys found (without them). */
   const explainable = (

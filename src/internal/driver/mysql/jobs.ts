@@ -143,14 +143,14 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
     rated: ReadonlyArray<string>
-  ): Effect.Effect<ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined, SqlError> => {
+  ): Effect.Effect<FairKeys.FairRead | undefined, SqlError> => {
     const fair = groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : []))
     if (fair.length === 0) return Effect.succeed(undefined)
     const statements = fairKeys.keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority))
     return Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
       Effect.map(
         conn.executeUnprepared(statements.map(([q]) => q).join("; "), MysqlText.values(statements.flatMap(([, p]) => p)), undefined),
-        (results) => fairKeys.keysOf((results[results.length - 1] ?? []) as ReadonlyArray<any>)
+        (results) => fairKeys.keysOf(groups, limit, (results[results.length - 1] ?? []) as ReadonlyArray<any>)
       )))
   }
   /**
@@ -163,13 +163,13 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     limit: number,
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
-    fair: ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined,
+    fair: FairKeys.FairRead | undefined,
     rated: ReadonlyArray<string> = []
   ) =>
   (g: Group): readonly [string, ReadonlyArray<unknown>] => {
     const isRated = rated.includes(g.name)
     if (fair === undefined || limits.get(g.name)?.fair !== true) return claimKeyedSelect(g, limit, nowUs, limits, isRated).compile(true)
-    const keys = fair.get(groups.indexOf(g)) ?? []
+    const keys = fair.keys.get(groups.indexOf(g)) ?? []
     const share = Math.min(Math.floor(limit), Math.ceil((2 * limit) / Math.max(keys.length, 1)))
     const reads = [
       ...keys.map((k) => claimKeyedSelect(g, limit, nowUs, limits, isRated, { key: k.key, window: share })),
@@ -186,13 +186,13 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     groups: ReadonlyArray<Group>,
     sets: ReadonlyArray<ReadonlyArray<any>>,
     limits: ReadonlyMap<string, NameLimits>,
-    fair: ReadonlyMap<number, ReadonlyArray<FairKeys.FairKey>> | undefined
+    fair: FairKeys.FairRead | undefined
   ): Array<Candidate> =>
     sets.flatMap((set, i) => {
       const rows = set.map((row): Candidate => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) }))
       if (fair === undefined) return rows
       const rotated = limits.get(groups[i].name)?.fair === true
-      const ords = new Map((fair.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
+      const ords = new Map((fair.keys.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
       const turns = new Map<string | null, number>()
       return rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
         const key = rotated ? c.limitKey : null
@@ -201,10 +201,24 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         return { ...c, turn: { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 } }
       })
     })
-  /** Moves the rotations of fair shares past the keys of the jobs picked. */
-  const rotate = (candidates: ReadonlyArray<Candidate>, picked: ReadonlyArray<Picked>) => {
+  /**
+   * Moves the rotations of fair shares past the keys of the jobs picked; a group that had none
+   * picked past the last key its walk passed (keys with no free slot, or whose jobs were locked).
+   */
+  const rotate = (
+    groups: ReadonlyArray<Group>,
+    fair: FairKeys.FairRead,
+    candidates: ReadonlyArray<Candidate>,
+    picked: ReadonlyArray<Picked>
+  ) => {
     const ord = new Map(candidates.map((c) => [c.claimed.id, c.turn?.ord ?? 0]))
-    fairCursors.remember(picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 })))
+    const rotated = picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 }))
+    const moved = new Set(rotated.filter((r) => r.ord > 0).map((r) => `${r.priority}\u0000${r.name}`))
+    for (const [i, key] of fair.passed) {
+      const g = groups[i]
+      if (!moved.has(`${g.priority}\u0000${g.name}`)) rotated.push({ name: g.name, priority: g.priority, key, ord: 1 })
+    }
+    fairCursors.remember(rotated)
   }
   /**
    * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
@@ -501,7 +515,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
             (sets, held) => {
               const candidates = candidatesOf(groups, sets, limits, fair)
               const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held))
-              if (fair !== undefined) rotate(candidates, picked)
+              if (fair !== undefined) rotate(groups, fair, candidates, picked)
               return picked
             },
           nowUs,
@@ -541,7 +555,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
               heldSlotsOf(sets, held),
               (c) => takeStart(left, limits, c.claimed.name, c.limitKey)
             )
-            if (fair !== undefined) rotate(candidates, picked)
+            if (fair !== undefined) rotate(groups, fair, candidates, picked)
             taken = startsTaken(picked.map((p) => ({ name: p.name, key: p.limitKey })), limits)
             return picked
           },

@@ -179,6 +179,13 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
               FROM ${t} WHERE ${t}.limit_key IS NOT NULL)`
     }
     const n = sql.literal(String(Math.floor(limit)))
+    /**
+     * The rows of `t` with the key of `k`, read in (key, run_at) order: written as a range, not an
+     * equality, so that the order by key stays in the plan and only the key index gives it without
+     * a sort. With `=` the planner drops the key from the order, and where its statistics say one
+     * key holds most jobs it reads the group's index in run_at order instead, past that backlog.
+     */
+    const ofKey = (t: string, k: string) => sql.literal(`${t}.limit_key >= ${k}.limit_key AND ${t}.limit_key <= ${k}.limit_key`)
     return sql`SELECT * FROM (
         WITH RECURSIVE ${keys("ka", 1, sql.literal(""))}${
       after === undefined ? sql.literal("") : sql`,
@@ -186,16 +193,16 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     },
           kf AS (SELECT j.limit_key, j.ord FROM (SELECT * FROM ka${after === undefined ? sql.literal("") : sql.literal(" UNION ALL SELECT * FROM kb")}) j
             -- The key's first run_at, one index entry (a subquery with LIMIT: the planner never
-            -- turns it into a join over the group's due jobs, as it may an EXISTS).
+            -- turns it into a join over the group's due jobs, as it may an EXISTS). See ofKey.
             WHERE j.limit_key IS NOT NULL AND (SELECT d.run_at FROM ${jobs} d
-              WHERE d.state = 'pending' AND d.name = ${g.name} AND d.priority = ${g.priority} AND d.limit_key = j.limit_key
-              ORDER BY d.run_at LIMIT 1) <= ${ts(nowUs)}${keyFilters}${once}
+              WHERE d.state = 'pending' AND d.name = ${g.name} AND d.priority = ${g.priority} AND ${ofKey("d", "j")}
+              ORDER BY d.limit_key, d.run_at LIMIT 1) <= ${ts(nowUs)}${keyFilters}${once}
             LIMIT ${n})
         SELECT c.*, row_number() OVER (PARTITION BY c.limit_key ORDER BY c.run_at, c.id) AS rnd, kf.ord
         FROM kf CROSS JOIN LATERAL (
           SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
-          WHERE ${inGroup} AND j.limit_key = kf.limit_key AND j.run_at <= ${ts(nowUs)}${mutexFree}
-          ORDER BY j.run_at, j.id LIMIT (SELECT least(${n}, (2 * ${n} + count(*) - 1) / greatest(count(*), 1)) FROM kf)
+          WHERE ${inGroup} AND ${ofKey("j", "kf")} AND j.run_at <= ${ts(nowUs)}${mutexFree}
+          ORDER BY j.limit_key, j.run_at, j.id LIMIT (SELECT least(${n}, (2 * ${n} + count(*) - 1) / greatest(count(*), 1)) FROM kf)
           FOR UPDATE OF j SKIP LOCKED) c
         UNION ALL
         SELECT w.*, row_number() OVER (ORDER BY w.run_at, w.id) AS rnd, 0::bigint AS ord
