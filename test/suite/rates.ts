@@ -10,8 +10,10 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Admin, Claimer, Errors, Job, Pruner, Queue, Worker } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
 import { limitsOf } from "../../src/internal/limits.js"
+import { nowMicros } from "../../src/internal/time.js"
 import { countJobs, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Rated, ratedRates } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
@@ -241,6 +243,53 @@ export const rates = (target: Target) => {
           yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "the held ones started")
           assert.deepStrictEqual(started.slice(4).sort(), [[0, 3000], [10, 3000], [2, 3000]])
         }), { pollInterval: "1 hour" }))
+
+    it.effect(name("pruning: a pass deletes the window rows of a rated name an hour past their period, and those whose hold ended as long ago"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const keysOf = (name: string) =>
+            Effect.map(
+              sql<{ rate_key: string; window_us: string }>`SELECT rate_key, window_us FROM ${sql(prefix + "rates")}
+                WHERE name = ${name} ORDER BY rate_key`,
+              (rows) => rows.map((r) => [r.rate_key, Number(r.window_us)])
+            )
+          const limits = limitsOf([PacedPerTenant])
+          const claim = Effect.gen(function*() {
+            const nowUs = yield* nowMicros
+            return (yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 10, nowUs, "w1", new Set([PacedPerTenant.name]), limits)).claimed
+          })
+          /** A pass, with a worker row (heartbeat now) publishing the name's rates (2 per key per 10 s). */
+          const prune = Effect.gen(function*() {
+            yield* driver.workerRegister("w1", yield* nowMicros, "host", 1, [PacedPerTenant.name], limits)
+            return (yield* admin.prune).rateRows
+          })
+          yield* queue.enqueueMany(PacedPerTenant, ["a", "b", "c"].map((tenant, i) => ({ tenant, i })))
+          assert.strictEqual((yield* claim).length, 3)
+          // Key d held until 30 min; a name no worker publishes, its hold long over.
+          yield* driver.rateHold(PacedPerTenant.name, "d", hour / 2)
+          yield* driver.rateHold("unpublished", null, 1)
+          // The windows began at 0: kept until 10 s + 1 h have passed, then deleted.
+          yield* TestClock.adjust(10_000 + Pruner.rateRowGraceMillis)
+          assert.strictEqual(yield* prune, 0)
+          yield* TestClock.adjust("1 millis")
+          // The name's own row and keys a, b, c; d is held, and the unpublished name kept.
+          assert.strictEqual(yield* prune, 4)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [["d", 0]])
+          assert.deepStrictEqual(yield* keysOf("unpublished"), [["", 0]])
+          // Its hold ended at 30 min; an hour and 10 s later it goes.
+          yield* TestClock.adjust("30 minutes")
+          assert.strictEqual(yield* prune, 1)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [])
+          // A job of a pruned key starts, and counts in the window of now (10 s windows: 5,410 s).
+          yield* queue.enqueue(PacedPerTenant, { tenant: "a", i: 9 })
+          assert.strictEqual((yield* claim).length, 1)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [["", 0], ["a", 5_410_000_000]])
+        }), { prune: false }))
 
     it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
       withQueue(target, (prefix) =>
