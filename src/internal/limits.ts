@@ -19,8 +19,9 @@ import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
-import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
-import type { Driver, LimitRow, NameLimits, RateWindow } from "./driver/Driver.js"
+import type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
+import type { Driver, LimitRow, NameLimits, RateNameRow, RateWindow } from "./driver/Driver.js"
+import { windowStartUs } from "./driver/rateWindows.js"
 import { checkRate } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
@@ -119,13 +120,34 @@ export const gauge = (
   })
 
 /**
+ * A rated name's window at `nowUs` from its row (undefined: no claim counted yet): the later of the
+ * window of `nowUs` and the row's (a claim whose clock ran ahead), its starts, and its end or the
+ * name's hold, if later.
+ */
+export const rateWindowOf = (l: NameLimits, row: RateNameRow | undefined, nowUs: number): RateWindowStatus | undefined => {
+  const rate = l.rate ?? l.ratePerKey
+  if (rate === undefined) return undefined
+  const windowUs = Math.max(windowStartUs(nowUs, rate), l.rate === undefined ? 0 : row?.windowUs ?? 0)
+  const heldUs = row?.blockedUntilUs !== null && row?.blockedUntilUs !== undefined && row.blockedUntilUs > nowUs
+    ? row.blockedUntilUs
+    : undefined
+  return {
+    starts: l.rate === undefined ? undefined : row?.windowUs === windowUs ? row.starts : 0,
+    nextWindowAt: microsToDate(Math.max(windowUs + rate.perMs * 1000, heldUs ?? 0)),
+    heldUntil: heldUs === undefined ? undefined : microsToDate(heldUs)
+  }
+}
+
+/**
  * The limits of `names` (run-time rows over those the live workers' definitions publish) with their
- * use now; names without limits are left out. `key` compares names as the limits table does.
+ * use now, and the rated names' windows at `nowUs`; names without limits are left out. `key`
+ * compares names as the limits table does.
  */
 export const ofNames = (
   driver: Driver,
   names: ReadonlyArray<string>,
-  key: (name: string) => string
+  key: (name: string) => string,
+  nowUs: number
 ): Effect.Effect<ReadonlyMap<string, NameLimitStatus>, SqlError> =>
   Effect.gen(function*() {
     const runTime = new Map((yield* driver.limitList()).map((r) => [key(r.name), r]))
@@ -144,6 +166,8 @@ export const ofNames = (
     }
     if (limited.size === 0) return new Map()
     const use = new Map((yield* driver.limitUse(Array.from(limited.keys()))).map((u) => [u.name, u]))
+    const rated = Array.from(limited).filter(([, l]) => l.rate !== undefined || l.ratePerKey !== undefined).map(([n]) => n)
+    const windows = new Map((yield* driver.rateNameList(rated)).map((r) => [r.name, r]))
     return new Map(Array.from(limited, ([name, l]) => [name, {
       running: l.running,
       runningPerKey: l.runningPerKey,
@@ -151,7 +175,8 @@ export const ofNames = (
       ratePerKey: l.ratePerKey,
       setAtRunTime: l.setAtRunTime,
       inUse: use.get(name)?.running ?? 0,
-      keysInUse: use.get(name)?.keys ?? 0
+      keysInUse: use.get(name)?.keys ?? 0,
+      rateWindow: rateWindowOf(l, windows.get(name), nowUs)
     }]))
   })
 

@@ -16,7 +16,7 @@ import { limitsOf } from "../../src/internal/limits.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { countJobs, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Rated, ratedRates } from "../support/jobs.js"
-import { awaitExit, spawnWorker } from "../support/processes.js"
+import { awaitExit, runCli, spawnWorker } from "../support/processes.js"
 import { runsLedger } from "./limits.js"
 import type { Target } from "../support/targets.js"
 
@@ -30,6 +30,11 @@ const PacedPerTenant = Job.make("paced-per-tenant", {
   payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
   limits: { key: (p) => p.tenant, ratePerKey: { starts: 2, per: "10 seconds" } }
 })
+
+/** 3 starts per day (UTC days). */
+const Daily = Job.make("daily", { payload: Schema.Struct({ i: Schema.Number }), limits: { rate: { starts: 3, per: "1 day" } } })
+/** Without limits. */
+const Free = Job.make("free", { payload: Schema.Struct({}) })
 
 /** Under a generous rate, so that its claims read the holds a `RateLimited` writes. */
 const Upstream = Job.make("upstream", {
@@ -290,6 +295,64 @@ export const rates = (target: Target) => {
           assert.strictEqual((yield* claim).length, 1)
           assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [["", 0], ["a", 5_410_000_000]])
         }), { prune: false }))
+
+    it.effect(name("status: a rated name's window, its starts and when the next begins (or its hold ends, if later)"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const limits = limitsOf([Paced, PacedPerTenant])
+          // The definitions `status` reads are those the worker rows publish.
+          yield* driver.workerRegister("w1", 0, "host", 1, [Paced.name, PacedPerTenant.name], limits)
+          const windowOf = (name: string) =>
+            Effect.map(admin.status, (s) => s.names.find((n) => n.name === name)?.limits?.rateWindow)
+          yield* queue.enqueueMany(Paced, Array.from({ length: 5 }, (_, i) => ({ i })))
+          yield* queue.enqueue(PacedPerTenant, { tenant: "a", i: 0 })
+          yield* queue.enqueue(Free, {})
+          // No claim yet: none started in the window 0–10 s.
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 0, nextWindowAt: new Date(10_000), heldUntil: undefined })
+          yield* TestClock.adjust("12 seconds")
+          const claimed = yield* claimer.claimWithHolds(groupsOf(Paced.name), 10, 12_000_000, "w1", new Set([Paced.name]), limits)
+          assert.strictEqual(claimed.claimed.length, 3)
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 3, nextWindowAt: new Date(20_000), heldUntil: undefined })
+          // A hold of the name past the window's end: the next window is when it ends.
+          yield* driver.rateHold(Paced.name, null, 25_000_000)
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 3, nextWindowAt: new Date(25_000), heldUntil: new Date(25_000) })
+          // In the next window: none counted in it yet, and it ends after the hold.
+          yield* TestClock.adjust("9 seconds")
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 0, nextWindowAt: new Date(30_000), heldUntil: new Date(25_000) })
+          // Only a rate per key: no starts of the name, the end of the keys' window.
+          assert.deepStrictEqual(yield* windowOf(PacedPerTenant.name), { starts: undefined, nextWindowAt: new Date(30_000), heldUntil: undefined })
+          const free = (yield* admin.status).names.find((n) => n.name === Free.name)
+          assert.strictEqual(free?.pending, 1)
+          assert.isUndefined(free?.limits)
+        })))
+
+    it.live(name("CLI: status shows a rated name's starts in its window and when the next begins, in the table and in JSON"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const limits = limitsOf([Daily])
+          yield* driver.workerRegister("w1", yield* nowMicros, "host", 1, [Daily.name], limits)
+          yield* queue.enqueueMany(Daily, Array.from({ length: 4 }, (_, i) => ({ i })))
+          const nowUs = yield* nowMicros
+          assert.strictEqual((yield* claimer.claimWithHolds(groupsOf(Daily.name), 2, nowUs, "w1", new Set([Daily.name]), limits)).claimed.length, 2)
+          const holdUs = nowUs + 2 * 24 * hour
+          yield* driver.rateHold(Daily.name, null, holdUs)
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const [json, text] = yield* Effect.all([cli("status", "--json"), cli("status")], { concurrency: 2 })
+          assert.strictEqual(json.code, 0, json.stderr)
+          const limitsOfDaily = JSON.parse(json.stdout).names.find((n: { name: string }) => n.name === Daily.name).limits
+          const held = new Date(Math.floor(holdUs / 1000)).toISOString()
+          assert.deepStrictEqual(limitsOfDaily.rateWindow, { starts: 2, nextWindowAt: held, heldUntil: held })
+          assert.deepStrictEqual(limitsOfDaily.rate, { starts: 3, perMs: 86_400_000 })
+          assert.strictEqual(text.code, 0, text.stderr)
+          assert.match(text.stdout, new RegExp(`\\n${Daily.name}\\s+2\\s+2\\s+2\\s.*2/3 per 86400000 ms \\(held, next window in (47h\\d*m?|2d)\\)`))
+        })))
 
     it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
       withQueue(target, (prefix) =>
