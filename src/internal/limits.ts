@@ -98,24 +98,36 @@ export const watch = (
 /**
  * Sets the limit gauges of the names under a name limit (`sqlane_limit_running`,
  * `sqlane_limit_in_use`, `sqlane_jobs_held_back`), from the slots held now and `due` (each name's
- * due jobs, as the heartbeat counted them).
+ * due jobs, as the heartbeat counted them), and `sqlane_jobs_held_back_by_rate` of the rated names,
+ * from their window rows at `nowUs`.
  */
 export const gauge = (
   driver: Driver,
   limits: ReadonlyMap<string, NameLimits>,
-  due: ReadonlyArray<{ readonly name: string; readonly due: number }>
+  due: ReadonlyArray<{ readonly name: string; readonly due: number }>,
+  nowUs: number
 ): Effect.Effect<void, SqlError> =>
   Effect.gen(function*() {
-    const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
-    if (named.length === 0) return
-    const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n), false)).map((u) => [u.name, u.running]))
     const dueOf = new Map(due.map((d) => [d.name, d.due]))
-    for (const [name, l] of named) {
-      const used = inUse.get(name) ?? 0
-      const metrics = ofJobName(name)
-      metrics.limitRunning.unsafeUpdate(l.running!, [])
-      metrics.limitInUse.unsafeUpdate(used, [])
-      metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
+    const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
+    if (named.length > 0) {
+      const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n), false)).map((u) => [u.name, u.running]))
+      for (const [name, l] of named) {
+        const used = inUse.get(name) ?? 0
+        const metrics = ofJobName(name)
+        metrics.limitRunning.unsafeUpdate(l.running!, [])
+        metrics.limitInUse.unsafeUpdate(used, [])
+        metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
+      }
+    }
+    const rated = Array.from(limits).filter(([, l]) => l.rate !== undefined || l.ratePerKey !== undefined)
+    if (rated.length === 0) return
+    const rows = new Map((yield* driver.rateNameList(rated.map(([n]) => n))).map((r) => [r.name, r]))
+    for (const [name, l] of rated) {
+      const w = rateWindowOf(l, rows.get(name), nowUs)
+      const held = w !== undefined &&
+        (w.heldUntil !== undefined || (l.rate !== undefined && (w.starts ?? 0) >= l.rate.starts))
+      ofJobName(name).heldBackByRate.unsafeUpdate(held ? dueOf.get(name) ?? 0 : 0, [])
     }
   })
 

@@ -7,10 +7,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Admin, Claimer, Errors, Job, Pruner, Queue, Worker } from "../../src/index.js"
+import { Admin, Claimer, Errors, Job, Metrics, Pruner, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { limitsOf } from "../../src/internal/limits.js"
 import { nowMicros } from "../../src/internal/time.js"
@@ -31,6 +33,11 @@ const PacedPerTenant = Job.make("paced-per-tenant", {
   limits: { key: (p) => p.tenant, ratePerKey: { starts: 2, per: "10 seconds" } }
 })
 
+/** 3 starts per 10 s window, for the gauge's test alone (the metric registry is the process's). */
+const PacedGauged = Job.make("paced-gauged", {
+  payload: Schema.Struct({ i: Schema.Number }),
+  limits: { rate: { starts: 3, per: "10 seconds" } }
+})
 /** 3 starts per day (UTC days). */
 const Daily = Job.make("daily", { payload: Schema.Struct({ i: Schema.Number }), limits: { rate: { starts: 3, per: "1 day" } } })
 /** Without limits. */
@@ -353,6 +360,45 @@ export const rates = (target: Target) => {
           assert.strictEqual(text.code, 0, text.stderr)
           assert.match(text.stdout, new RegExp(`\\n${Daily.name}\\s+2\\s+2\\s+2\\s.*2/3 per 86400000 ms \\(held, next window in (47h\\d*m?|2d)\\)`))
         })))
+
+    it.effect(name("gauge sqlane_jobs_held_back_by_rate: the name's due jobs while its window is used up, 0 while it has starts left"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const gate = yield* Deferred.make<void>()
+          const started: Array<number> = []
+          yield* Worker.make({
+            handlers: [Job.handler(PacedGauged, (p) =>
+              Effect.sync(() => void started.push(p.i)).pipe(Effect.zipRight(p.i === 0 ? Deferred.await(gate) : Effect.void)))],
+            concurrency: 1
+          })
+          const value = (gauge: Metric.Metric.Gauge<number>) =>
+            Effect.map(Metric.value(gauge.pipe(Metric.tagged(Metrics.jobNameTag, PacedGauged.name))), (s) => s.value)
+          /** Moves the clock past a heartbeat and waits for the gauges it sets. */
+          const heartbeat = (due: number, heldByRate: number) =>
+            Effect.gen(function*() {
+              yield* TestClock.adjust("1 second")
+              yield* waitUntil(
+                Effect.map(Effect.all([value(Metrics.jobsDue), value(Metrics.jobsHeldBackByRate)]), ([d, h]) => d === due && h === heldByRate),
+                20_000,
+                `${due} due, ${heldByRate} held back by the rate`
+              )
+            })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(PacedGauged, Array.from({ length: 7 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 1), 20_000, "the first start")
+          // 6 due behind the one slot, the window with 2 starts left: held back by the slot, not the rate.
+          yield* heartbeat(6, 0)
+          yield* Deferred.succeed(gate, undefined)
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "3 starts")
+          // The window 0–10 s used up: the 4 others wait for the next.
+          yield* heartbeat(4, 4)
+          yield* TestClock.adjust("8 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 6), 20_000, "6 starts")
+          yield* heartbeat(1, 1)
+          yield* TestClock.adjust("9 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "7 starts")
+          yield* heartbeat(0, 0)
+        }), { pollInterval: "1 hour", heartbeatInterval: "200 millis" }))
 
     it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
       withQueue(target, (prefix) =>
