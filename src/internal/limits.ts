@@ -132,9 +132,10 @@ export const gauge = (
   })
 
 /**
- * A rated name's window at `nowUs` from its row (undefined: no claim counted yet): the later of the
- * window of `nowUs` and the row's (a claim whose clock ran ahead), its starts, and its end or the
- * name's hold, if later.
+ * A rated name's window at `nowUs` (undefined for a name without rates), from its own row of
+ * `<prefix>rates` (`row` undefined: no claim counted in it yet): the later of the window of `nowUs`
+ * and the row's (a claim whose clock ran ahead), the starts counted in it, and its end or the end of
+ * the name's hold, if later.
  */
 export const rateWindowOf = (l: NameLimits, row: RateNameRow | undefined, nowUs: number): RateWindowStatus | undefined => {
   const rate = l.rate ?? l.ratePerKey
