@@ -3,7 +3,7 @@
  * (`soak_enqueued`, written in the enqueue's transaction), the job rows, the ledger of handler runs
  * (`soak_ledger`) and the chaos driver's kill log.
  */
-import { expected, firstSucceedingAttempt, type Kind, limitedLimits } from "./jobs.js"
+import { expected, firstSucceedingAttempt, type Kind, limitedLimits, ratedRates } from "./jobs.js"
 
 export interface EnqueuedRow {
   readonly seq: number
@@ -35,6 +35,10 @@ export interface LedgerRow {
   readonly mutexKey: string | null
   /** The run's concurrency key (the `limited` kind), or null. */
   readonly limitKey?: string | null
+  /** The run's concurrency key (the `rated` kind), or null. */
+  readonly rateKey?: string | null
+  /** The instant of the run's claim (the `rated` kind; null when its job row held another attempt), µs. */
+  readonly claimedUs?: number | null
 }
 export interface Kill {
   readonly pid: number
@@ -65,6 +69,12 @@ export interface Violations {
    * limits allow (`limitedLimits`), counting the recorded runs.
    */
   readonly limitOvershoots: number
+  /**
+   * Starts of `rated` runs beyond its rates (`ratedRates`) in one window: per fixed window of the
+   * name's rate, and per key and window of its rate per key, the recorded runs whose claim
+   * (`claimedUs`) fell in it, less the window's `starts` when more.
+   */
+  readonly rateOvershoots: number
   /** Job rows beyond the first for one unique key (every state guarded). */
   readonly uniqueDuplicates: number
   /** Job rows left running or pending after the drain. */
@@ -81,6 +91,8 @@ export interface Violations {
   readonly completedFinalAttemptUnrecorded: number
   /** The least time between a delayed job's earliest start and its first run (ms), for the report. */
   readonly delayedMinMarginMs: number | null
+  /** The most `rated` runs claimed in one window of its name's rate, for the report (the rate was reached when it equals its `starts`). */
+  readonly rateBusiestWindow: number
   /** Examples of each violation, for the report. */
   readonly examples: ReadonlyArray<string>
 }
@@ -288,6 +300,30 @@ export const check = (
   for (const r of limitedRuns) byLimitKey.set(r.limitKey!, [...(byLimitKey.get(r.limitKey!) ?? []), r])
   for (const [key, runs] of byLimitKey) overshoots(runs, limitedLimits.runningPerKey, `key ${key}`)
 
+  // The recorded runs of the rated kind by the window of their claim: no window may have more
+  // starts than its rate (a run whose job row held another attempt has no claim instant, and is left out).
+  let rateOvershoots = 0
+  let rateBusiestWindow = 0
+  const perWindow = new Map<string, { readonly what: string; readonly starts: number; runs: Array<LedgerRow> }>()
+  const count = (id: string, what: string, starts: number, r: LedgerRow) => {
+    const w = perWindow.get(id)
+    if (w === undefined) perWindow.set(id, { what, starts, runs: [r] })
+    else w.runs.push(r)
+  }
+  for (const r of ledger) {
+    if (r.rateKey === null || r.rateKey === undefined || r.claimedUs === null || r.claimedUs === undefined) continue
+    const nameWindow = Math.floor(r.claimedUs / ratedRates.rate.perUs) * ratedRates.rate.perUs
+    const keyWindow = Math.floor(r.claimedUs / ratedRates.ratePerKey.perUs) * ratedRates.ratePerKey.perUs
+    count(`name ${nameWindow}`, `the window from ${nameWindow} µs`, ratedRates.rate.starts, r)
+    count(`key ${r.rateKey} ${keyWindow}`, `key ${r.rateKey}, the window from ${keyWindow} µs`, ratedRates.ratePerKey.starts, r)
+  }
+  for (const [id, w] of perWindow) {
+    if (id.startsWith("name ")) rateBusiestWindow = Math.max(rateBusiestWindow, w.runs.length)
+    if (w.runs.length <= w.starts) continue
+    rateOvershoots += w.runs.length - w.starts
+    example("rate overshoot", `${w.what}: ${w.runs.length} starts (rate ${w.starts}), jobs ${w.runs.map((r) => r.jobId).join(", ")}`)
+  }
+
   let uniqueDuplicates = 0
   const byUnique = new Map<string, number>()
   for (const j of jobs) if (j.uniqueKey !== null) byUnique.set(j.uniqueKey, (byUnique.get(j.uniqueKey) ?? 0) + 1)
@@ -313,6 +349,7 @@ export const check = (
     duplicatesUnexplained,
     mutexOverlaps,
     limitOvershoots,
+    rateOvershoots,
     uniqueDuplicates,
     stuck,
     unaccounted,
@@ -321,6 +358,7 @@ export const check = (
     delayedRanEarly,
     completedFinalAttemptUnrecorded,
     delayedMinMarginMs: delayedMinMarginUs === null ? null : Math.round(delayedMinMarginUs / 100) / 10,
+    rateBusiestWindow,
     examples
   }
 }

@@ -3,8 +3,10 @@
  * run them), and what each one must end as.
  *
  * Every handler that succeeds records its run in `soak_ledger` in a transaction of its own:
- * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key)`, times in µs of the
- * machine's wall clock. A failing attempt records nothing.
+ * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key, claimed_us)`,
+ * times in µs of the machine's wall clock. A failing attempt records nothing. `claimed_us` (the
+ * `rated` kind only) is the attempt's `claimed_at` as its job row holds it while the handler runs: the
+ * instant of the claim, whose rate window the start counts in.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
@@ -38,6 +40,21 @@ export const Limited = Job.make("soak-limited", {
   retry,
   limits: { ...limitedLimits, key: (p) => p.key }
 })
+/** The rates of the `rated` kind: 10 starts a second in all, 2 per key per half second. */
+export const ratedRates = {
+  rate: { starts: 10, per: "1 second", perUs: 1_000_000 },
+  ratePerKey: { starts: 2, per: "500 millis", perUs: 500_000 }
+} as const
+/** At most 10 starts per 1 s window and 2 per key (of 4 keys) per 0.5 s window. No window may have more. */
+export const Rated = Job.make("soak-rated", {
+  payload: Schema.Struct({ seq: Schema.Number, key: Schema.String }),
+  retry,
+  limits: {
+    key: (p) => p.key,
+    rate: { starts: ratedRates.rate.starts, per: ratedRates.rate.per },
+    ratePerKey: { starts: ratedRates.ratePerKey.starts, per: ratedRates.ratePerKey.per }
+  }
+})
 /** Enqueued three times at once with the key `soak:u:<seq>`, guarded in every state: one row per key. */
 export const Unique = Job.make("soak-unique", { payload: Seq, retry })
 /** Enqueued with a delay of 1–15 s. */
@@ -53,13 +70,14 @@ export const Poison = Job.make("soak-poison", {
 /** Times out (300 ms) on its first attempt by sleeping 5 s, then succeeds. */
 export const Timeout = Job.make("soak-timeout", { payload: Seq, retry, timeout: "300 millis" })
 
-export type Kind = "quick" | "mutex" | "limited" | "unique" | "delayed" | "flaky" | "poison" | "timeout"
+export type Kind = "quick" | "mutex" | "limited" | "rated" | "unique" | "delayed" | "flaky" | "poison" | "timeout"
 
 /** The share of each kind among the soak's jobs (sums to 1). */
 export const mix: ReadonlyArray<readonly [Kind, number]> = [
-  ["quick", 0.47],
+  ["quick", 0.41],
   ["mutex", 0.12],
   ["limited", 0.08],
+  ["rated", 0.06],
   ["unique", 0.1],
   ["delayed", 0.06],
   ["flaky", 0.09],
@@ -71,6 +89,7 @@ export const jobOf = {
   quick: Quick,
   mutex: Mutex,
   limited: Limited,
+  rated: Rated,
   unique: Unique,
   delayed: Delayed,
   flaky: Flaky,
@@ -85,6 +104,7 @@ export const expected: Record<Kind, { readonly state: "completed" | "dead"; read
   quick: { state: "completed" },
   mutex: { state: "completed" },
   limited: { state: "completed" },
+  rated: { state: "completed" },
   unique: { state: "completed" },
   delayed: { state: "completed" },
   flaky: { state: "completed" },
@@ -95,6 +115,8 @@ export const expected: Record<Kind, { readonly state: "completed" | "dead"; read
 export const mutexKeys = 8
 /** The concurrency keys of the `limited` kind, and its limits. */
 export const limitKeys = 4
+/** The concurrency keys of the `rated` kind. */
+export const rateKeys = 4
 
 /**
  * The first attempt of a kind that can record a run: its earlier attempts fail by design (flaky:
@@ -107,10 +129,26 @@ export const firstSucceedingAttempt: Partial<Record<Kind, number>> = { flaky: 3,
 /** The handlers, for a worker process whose SqlClient reaches the soak database. */
 export const handlers = (sql: SqlClient.SqlClient) => {
   const ledger = sql("soak_ledger")
-  const record = (id: string, attempt: number, startedUs: number, mutexKey: string | null, limitKey: string | null = null) =>
+  // The attempt's claim instant in µs, from its job row (NULL when the row holds another attempt).
+  const claimedUs = sql.onDialectOrElse({
+    pg: () => sql.literal("(EXTRACT(EPOCH FROM claimed_at) * 1000000)::bigint"),
+    orElse: () => sql.literal("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', claimed_at)")
+  })
+  const record = (
+    id: string,
+    attempt: number,
+    startedUs: number,
+    mutexKey: string | null,
+    limitKey: string | null = null,
+    rateKey: string | null = null
+  ) =>
     sql.withTransaction(
-      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key)
-          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey}, ${limitKey})`
+      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key, claimed_us)
+          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey}, ${limitKey}, ${rateKey}, ${
+        rateKey === null
+          ? null
+          : sql`(SELECT ${claimedUs} FROM ${sql("soak_jobs")} WHERE id = ${Number(id)} AND attempts = ${attempt} AND state = 'running')`
+      })`
     ).pipe(
       Effect.asVoid,
       // A database error fails the attempt (a defect, retried), with the driver's message in the job's
@@ -143,6 +181,7 @@ export const handlers = (sql: SqlClient.SqlClient) => {
           Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, null, p.key))
         )
       })),
+    Job.handler(Rated, (p, ctx) => record(ctx.id, ctx.attempt, nowUs(), null, null, p.key)),
     Job.handler(Flaky, (_, ctx) =>
       ctx.attempt < firstSucceedingAttempt.flaky!
         ? Effect.fail(new Designed({ message: `designed failure of attempt ${ctx.attempt}` }))

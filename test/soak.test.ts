@@ -2,14 +2,14 @@
  * A brief soak with faults (soak/run.ts) on a throw-away PostgreSQL 18 and a throw-away MariaDB:
  * 1,200 jobs of every kind, 2 worker processes at concurrency 20, a worker SIGKILLed every 3–5 s,
  * a quarter of the connections terminated every 3–5 s, and one server restart. Every violation count
- * must be zero. The full run (`npm run soak`) and its figures: docs/reliability.md.
+ * must be zero, and the rated kind must reach its rate. The full run (`npm run soak`) and its figures: docs/reliability.md.
  */
 import { assert, describe, it } from "vitest"
 import { print, soak, violations } from "../soak/run.js"
 
 describe("soak with faults", () => {
   for (const db of ["postgres", "mariadb"]) {
-    it(`[${db}] worker kills, connection terminations and a server restart: nothing lost, run twice unexplained, overlapping or stuck`, async () => {
+    it(`[${db}] worker kills, connection terminations and a server restart: nothing lost, run twice unexplained, overlapping, over a limit or a rate, or stuck`, async () => {
       const lines: Array<string> = []
       const result = await soak({
         db,
@@ -28,11 +28,14 @@ describe("soak with faults", () => {
       assert.isAbove(result.worker_kills, 0)
       assert.isAbove(result.connections_terminated, 0)
       assert.strictEqual(result.server_restarts, 1)
+      // The rated kind's rate was reached: its backlog alone fills a window.
+      assert.strictEqual(result.rate_busiest_window, 10)
       assert.deepStrictEqual(violations(result), {
         lost: 0,
         duplicates_unexplained: 0,
         mutex_overlaps: 0,
         limit_overshoots: 0,
+        rate_overshoots: 0,
         unique_duplicates: 0,
         stuck: 0,
         unaccounted: 0,

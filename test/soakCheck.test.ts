@@ -42,7 +42,7 @@ const timedOut = (attempt: number) => ({ attempt, at: "", kind: "timeout", messa
 
 /** The counts of a check, without the examples. */
 const counts = (...args: Parameters<typeof check>) => {
-  const { examples: _, delayedMinMarginMs: __, ...rest } = check(...args)
+  const { examples: _, delayedMinMarginMs: __, rateBusiestWindow: ___, ...rest } = check(...args)
   return rest
 }
 const zero = {
@@ -52,6 +52,7 @@ const zero = {
   duplicatesUnexplained: 0,
   mutexOverlaps: 0,
   limitOvershoots: 0,
+  rateOvershoots: 0,
   uniqueDuplicates: 0,
   stuck: 0,
   unaccounted: 0,
@@ -75,10 +76,43 @@ describe("soak check", () => {
       [run("1", 1, 10, 1_000), run("2", 3, 10, 2_000), run("3", 2, 11, 3_000), run("4", 1, 11, 7_000)],
       []
     )
-    const { examples, delayedMinMarginMs, ...rest } = result
+    const { examples, delayedMinMarginMs, rateBusiestWindow, ...rest } = result
     assert.deepStrictEqual(rest, zero)
     assert.deepStrictEqual(examples, [])
     assert.strictEqual(delayedMinMarginMs, 2)
+    assert.strictEqual(rateBusiestWindow, 0)
+  })
+
+  it("rated runs: more than 10 claims in one 1 s window, or 2 of one key in one 0.5 s window, overshoot; windows are fixed, counted by the claims' instants", () => {
+    const rated = (id: string, claimedUs: number | null, key: string): LedgerRow => ({
+      ...run(id, 1, 10, (claimedUs ?? 0) + 5_000),
+      rateKey: key,
+      claimedUs
+    })
+    // 10 claims in the window 1 s–2 s over 5 keys, 2 a key (key k0 at 1.0 and 1.4 s, in the key window 1.0–1.5 s);
+    // 10 more in 2 s–3 s: 20 in 1.5 s–2.5 s, which spans two windows.
+    const ok = [
+      ...Array.from({ length: 10 }, (_, i) => rated(`a${i}`, 1_000_000 + (i % 2) * 400_000 + Math.floor(i / 2), `k${Math.floor(i / 2)}`)),
+      ...Array.from({ length: 10 }, (_, i) => rated(`b${i}`, 2_000_000 + (i % 2) * 400_000 + Math.floor(i / 2), `k${Math.floor(i / 2)}`))
+    ]
+    const ids = (rows: ReadonlyArray<LedgerRow>) => rows.map((r) => r.jobId)
+    const all = (rows: ReadonlyArray<LedgerRow>) =>
+      check(ids(rows).map((id) => enq(id, "rated")), ids(rows).map((id) => job(id, 1)), rows, [])
+    assert.deepStrictEqual(counts(ids(ok).map((id) => enq(id, "rated")), ids(ok).map((id) => job(id, 1)), ok, []), zero)
+    assert.strictEqual(all(ok).rateBusiestWindow, 10)
+    // An 11th claim in 1 s–2 s, of a key of its own: one overshoot of the name's window.
+    const eleven = [...ok, rated("c", 1_999_999, "k9")]
+    assert.strictEqual(all(eleven).rateOvershoots, 1)
+    assert.strictEqual(all(eleven).rateBusiestWindow, 11)
+    // A third claim of k0 in 1.0–1.5 s in place of one of k4: the name's window keeps 10, k0's has 3.
+    const thirdOfKey = [...ok.filter((r) => r.jobId !== "a9"), rated("c", 1_100_000, "k0")]
+    assert.deepStrictEqual(
+      counts(ids(thirdOfKey).map((id) => enq(id, "rated")), ids(thirdOfKey).map((id) => job(id, 1)), thirdOfKey, []),
+      { ...zero, rateOvershoots: 1 }
+    )
+    // A run whose claim instant is unknown (its job row held another attempt) is left out.
+    const unknown = [...ok, rated("d", null, "k0")]
+    assert.strictEqual(all(unknown).rateOvershoots, 0)
   })
 
   it("limited runs: a start with 4 of one key running is an overshoot (limit 3), 3 is not; an end at a start's instant does not overlap it", () => {
@@ -156,7 +190,8 @@ describe("soak check", () => {
       ...zero,
       duplicatesAfterLostCommit: 1,
       examples: [],
-      delayedMinMarginMs: null
+      delayedMinMarginMs: null,
+      rateBusiestWindow: 0
     })
     assert.match(result.examples[0], /^duplicate after a lost COMMIT answer: job 1, attempt 1/)
     // A COMMIT failure recorded for another attempt explains nothing.
@@ -260,7 +295,8 @@ describe("soak check", () => {
         mutexOverlaps: 1,
         uniqueDuplicates: 1,
         examples: [],
-        delayedMinMarginMs: null
+        delayedMinMarginMs: null,
+        rateBusiestWindow: 0
       }
     )
   })

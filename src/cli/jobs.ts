@@ -22,7 +22,7 @@ export const status = Command.make("status", common, (c) =>
       const s = yield* admin.status
       if (c.json) {
         return yield* printJson({
-          names: s.names.map((n) => ({ ...n, oldestDueMs: n.oldestDueMs ?? null, limits: n.limits ?? null })),
+          names: s.names.map((n) => ({ ...n, oldestDueMs: n.oldestDueMs ?? null, limits: limitsJson(n.limits) })),
           running: s.running.map(summaryJson)
         })
       }
@@ -56,15 +56,36 @@ export const status = Command.make("status", common, (c) =>
     })
   )).pipe(Command.withDescription("per job name: pending, due, running, completed, dead, cancelled, oldest due age"))
 
-/** A name's limits in the status table: `3/20` (slots in use / limit), `2 per key (5 keys)`, `(run time)`. */
-const limitsText = (l: Admin.NameLimitStatus | undefined) =>
-  l === undefined ? "" : [
+/** A name's limits in `status --json`: its rate window with times as ISO strings and `null` for none. */
+const limitsJson = (l: Admin.NameLimitStatus | undefined) =>
+  l === undefined ? null : {
+    ...l,
+    rateWindow: l.rateWindow === undefined ? null : {
+      starts: l.rateWindow.starts ?? null,
+      nextWindowAt: l.rateWindow.nextWindowAt.toISOString(),
+      heldUntil: l.rateWindow.heldUntil?.toISOString() ?? null
+    }
+  }
+
+/**
+ * A name's limits in the status table: `3/20` (slots in use / limit), `2 per key (5 keys)`, the
+ * rates with the starts of the current window (`4/10 per 1000 ms`) and when the next one begins
+ * (`next window in 350ms`, `held, next window in 2m5s`), `(run time)`.
+ */
+const limitsText = (l: Admin.NameLimitStatus | undefined) => {
+  if (l === undefined) return ""
+  const w = l.rateWindow
+  return [
     l.running === undefined ? undefined : `${l.inUse}/${l.running}`,
     l.runningPerKey === undefined ? undefined : `${l.runningPerKey} per key (${l.keysInUse} in use)`,
-    l.rate === undefined ? undefined : `${l.rate.starts} per ${l.rate.perMs} ms`,
+    l.rate === undefined ? undefined : `${w?.starts ?? 0}/${l.rate.starts} per ${l.rate.perMs} ms`,
     l.ratePerKey === undefined ? undefined : `${l.ratePerKey.starts} per ${l.ratePerKey.perMs} ms per key`,
+    w === undefined
+      ? undefined
+      : `(${w.heldUntil === undefined ? "" : "held, "}next window in ${age(Math.max(0, w.nextWindowAt.getTime() - Date.now()))})`,
     l.setAtRunTime ? "(run time)" : undefined
   ].filter((s) => s !== undefined).join(" ")
+}
 
 export const stateChoice = ["pending", "running", "completed", "dead", "cancelled"] as const
 

@@ -100,8 +100,9 @@ export const prune = Command.make(
       if (c.json) return yield* printJson(result)
       yield* Console.log(
         result.ran
-          ? `deleted ${result.deleted.completed} completed, ${result.deleted.dead} dead, ${result.deleted.cancelled} cancelled job(s) in ${result.batches} batch(es)`
+          ? `deleted ${result.deleted.completed} completed, ${result.deleted.dead} dead, ${result.deleted.cancelled} cancelled job(s) in ${result.batches} batch(es)` +
+            (result.rateRows > 0 ? `, and ${result.rateRows} old rate window row(s)` : "")
           : "another pruner is running; nothing done"
       )
     })
-).pipe(Command.withDescription("delete finished jobs older than their retention, in batches"))
+).pipe(Command.withDescription("delete finished jobs older than their retention, and old rate window rows, in batches"))

@@ -19,8 +19,9 @@ import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
-import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
-import type { Driver, LimitRow, NameLimits, RateWindow } from "./driver/Driver.js"
+import type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
+import type { Driver, LimitRow, NameLimits, RateNameRow, RateWindow } from "./driver/Driver.js"
+import { windowStartUs } from "./driver/rateWindows.js"
 import { checkRate } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
@@ -102,35 +103,69 @@ export const watch = (
 /**
  * Sets the limit gauges of the names under a name limit (`sqlane_limit_running`,
  * `sqlane_limit_in_use`, `sqlane_jobs_held_back`), from the slots held now and `due` (each name's
- * due jobs, as the heartbeat counted them).
+ * due jobs, as the heartbeat counted them), and `sqlane_jobs_held_back_by_rate` of the rated names,
+ * from their window rows at `nowUs`.
  */
 export const gauge = (
   driver: Driver,
   limits: ReadonlyMap<string, NameLimits>,
-  due: ReadonlyArray<{ readonly name: string; readonly due: number }>
+  due: ReadonlyArray<{ readonly name: string; readonly due: number }>,
+  nowUs: number
 ): Effect.Effect<void, SqlError> =>
   Effect.gen(function*() {
-    const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
-    if (named.length === 0) return
-    const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n), false)).map((u) => [u.name, u.running]))
     const dueOf = new Map(due.map((d) => [d.name, d.due]))
-    for (const [name, l] of named) {
-      const used = inUse.get(name) ?? 0
-      const metrics = ofJobName(name)
-      metrics.limitRunning.unsafeUpdate(l.running!, [])
-      metrics.limitInUse.unsafeUpdate(used, [])
-      metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
+    const named = Array.from(limits).filter(([, l]) => l.running !== undefined)
+    if (named.length > 0) {
+      const inUse = new Map((yield* driver.limitUse(named.map(([n]) => n), false)).map((u) => [u.name, u.running]))
+      for (const [name, l] of named) {
+        const used = inUse.get(name) ?? 0
+        const metrics = ofJobName(name)
+        metrics.limitRunning.unsafeUpdate(l.running!, [])
+        metrics.limitInUse.unsafeUpdate(used, [])
+        metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
+      }
+    }
+    const rated = Array.from(limits).filter(([, l]) => l.rate !== undefined || l.ratePerKey !== undefined)
+    if (rated.length === 0) return
+    const rows = new Map((yield* driver.rateNameList(rated.map(([n]) => n))).map((r) => [r.name, r]))
+    for (const [name, l] of rated) {
+      const w = rateWindowOf(l, rows.get(name), nowUs)
+      const held = w !== undefined &&
+        (w.heldUntil !== undefined || (l.rate !== undefined && (w.starts ?? 0) >= l.rate.starts))
+      ofJobName(name).heldBackByRate.unsafeUpdate(held ? dueOf.get(name) ?? 0 : 0, [])
     }
   })
 
 /**
+ * A rated name's window at `nowUs` (undefined for a name without rates), from its own row of
+ * `<prefix>rates` (`row` undefined: no claim counted in it yet): the later of the window of `nowUs`
+ * and the row's (a claim whose clock ran ahead), the starts counted in it, and its end or the end of
+ * the name's hold, if later.
+ */
+export const rateWindowOf = (l: NameLimits, row: RateNameRow | undefined, nowUs: number): RateWindowStatus | undefined => {
+  const rate = l.rate ?? l.ratePerKey
+  if (rate === undefined) return undefined
+  const windowUs = Math.max(windowStartUs(nowUs, rate), l.rate === undefined ? 0 : row?.windowUs ?? 0)
+  const heldUs = row?.blockedUntilUs !== null && row?.blockedUntilUs !== undefined && row.blockedUntilUs > nowUs
+    ? row.blockedUntilUs
+    : undefined
+  return {
+    starts: l.rate === undefined ? undefined : row?.windowUs === windowUs ? row.starts : 0,
+    nextWindowAt: microsToDate(Math.max(windowUs + rate.perMs * 1000, heldUs ?? 0)),
+    heldUntil: heldUs === undefined ? undefined : microsToDate(heldUs)
+  }
+}
+
+/**
  * The limits of `names` (run-time rows over those the live workers' definitions publish) with their
- * use now; names without limits are left out. `key` compares names as the limits table does.
+ * use now, and the rated names' windows at `nowUs`; names without limits are left out. `key`
+ * compares names as the limits table does.
  */
 export const ofNames = (
   driver: Driver,
   names: ReadonlyArray<string>,
-  key: (name: string) => string
+  key: (name: string) => string,
+  nowUs: number
 ): Effect.Effect<ReadonlyMap<string, NameLimitStatus>, SqlError> =>
   Effect.gen(function*() {
     const runTime = new Map((yield* driver.limitList()).map((r) => [key(r.name), r]))
@@ -149,6 +184,8 @@ export const ofNames = (
     }
     if (limited.size === 0) return new Map()
     const use = new Map((yield* driver.limitUse(Array.from(limited.keys()))).map((u) => [u.name, u]))
+    const rated = Array.from(limited).filter(([, l]) => l.rate !== undefined || l.ratePerKey !== undefined).map(([n]) => n)
+    const windows = new Map((yield* driver.rateNameList(rated)).map((r) => [r.name, r]))
     return new Map(Array.from(limited, ([name, l]) => [name, {
       running: l.running,
       runningPerKey: l.runningPerKey,
@@ -156,7 +193,8 @@ export const ofNames = (
       ratePerKey: l.ratePerKey,
       setAtRunTime: l.setAtRunTime,
       inUse: use.get(name)?.running ?? 0,
-      keysInUse: use.get(name)?.keys ?? 0
+      keysInUse: use.get(name)?.keys ?? 0,
+      rateWindow: rateWindowOf(l, windows.get(name), nowUs)
     }]))
   })
 

@@ -29,6 +29,41 @@ export interface NameLimitStatus {
   readonly inUse: number
   /** Keys with an attempt holding a slot of its key's limit now. */
   readonly keysInUse: number
+  /**
+   * With `rate` or `ratePerKey`: the name's current rate window as the claims counted it (its row
+   * of `<prefix>rates`); undefined for a name without rates.
+   */
+  readonly rateWindow: RateWindowStatus | undefined
+}
+
+/**
+ * A rated job name's current window (`NameLimitStatus.rateWindow`): the starts counted in it, and
+ * when the next window admits starts. Windows are fixed, aligned to multiples of the period since
+ * the Unix epoch (docs/flow-control.md, "Rate limits"), and read at the status's instant (Effect's
+ * `Clock`).
+ *
+ * @example
+ * ```ts
+ * const w = (yield* admin.status).names.find((n) => n.name === "sync")?.limits?.rateWindow
+ * if (w) console.log(`${w.starts ?? "-"} started; next window at ${w.nextWindowAt.toISOString()}`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RateWindowStatus {
+  /**
+   * Attempts of the name started in its current window of `rate` (0 when none yet); undefined
+   * without `rate` (a name with only `ratePerKey` counts per key).
+   */
+  readonly starts: number | undefined
+  /**
+   * When the current window ends (of `rate`, else of `ratePerKey`), or when the name's hold ends if
+   * that is later: the earliest instant a window admits starts again once this one is used up.
+   */
+  readonly nextWindowAt: Date
+  /** When the hold of the whole name (`RateLimited` with scope "name") ends, while one holds it. */
+  readonly heldUntil: Date | undefined
 }
 
 /**

@@ -32,7 +32,7 @@ import * as Pruner from "./Pruner.js"
 import { Queue } from "./Queue.js"
 import { QueueConfig } from "./QueueConfig.js"
 
-export type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
+export type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
 
 /**
  * The last progress a handler reported with `Queue.progress`.
@@ -118,7 +118,8 @@ export interface NameStatus {
   readonly paused: boolean
   /**
    * The name's concurrency limits (set at run time, else those its live workers' definitions
-   * publish), with the slots held now; undefined when it has none.
+   * publish), with the slots held now, and its rates with their current window; undefined when it
+   * has none.
    */
   readonly limits: NameLimitStatus | undefined
 }
@@ -360,7 +361,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         // database compares them).
         const listed = new Set(Array.from(byName.keys(), nameKey))
         for (const p of pausedRows) if (!listed.has(nameKey(p.name))) entry(p.name)
-        const limits = yield* Limits.ofNames(driver, Array.from(byName.keys()), nameKey)
+        const limits = yield* Limits.ofNames(driver, Array.from(byName.keys()), nameKey, nowUs)
         for (const [name, l] of limits) entry(name).limits = l
         const running = yield* driver.jobList({ state: "running", limit: 50 })
         return {

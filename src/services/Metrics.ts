@@ -17,6 +17,7 @@
  * | `sqlane_limit_running` | gauge | every `heartbeatInterval`, per job name under a concurrency limit a worker handles: the limit |
  * | `sqlane_limit_in_use` | gauge | the same: the attempts of the name that hold a slot of its limit, in every process |
  * | `sqlane_jobs_held_back` | gauge | the same: its due jobs while every slot of its limit is in use (else 0) |
+ * | `sqlane_jobs_held_back_by_rate` | gauge | every `heartbeatInterval`, per job name under a rate limit a worker handles: its due jobs while its current window of `rate` is used up or a `RateLimited` holds the name (else 0) |
  *
  * The names are Prometheus-style (the `sqlane_` namespace, the unit in the name); the histograms also
  * carry a `unit` tag (`ms`), which `@effect/opentelemetry` exports as the instrument's unit. River and
@@ -90,6 +91,9 @@ const keys = {
   }),
   heldBack: MetricKey.gauge("sqlane_jobs_held_back", {
     description: "Due jobs of a job name waiting while every slot of its concurrency limit is in use"
+  }),
+  heldBackByRate: MetricKey.gauge("sqlane_jobs_held_back_by_rate", {
+    description: "Due jobs of a job name waiting while its rate window is used up or a RateLimited holds the name"
   })
 }
 
@@ -242,6 +246,24 @@ export const limitRunning: Metric.Metric.Gauge<number> = Metric.fromMetricKey(ke
 export const jobsHeldBack: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.heldBack)
 
 /**
+ * Per job name under a rate limit (`limits.rate` or `ratePerKey`) that a worker of this process
+ * handles, set every `heartbeatInterval` from the name's window row (`<prefix>rates`, as every
+ * process's claims counted it): the name's due jobs (counted up to 10,000) while its current window of
+ * `rate` has no start left or a `RateLimited` with scope "name" holds it, else 0. Jobs waiting for a
+ * used-up key of `ratePerKey` (or a key's hold) are not counted: the name's other keys start meanwhile.
+ *
+ * @example
+ * ```ts
+ * const held = yield* Metric.value(Metrics.jobsHeldBackByRate.pipe(Metric.tagged(Metrics.jobNameTag, "sync")))
+ * if (held.value > 0) yield* Effect.logWarning(`${held.value} sync job(s) wait for the next rate window`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const jobsHeldBackByRate: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.heldBackByRate)
+
+/**
  * The metrics of one job name, built once per name from keys with the `job_name` tag baked in (the
  * worker's hot path updates them without effects). `Metric.tagged` would instead build a new
  * metric key, hash it and look it up in the registry on every update.
@@ -264,7 +286,8 @@ export const forJobName = (name: string) => {
     due: tag(keys.due),
     limitRunning: tag(keys.limitRunning),
     limitInUse: tag(keys.limitInUse),
-    heldBack: tag(keys.heldBack)
+    heldBack: tag(keys.heldBack),
+    heldBackByRate: tag(keys.heldBackByRate)
   }
 }
 

@@ -9,6 +9,12 @@
  * connection, and a pass that finds it taken does nothing. A pass runs its statements on that one
  * connection (each in its own autocommit transaction).
  *
+ * A pass also deletes old rows of the rate windows (`<prefix>rates`: one per job name and one per
+ * concurrency key a claim of a rated name ever counted or a `RateLimited` ever held): for each name
+ * whose rates the workers publish, the rows whose window began more than its longest period plus
+ * {@link rateRowGraceMillis} ago and whose hold ended that long ago, `pruneBatchSize` keys of the name
+ * read per statement. A deleted row's window was over: the next claim of its key starts a new one.
+ *
  * Every `QueueLive` runs {@link background} (unless `prune: false`): one pruning loop per process and
  * prefix, however many workers it runs; `sqlane prune` runs {@link run} once.
  *
@@ -22,6 +28,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
+import type { Driver } from "../internal/driver/Driver.js"
 import { forkScopedBounded } from "../internal/outage.js"
 import { stepper } from "../internal/schedule.js"
 import { nowMicros } from "../internal/time.js"
@@ -44,6 +51,24 @@ import { QueueConfig } from "./QueueConfig.js"
 export const maxBatchSize: number = QueueConfigModule.maxPruneBatchSize
 
 /**
+ * How long past its rate's longest period a window row of `<prefix>rates` is kept (1 hour, in ms):
+ * a row whose window began more than the name's longest period (`rate` or `ratePerKey`, as the
+ * workers publish them) plus this ago, and whose `RateLimited` hold ended as long ago, is deleted
+ * by a pruning pass. The margin covers workers whose clocks run behind (a claim counts into the
+ * window of its own clock).
+ *
+ * @example
+ * ```ts
+ * // A key whose last start was in the window 12:00:00–12:00:01 (per 1 second) may be pruned after 13:00:01.
+ * const keptUntilMs = windowStartMs + perMs + Pruner.rateRowGraceMillis
+ * ```
+ *
+ * @since 0.3.0
+ * @category pruning
+ */
+export const rateRowGraceMillis: number = 3_600_000
+
+/**
  * What one pruning pass did.
  *
  * @example
@@ -64,6 +89,8 @@ export interface PruneResult {
   readonly batches: number
   /** The most jobs one statement deleted (at most `pruneBatchSize`). */
   readonly largestBatch: number
+  /** Rows of the rate windows (`<prefix>rates`) deleted (see {@link rateRowGraceMillis}). */
+  readonly rateRows: number
 }
 
 /**
@@ -100,7 +127,7 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
       return taken
     }))
     if (!got) {
-      return { ran: false, deleted: { completed: 0, dead: 0, cancelled: 0 }, batches: 0, largestBatch: 0 }
+      return { ran: false, deleted: { completed: 0, dead: 0, cancelled: 0 }, batches: 0, largestBatch: 0, rateRows: 0 }
     }
     return yield* Effect.gen(function*() {
       const nowUs = yield* nowMicros
@@ -120,7 +147,8 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
           yield* Effect.yieldNow()
         }
       }
-      return { ran: true, deleted, batches, largestBatch }
+      const rateRows = yield* pruneRates(driver, nowUs, config.pruneBatchSize)
+      return { ran: true, deleted, batches, largestBatch, rateRows }
     }).pipe(
       // Every statement of the pass runs on the lock's connection (autocommit, one statement or two
       // per batch): a pass uses one connection of the pool, never waits for a second one.
@@ -128,6 +156,32 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
     )
   }
 ).pipe(Effect.scoped)
+
+/**
+ * Deletes the old window rows of every name whose rates the workers' rows publish (see
+ * {@link rateRowGraceMillis}), reading `batchSize` keys of a name per statement, in key order;
+ * returns how many it deleted. The rows of a name no worker publishes a rate for are kept: their
+ * period is not known.
+ */
+const pruneRates = (driver: Driver, nowUs: number, batchSize: number): Effect.Effect<number, SqlError> =>
+  Effect.gen(function*() {
+    const published = yield* driver.workerJobLimits(0)
+    let deleted = 0
+    for (const [name, limits] of published) {
+      const periodMs = Math.max(limits.rate?.perMs ?? 0, limits.ratePerKey?.perMs ?? 0)
+      if (periodMs === 0) continue
+      const cutoffUs = nowUs - (periodMs + rateRowGraceMillis) * 1000
+      let afterKey: string | undefined
+      while (true) {
+        const batch = yield* driver.ratePrune(name, cutoffUs, afterKey, batchSize)
+        deleted += batch.deleted
+        if (batch.scanned < batchSize || batch.lastKey === undefined) break
+        afterKey = batch.lastKey
+        yield* Effect.yieldNow()
+      }
+    }
+    return deleted
+  })
 
 /**
  * Runs {@link run} every `pruneInterval` (jittered ±20 %) of wall-clock time, forever; failures are
@@ -160,6 +214,9 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
         yield* Effect.logDebug(
           `sqlane: pruned ${total} finished job(s) in ${result!.batches} batch(es)`
         )
+      }
+      if (result !== undefined && result.rateRows > 0) {
+        yield* Effect.logDebug(`sqlane: pruned ${result.rateRows} rate window row(s)`)
       }
     }
   }

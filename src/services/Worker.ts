@@ -317,9 +317,10 @@ export const make = <R>(
     let limitsView: Limits.LimitsView | undefined
     const gaugeDue = Effect.gen(function*() {
       if (names.length === 0) return
-      const counts = yield* driver.jobCountDue(names, yield* nowMicros, 10_000)
+      const nowUs = yield* nowMicros
+      const counts = yield* driver.jobCountDue(names, nowUs, 10_000)
       for (const { due, name } of counts) ofJobName(name).due.unsafeUpdate(due, [])
-      if (limitsView !== undefined) yield* Limits.gauge(driver, limitsView.current(), counts)
+      if (limitsView !== undefined) yield* Limits.gauge(driver, limitsView.current(), counts, nowUs)
     }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: counting due jobs failed", cause)))
     /** Another live worker took this worker's id (see `liveness`): claim and rescue no more. */
     let idTaken = false

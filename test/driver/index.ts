@@ -11,6 +11,7 @@ import type { Target } from "../support/targets.js"
 import { adminOps } from "./admin.js"
 import { insertOps } from "./insert.js"
 import { jobsOps } from "./jobs.js"
+import { ratesOps } from "./rates.js"
 import { schedulesOps } from "./schedules.js"
 import { sessionOps } from "./session.js"
 import { workersOps } from "./workers.js"
@@ -24,5 +25,6 @@ export const driverSuite = (target: Target) => {
     workersOps(target)
     schedulesOps(target)
     adminOps(target)
+    ratesOps(target)
   })
 }

@@ -264,10 +264,10 @@ export const limits = (target: Target) => {
           // `sqlane status` shows the definition's limit the worker published, and its use.
           const admin = yield* Admin.Admin
           const status = (yield* admin.status).names.find((n) => n.name === GaugedJob.name)
-          assert.deepStrictEqual(status?.limits, { running: 3, runningPerKey: undefined, rate: undefined, ratePerKey: undefined, setAtRunTime: false, inUse: 3, keysInUse: 0 })
+          assert.deepStrictEqual(status?.limits, { running: 3, runningPerKey: undefined, rate: undefined, ratePerKey: undefined, setAtRunTime: false, inUse: 3, keysInUse: 0, rateWindow: undefined })
           yield* admin.setLimits(GaugedJob.name, { runningPerKey: 2 })
           const after = (yield* admin.status).names.find((n) => n.name === GaugedJob.name)
-          assert.deepStrictEqual(after?.limits, { running: 3, runningPerKey: 2, rate: undefined, ratePerKey: undefined, setAtRunTime: true, inUse: 3, keysInUse: 0 })
+          assert.deepStrictEqual(after?.limits, { running: 3, runningPerKey: 2, rate: undefined, ratePerKey: undefined, setAtRunTime: true, inUse: 3, keysInUse: 0, rateWindow: undefined })
           yield* Deferred.succeed(gate, undefined)
           yield* waitUntil(Effect.map(value(Metrics.jobsHeldBack), (n) => n === 0), 10_000, "none held back")
         }), { heartbeatInterval: "200 millis" }), 60_000)

@@ -7,14 +7,18 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
-import { Claimer, Errors, Job, Queue, Worker } from "../../src/index.js"
+import { Admin, Claimer, Errors, Job, Metrics, Pruner, Queue, Worker } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
 import { limitsOf } from "../../src/internal/limits.js"
+import { nowMicros } from "../../src/internal/time.js"
 import { countJobs, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Rated, ratedRates } from "../support/jobs.js"
-import { awaitExit, spawnWorker } from "../support/processes.js"
+import { awaitExit, runCli, spawnWorker } from "../support/processes.js"
 import { runsLedger } from "./limits.js"
 import type { Target } from "../support/targets.js"
 
@@ -28,6 +32,16 @@ const PacedPerTenant = Job.make("paced-per-tenant", {
   payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
   limits: { key: (p) => p.tenant, ratePerKey: { starts: 2, per: "10 seconds" } }
 })
+
+/** 3 starts per 10 s window, for the gauge's test alone (the metric registry is the process's). */
+const PacedGauged = Job.make("paced-gauged", {
+  payload: Schema.Struct({ i: Schema.Number }),
+  limits: { rate: { starts: 3, per: "10 seconds" } }
+})
+/** 3 starts per day (UTC days). */
+const Daily = Job.make("daily", { payload: Schema.Struct({ i: Schema.Number }), limits: { rate: { starts: 3, per: "1 day" } } })
+/** Without limits. */
+const Free = Job.make("free", { payload: Schema.Struct({}) })
 
 /** Under a generous rate, so that its claims read the holds a `RateLimited` writes. */
 const Upstream = Job.make("upstream", {
@@ -242,6 +256,150 @@ export const rates = (target: Target) => {
           yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "the held ones started")
           assert.deepStrictEqual(started.slice(4).sort(), [[0, 3000], [10, 3000], [2, 3000]])
         }), { pollInterval: "1 hour" }))
+
+    it.effect(name("pruning: a pass deletes the window rows of a rated name an hour past their period, and those whose hold ended as long ago"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const keysOf = (name: string) =>
+            Effect.map(
+              sql<{ rate_key: string; window_us: string }>`SELECT rate_key, window_us FROM ${sql(prefix + "rates")}
+                WHERE name = ${name} ORDER BY rate_key`,
+              (rows) => rows.map((r) => [r.rate_key, Number(r.window_us)])
+            )
+          const limits = limitsOf([PacedPerTenant])
+          const claim = Effect.gen(function*() {
+            const nowUs = yield* nowMicros
+            return (yield* claimer.claimWithHolds(groupsOf(PacedPerTenant.name), 10, nowUs, "w1", new Set([PacedPerTenant.name]), limits)).claimed
+          })
+          /** A pass, with a worker row (heartbeat now) publishing the name's rates (2 per key per 10 s). */
+          const prune = Effect.gen(function*() {
+            yield* driver.workerRegister("w1", yield* nowMicros, "host", 1, [PacedPerTenant.name], limits)
+            return (yield* admin.prune).rateRows
+          })
+          yield* queue.enqueueMany(PacedPerTenant, ["a", "b", "c"].map((tenant, i) => ({ tenant, i })))
+          assert.strictEqual((yield* claim).length, 3)
+          // Key d held until 30 min; a name no worker publishes, its hold long over.
+          yield* driver.rateHold(PacedPerTenant.name, "d", hour / 2)
+          yield* driver.rateHold("unpublished", null, 1)
+          // The windows began at 0: kept until 10 s + 1 h have passed, then deleted.
+          yield* TestClock.adjust(10_000 + Pruner.rateRowGraceMillis)
+          assert.strictEqual(yield* prune, 0)
+          yield* TestClock.adjust("1 millis")
+          // The name's own row and keys a, b, c; d is held, and the unpublished name kept.
+          assert.strictEqual(yield* prune, 4)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [["d", 0]])
+          assert.deepStrictEqual(yield* keysOf("unpublished"), [["", 0]])
+          // Its hold ended at 30 min; an hour and 10 s later it goes.
+          yield* TestClock.adjust("30 minutes")
+          assert.strictEqual(yield* prune, 1)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [])
+          // A job of a pruned key starts, and counts in the window of now (10 s windows: 5,410 s).
+          yield* queue.enqueue(PacedPerTenant, { tenant: "a", i: 9 })
+          assert.strictEqual((yield* claim).length, 1)
+          assert.deepStrictEqual(yield* keysOf(PacedPerTenant.name), [["", 0], ["a", 5_410_000_000]])
+        }), { prune: false }))
+
+    it.effect(name("status: a rated name's window, its starts and when the next begins (or its hold ends, if later)"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const limits = limitsOf([Paced, PacedPerTenant])
+          // The definitions `status` reads are those the worker rows publish.
+          yield* driver.workerRegister("w1", 0, "host", 1, [Paced.name, PacedPerTenant.name], limits)
+          const windowOf = (name: string) =>
+            Effect.map(admin.status, (s) => s.names.find((n) => n.name === name)?.limits?.rateWindow)
+          yield* queue.enqueueMany(Paced, Array.from({ length: 5 }, (_, i) => ({ i })))
+          yield* queue.enqueue(PacedPerTenant, { tenant: "a", i: 0 })
+          yield* queue.enqueue(Free, {})
+          // No claim yet: none started in the window 0–10 s.
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 0, nextWindowAt: new Date(10_000), heldUntil: undefined })
+          yield* TestClock.adjust("12 seconds")
+          const claimed = yield* claimer.claimWithHolds(groupsOf(Paced.name), 10, 12_000_000, "w1", new Set([Paced.name]), limits)
+          assert.strictEqual(claimed.claimed.length, 3)
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 3, nextWindowAt: new Date(20_000), heldUntil: undefined })
+          // A hold of the name past the window's end: the next window is when it ends.
+          yield* driver.rateHold(Paced.name, null, 25_000_000)
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 3, nextWindowAt: new Date(25_000), heldUntil: new Date(25_000) })
+          // In the next window: none counted in it yet, and it ends after the hold.
+          yield* TestClock.adjust("9 seconds")
+          assert.deepStrictEqual(yield* windowOf(Paced.name), { starts: 0, nextWindowAt: new Date(30_000), heldUntil: new Date(25_000) })
+          // Only a rate per key: no starts of the name, the end of the keys' window.
+          assert.deepStrictEqual(yield* windowOf(PacedPerTenant.name), { starts: undefined, nextWindowAt: new Date(30_000), heldUntil: undefined })
+          const free = (yield* admin.status).names.find((n) => n.name === Free.name)
+          assert.strictEqual(free?.pending, 1)
+          assert.isUndefined(free?.limits)
+        })))
+
+    it.live(name("CLI: status shows a rated name's starts in its window and when the next begins, in the table and in JSON"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const { driver } = yield* Database
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const limits = limitsOf([Daily])
+          yield* driver.workerRegister("w1", yield* nowMicros, "host", 1, [Daily.name], limits)
+          yield* queue.enqueueMany(Daily, Array.from({ length: 4 }, (_, i) => ({ i })))
+          const nowUs = yield* nowMicros
+          assert.strictEqual((yield* claimer.claimWithHolds(groupsOf(Daily.name), 2, nowUs, "w1", new Set([Daily.name]), limits)).claimed.length, 2)
+          const holdUs = nowUs + 2 * 24 * hour
+          yield* driver.rateHold(Daily.name, null, holdUs)
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const [json, text] = yield* Effect.all([cli("status", "--json"), cli("status")], { concurrency: 2 })
+          assert.strictEqual(json.code, 0, json.stderr)
+          const limitsOfDaily = JSON.parse(json.stdout).names.find((n: { name: string }) => n.name === Daily.name).limits
+          const held = new Date(Math.floor(holdUs / 1000)).toISOString()
+          assert.deepStrictEqual(limitsOfDaily.rateWindow, { starts: 2, nextWindowAt: held, heldUntil: held })
+          assert.deepStrictEqual(limitsOfDaily.rate, { starts: 3, perMs: 86_400_000 })
+          assert.strictEqual(text.code, 0, text.stderr)
+          assert.match(text.stdout, new RegExp(`\\n${Daily.name}\\s+2\\s+2\\s+2\\s.*2/3 per 86400000 ms \\(held, next window in (47h\\d*m?|2d)\\)`))
+        })))
+
+    it.effect(name("gauge sqlane_jobs_held_back_by_rate: the name's due jobs while its window is used up, 0 while it has starts left"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const gate = yield* Deferred.make<void>()
+          const started: Array<number> = []
+          yield* Worker.make({
+            handlers: [Job.handler(PacedGauged, (p) =>
+              Effect.sync(() => void started.push(p.i)).pipe(Effect.zipRight(p.i === 0 ? Deferred.await(gate) : Effect.void)))],
+            concurrency: 1
+          })
+          const value = (gauge: Metric.Metric.Gauge<number>) =>
+            Effect.map(Metric.value(gauge.pipe(Metric.tagged(Metrics.jobNameTag, PacedGauged.name))), (s) => s.value)
+          /** Moves the clock past a heartbeat and waits for the gauges it sets. */
+          const heartbeat = (due: number, heldByRate: number) =>
+            Effect.gen(function*() {
+              yield* TestClock.adjust("1 second")
+              yield* waitUntil(
+                Effect.map(Effect.all([value(Metrics.jobsDue), value(Metrics.jobsHeldBackByRate)]), ([d, h]) => d === due && h === heldByRate),
+                20_000,
+                `${due} due, ${heldByRate} held back by the rate`
+              )
+            })
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(PacedGauged, Array.from({ length: 7 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 1), 20_000, "the first start")
+          // 6 due behind the one slot, the window with 2 starts left: held back by the slot, not the rate.
+          yield* heartbeat(6, 0)
+          yield* Deferred.succeed(gate, undefined)
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "3 starts")
+          // The window 0–10 s used up: the 4 others wait for the next.
+          yield* heartbeat(4, 4)
+          yield* TestClock.adjust("8 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 6), 20_000, "6 starts")
+          yield* heartbeat(1, 1)
+          yield* TestClock.adjust("9 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 7), 20_000, "7 starts")
+          yield* heartbeat(0, 0)
+        }), { pollInterval: "1 hour", heartbeatInterval: "200 millis" }))
 
     it.live(name("3 worker processes, 5 starts a second and 2 per key: no window of the claims saw more, and every job ran once"), () =>
       withQueue(target, (prefix) =>

@@ -30,6 +30,8 @@ import type {
   OrphanedRow,
   PausedRow,
   RatedClaim,
+  RateNameRow,
+  RatePruneBatch,
   ProbeRow,
   StaleEnds,
   StatsRow,
@@ -303,6 +305,23 @@ export interface Driver {
    */
   readonly limitUse: (names: ReadonlyArray<string>, keys?: boolean) => Effect.Effect<ReadonlyArray<LimitUseRow>, SqlError>
 
+  // --- Rate windows (`<prefix>rates`) outside the claims -------------------------------------
+  /** The own window rows (key '') of those of `names` that have one, for `sqlane status`. */
+  readonly rateNameList: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<RateNameRow>, SqlError>
+  /**
+   * Reads the next `limit` window rows of `name` in key order (the name's own row, key '', first),
+   * after `afterKey` (undefined: from the first), and deletes those among them whose window began
+   * before `cutoffUs` and whose hold (if any) ended before it. A claim that holds a row's lock
+   * meanwhile is waited for, and a row it moved to a later window is kept. One range of the primary
+   * key per batch, however many rows the table holds.
+   */
+  readonly ratePrune: (
+    name: string,
+    cutoffUs: number,
+    afterKey: string | undefined,
+    limit: number
+  ) => Effect.Effect<RatePruneBatch, SqlError>
+
   // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */
   readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
@@ -481,5 +500,6 @@ export type AdminOps = Pick<
   | "prunerLock"
 >
 export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse">
+export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

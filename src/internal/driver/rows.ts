@@ -175,6 +175,26 @@ export interface RatedClaim {
   readonly keyWakeUs: number | undefined
 }
 
+/**
+ * A job name's own window row of `<prefix>rates` (key ''), as `sqlane status` reads it: the window
+ * a claim last counted in (µs since the epoch; 0 when no claim of a `rate` counted yet), the starts
+ * counted in it, and the end of a hold of the name (`RateLimited` scope "name"), if any.
+ */
+export interface RateNameRow {
+  readonly name: string
+  readonly windowUs: number
+  readonly starts: number
+  readonly blockedUntilUs: number | null
+}
+
+/** What one batch of `ratePrune` did: rows read (in key order), rows deleted, and the last key read. */
+export interface RatePruneBatch {
+  readonly scanned: number
+  readonly deleted: number
+  /** The greatest key read, where the next batch starts (undefined when none was read). */
+  readonly lastKey: string | undefined
+}
+
 /** A row of `<prefix>limits`: limits set at run time (null: the job definition's). */
 export interface LimitRow {
   readonly name: string

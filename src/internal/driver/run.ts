@@ -144,6 +144,8 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     limitDelete: cold(d.limitDelete),
     limitUse: cold(d.limitUse),
     rateHold: cold(d.rateHold),
+    rateNameList: cold(d.rateNameList),
+    ratePrune: cold(d.ratePrune),
     jobList: cold(d.jobList),
     jobStats: cold(d.jobStats),
     jobRetryByName: cold(d.jobRetryByName),

@@ -16,6 +16,7 @@ import * as Insert from "./insert.js"
 import * as Jobs from "./jobs.js"
 import * as Limits from "./limits.js"
 import * as Migrations from "./migrations.js"
+import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
 
@@ -39,6 +40,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Schedules.make(ctx),
     ...Admin.make(ctx),
     ...Limits.make(ctx),
+    ...Rates.ops(ctx),
     ...Migrations.make(ctx),
     // No notifications between sessions: the Notifier reads the newest job id instead.
     channelListen: () => Effect.fail(new ListenError("MySQL/MariaDB have no LISTEN")),

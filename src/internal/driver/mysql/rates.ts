@@ -1,10 +1,13 @@
 /**
  * MySQL/MariaDB: the rate windows of a claim (`<prefix>rates`): their lock, the count of what a
- * claim took, the hold a handler's `RateLimited` writes, and the filter of a rated claim's reads.
+ * claim took, the hold a handler's `RateLimited` writes, and the filter of a rated claim's reads
+ * (`make`, for the claims of `jobs.ts`); and the operations on the windows outside the claims
+ * (`ops`): the names' rows `sqlane status` shows, and the Pruner's deletes.
  *
  * @internal
  */
-import type { NameLimits } from "../Driver.js"
+import * as Effect from "effect/Effect"
+import type { NameLimits, RatesOps } from "../Driver.js"
 import { keyRateBounds, nameRow, type WindowRow, type WindowWanted } from "../rateWindows.js"
 import { num } from "../shared.js"
 import type { MysqlContext } from "./context.js"
@@ -69,4 +72,39 @@ export const make = (ctx: MysqlContext) => {
       VALUES (${name}, ${key ?? nameRow}, 0, 0, ${untilUs})
       ON DUPLICATE KEY UPDATE blocked_until_us = GREATEST(COALESCE(blocked_until_us, 0), VALUES(blocked_until_us))`
   return { keyRateOpen, rateLock, toWindowRow, rateCount, rateHold }
+}
+
+export const ops = (ctx: MysqlContext): RatesOps => {
+  const { prefix, sql } = ctx
+  const rates = sql(`${prefix}rates`)
+  return {
+    // Each name a parameter in its own comparison (as `limitUse`): one primary-key lookup per name.
+    rateNameList: (names) =>
+      names.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql`SELECT name, window_us, starts, blocked_until_us FROM ${rates}
+          WHERE rate_key = ${nameRow} AND (${sql.join(" OR ", false)(names.map((n) => sql`name = ${n}`))})`,
+        (rows: ReadonlyArray<any>) =>
+          rows.map((r) => ({
+            name: String(r.name),
+            windowUs: num(r.window_us),
+            starts: num(r.starts),
+            blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us)
+          }))
+      ),
+    // A read of one range of the primary key, then a delete of the rows of it that qualify, each
+    // row checked again as the delete locks it (a claim that moved it to a later window keeps it).
+    // The key read is the cursor as stored (PAD SPACE: a key's trailing spaces are not trimmed).
+    ratePrune: (name, cutoffUs, afterKey, limit) =>
+      Effect.gen(function*() {
+        const batch = yield* sql<{ rate_key: string }>`SELECT rate_key FROM ${rates}
+          WHERE name = ${name}${afterKey === undefined ? sql.literal("") : sql` AND rate_key > ${afterKey}`}
+          ORDER BY rate_key LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}`
+        if (batch.length === 0) return { scanned: 0, deleted: 0, lastKey: undefined }
+        const keys = batch.map((r) => String(r.rate_key))
+        const result: any = yield* sql`DELETE FROM ${rates}
+          WHERE name = ${name} AND rate_key IN ${sql.in(keys)}
+            AND window_us < ${cutoffUs} AND COALESCE(blocked_until_us, 0) < ${cutoffUs}`.raw
+        return { scanned: keys.length, deleted: Number(result.affectedRows), lastKey: keys[keys.length - 1] }
+      })
+  }
 }

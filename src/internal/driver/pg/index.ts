@@ -13,6 +13,7 @@ import * as Jobs from "./jobs.js"
 import * as Limits from "./limits.js"
 import * as Listen from "./listen.js"
 import * as Migrations from "./migrations.js"
+import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
 import * as Workers from "./workers.js"
 
@@ -36,6 +37,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Schedules.make(ctx),
     ...Admin.make(ctx),
     ...Limits.make(ctx),
+    ...Rates.ops(ctx),
     ...Migrations.make(ctx),
     ...Listen.make(ctx)
   }

@@ -1,11 +1,14 @@
 /**
  * PostgreSQL: the rate windows of a claim (`<prefix>rates`): their lock, the count of what a claim
- * took, the hold a handler's `RateLimited` writes, and the filter of a rated claim's arms.
+ * took, the hold a handler's `RateLimited` writes, and the filter of a rated claim's arms (`make`,
+ * for the claims of `jobs.ts`); and the operations on the windows outside the claims (`ops`): the
+ * names' rows `sqlane status` shows, and the Pruner's deletes.
  *
  * @internal
  */
 import type * as Statement from "@effect/sql/Statement"
-import type { Group, NameLimits } from "../Driver.js"
+import * as Effect from "effect/Effect"
+import type { Group, NameLimits, RatesOps } from "../Driver.js"
 import { keyRateBounds, nameRow, type WindowRow, windowStartUs } from "../rateWindows.js"
 import { num } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
@@ -91,4 +94,45 @@ export const make = (ctx: PgContext) => {
       ON CONFLICT (name, rate_key) DO UPDATE SET
         blocked_until_us = GREATEST(coalesce(r.blocked_until_us, 0), EXCLUDED.blocked_until_us)`
   return { keyRateOpen, rateLock, toWindowRow, rateCount, rateHold }
+}
+
+export const ops = (ctx: PgContext): RatesOps => {
+  const { prefix, sql } = ctx
+  const rates = sql(`${prefix}rates`)
+  return {
+    rateNameList: (names) =>
+      names.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql`SELECT r.name, r.window_us, r.starts, r.blocked_until_us FROM ${rates} r
+          WHERE r.name = ANY(${texts(names)}::text[]) AND r.rate_key = ${nameRow}`,
+        (rows: ReadonlyArray<any>) =>
+          rows.map((r) => ({
+            name: r.name,
+            windowUs: num(r.window_us),
+            starts: num(r.starts),
+            blockedUntilUs: r.blocked_until_us === null ? null : num(r.blocked_until_us)
+          }))
+      ),
+    // One range of the primary key (name, rate_key); the DELETE re-checks each row it locks, so a
+    // claim that moved a row to a later window meanwhile keeps it.
+    ratePrune: (name, cutoffUs, afterKey, limit) =>
+      Effect.map(
+        sql`WITH batch AS (
+            SELECT b.rate_key FROM ${rates} b
+            WHERE b.name = ${name}${afterKey === undefined ? sql.literal("") : sql` AND b.rate_key > ${afterKey}`}
+            ORDER BY b.rate_key LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}
+          ), gone AS (
+            DELETE FROM ${rates} r USING batch
+            WHERE r.name = ${name} AND r.rate_key = batch.rate_key
+              AND r.window_us < ${cutoffUs}::bigint AND coalesce(r.blocked_until_us, 0) < ${cutoffUs}::bigint
+            RETURNING 1
+          )
+          SELECT (SELECT count(*) FROM batch) AS scanned, (SELECT count(*) FROM gone) AS deleted,
+            (SELECT b.rate_key FROM batch b ORDER BY b.rate_key DESC LIMIT 1) AS last_key`,
+        (rows: ReadonlyArray<any>) => ({
+          scanned: num(rows[0]?.scanned ?? 0),
+          deleted: num(rows[0]?.deleted ?? 0),
+          lastKey: rows[0]?.last_key ?? undefined
+        })
+      )
+  }
 }
