@@ -71,3 +71,10 @@ export const makeContext = (sql: SqlClient.SqlClient, prefix: string, database: 
 
 /** What each module of the MySQL/MariaDB driver receives. */
 export type MysqlContext = ReturnType<typeof makeContext>
+
+/**
+ * Keys as the unique indexes compare them: utf8mb4_bin pads with spaces, so keys that differ only
+ * by trailing spaces are one key there (picking both would make the update fail every time, and
+ * the claim would never succeed).
+ */
+export const keyOf = (k: unknown) => (k === null || k === undefined ? null : String(k).replace(/ +$/, ""))

@@ -1,9 +1,9 @@
 /**
- * MySQL/MariaDB: the keys a claim with fair shares reads (`driver/fairShares.ts`), before its
- * transaction: per group of a name whose jobs carry a concurrency key, its keys in turn from the one
- * after the rotation's cursor, wrapping around, keeping the first `limit` with a due job, a free
+ * MySQL/MariaDB: fair shares in a keyed claim (`driver/fairShares.ts`). Before its transaction, the
+ * keys it reads: per group of a name whose jobs carry a concurrency key, its keys in turn from the
+ * one after the rotation's cursor, wrapping around, keeping the first `limit` with a due job, a free
  * slot and an open rate window. The claim's locking reads then read each of those keys' first due
- * jobs (`jobs.ts`).
+ * jobs (`jobs.ts`); here each candidate gets its turn, and the rotation moves past what was picked.
  *
  * Each next key is one lookup of the index `jobs_pending_key` (state, name, priority, limit_key,
  * run_at, id), never a key's backlog: a loose index scan written out as statements, each setting a
@@ -13,11 +13,15 @@
  *
  * @internal
  */
+import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
+import * as Effect from "effect/Effect"
+import * as MysqlText from "../../mysqlText.js"
 import type { Group, NameLimits } from "../Driver.js"
 import * as FairShares from "../fairShares.js"
-import { num } from "../shared.js"
-import type { MysqlContext } from "./context.js"
+import type { Candidate, Picked } from "../limitSlots.js"
+import { byClaimOrder, num, toClaimed } from "../shared.js"
+import { keyOf, type MysqlContext } from "./context.js"
 
 /** A key to read, and its place in the rotation. */
 export interface FairKey {
@@ -148,5 +152,70 @@ export const make = (
       sql.unsafe(reads[reads.length - 1][0], reads[reads.length - 1][1] as Array<unknown>)
     ]
   }
-  return { keysRead, keysOf, explainable }
+  const fairCursors = FairShares.make()
+  /**
+   * Fair shares: the keys to read of the claim's groups of names with a concurrency key (by index
+   * in `groups`), read in a round trip before the claim's transaction (`mysql/fairShares.ts`);
+   * undefined when no group has fair shares.
+   */
+  const readFairKeys = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    limits: ReadonlyMap<string, NameLimits>,
+    rated: ReadonlyArray<string>
+  ): Effect.Effect<FairRead | undefined, SqlError> => {
+    const fair = groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : []))
+    if (fair.length === 0) return Effect.succeed(undefined)
+    const statements = keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority))
+    return Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
+      Effect.map(
+        conn.executeUnprepared(statements.map(([q]) => q).join("; "), MysqlText.values(statements.flatMap(([, p]) => p)), undefined),
+        (results) => keysOf(groups, limit, (results[results.length - 1] ?? []) as ReadonlyArray<any>)
+      )))
+  }
+  /**
+   * The candidates of a keyed claim, from its groups' locked rows; with fair shares each with its
+   * turn: in a group of a name with fair shares, its place among its key's rows (the rows without a
+   * key as one key) and its key's place in the rotation; in another group, its place in the group.
+   */
+  const candidatesOf = (
+    groups: ReadonlyArray<Group>,
+    sets: ReadonlyArray<ReadonlyArray<any>>,
+    limits: ReadonlyMap<string, NameLimits>,
+    fair: FairRead | undefined
+  ): Array<Candidate> =>
+    sets.flatMap((set, i) => {
+      const rows = set.map((row): Candidate => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) }))
+      if (fair === undefined) return rows
+      const rotated = limits.get(groups[i].name)?.fair === true
+      const ords = new Map((fair.keys.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
+      const turns = new Map<string | null, number>()
+      return rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
+        const key = rotated ? c.limitKey : null
+        const rnd = (turns.get(key) ?? 0) + 1
+        turns.set(key, rnd)
+        return { ...c, turn: { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 } }
+      })
+    })
+  /**
+   * Moves the rotations of fair shares past the keys of the jobs picked; a group that had none
+   * picked past the last key its walk passed (keys with no free slot, or whose jobs were locked).
+   */
+  const rotate = (
+    groups: ReadonlyArray<Group>,
+    fair: FairRead,
+    candidates: ReadonlyArray<Candidate>,
+    picked: ReadonlyArray<Picked>
+  ) => {
+    const ord = new Map(candidates.map((c) => [c.claimed.id, c.turn?.ord ?? 0]))
+    const rotated = picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 }))
+    const moved = new Set(rotated.filter((r) => r.ord > 0).map((r) => `${r.priority}\u0000${r.name}`))
+    for (const [i, key] of fair.passed) {
+      const g = groups[i]
+      if (!moved.has(`${g.priority}\u0000${g.name}`)) rotated.push({ name: g.name, priority: g.priority, key, ord: 1 })
+    }
+    fairCursors.remember(rotated)
+  }
+  return { candidatesOf, explainable, readFairKeys, rotate }
 }

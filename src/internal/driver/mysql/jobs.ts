@@ -5,25 +5,20 @@
  *
  * @internal
  */
-import type { SqlError } from "@effect/sql/SqlError"
-import type * as SqlConnection from "@effect/sql/SqlConnection"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
 import * as MysqlText from "../../mysqlText.js"
-import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits, StaleEnds } from "../Driver.js"
-import { type Candidate, type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
-import * as FairShares from "../fairShares.js"
+import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits } from "../Driver.js"
+import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
-  endKey,
   keyedWindow,
   noLimits,
   noStaleEnds,
   notHeld,
   num,
   retryKeyed,
-  splitEnds,
   toClaimed
 } from "../shared.js"
 import {
@@ -36,19 +31,10 @@ import {
   type WindowRow,
   windowsWanted
 } from "../rateWindows.js"
-import type { MysqlContext } from "./context.js"
+import { keyOf, type MysqlContext } from "./context.js"
 import * as FairKeys from "./fairShares.js"
+import * as Ends from "./ends.js"
 import * as Rates from "./rates.js"
-
-/** The rows changed by the statements of a multi-statement's results (MySQL/MariaDB). */
-const affectedRowsOf = (results: ReadonlyArray<unknown>): number => {
-  let n = 0
-  for (const r of results) {
-    const affected = Array.isArray(r) ? undefined : (r as { affectedRows?: unknown } | null)?.affectedRows
-    if (typeof affected === "number") n += affected
-  }
-  return n
-}
 
 export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const { claimedColumns, deleteCompleted, jobs, pendingIndex, prefix, run, runPlain, sql, ts, usOf } = ctx
@@ -130,29 +116,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   const heldSlotsStatement = (names: ReadonlyArray<string>) =>
     sql`SELECT name, name_slot_running AS slot FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
         WHERE name_slot_running IS NOT NULL AND name IN ${sql.in(names)}`
-  const fairKeys = FairKeys.make(ctx, windows.keyRateOpen)
-  const fairCursors = FairShares.make()
-  /**
-   * Fair shares: the keys to read of the claim's groups of names with a concurrency key (by index
-   * in `groups`), read in a round trip before the claim's transaction (`mysql/fairShares.ts`);
-   * undefined when no group has fair shares.
-   */
-  const readFairKeys = (
-    groups: ReadonlyArray<Group>,
-    limit: number,
-    nowUs: number,
-    limits: ReadonlyMap<string, NameLimits>,
-    rated: ReadonlyArray<string>
-  ): Effect.Effect<FairKeys.FairRead | undefined, SqlError> => {
-    const fair = groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : []))
-    if (fair.length === 0) return Effect.succeed(undefined)
-    const statements = fairKeys.keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority))
-    return Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
-      Effect.map(
-        conn.executeUnprepared(statements.map(([q]) => q).join("; "), MysqlText.values(statements.flatMap(([, p]) => p)), undefined),
-        (results) => fairKeys.keysOf(groups, limit, (results[results.length - 1] ?? []) as ReadonlyArray<any>)
-      )))
-  }
+  const { candidatesOf, explainable, readFairKeys, rotate } = FairKeys.make(ctx, windows.keyRateOpen)
   /**
    * A group's locking read in a keyed claim: its window (`claimKeyedSelect`), or with fair shares
    * (`keys`: the group's keys to read) each key's first due jobs, twice its equal share of the claim,
@@ -176,49 +140,6 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       claimKeyedSelect(g, limit, nowUs, limits, isRated, { key: null, window: Number(keyedWindow(limit)) })
     ]
     return sql`${sql.join(" UNION ALL ", false)(reads.map((r) => sql`(${r})`))}`.compile(true)
-  }
-  /**
-   * The candidates of a keyed claim, from its groups' locked rows; with fair shares each with its
-   * turn: in a group of a name with fair shares, its place among its key's rows (the rows without a
-   * key as one key) and its key's place in the rotation; in another group, its place in the group.
-   */
-  const candidatesOf = (
-    groups: ReadonlyArray<Group>,
-    sets: ReadonlyArray<ReadonlyArray<any>>,
-    limits: ReadonlyMap<string, NameLimits>,
-    fair: FairKeys.FairRead | undefined
-  ): Array<Candidate> =>
-    sets.flatMap((set, i) => {
-      const rows = set.map((row): Candidate => ({ claimed: toClaimed(row), mutexKey: keyOf(row.mutex_key), limitKey: keyOf(row.limit_key) }))
-      if (fair === undefined) return rows
-      const rotated = limits.get(groups[i].name)?.fair === true
-      const ords = new Map((fair.keys.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
-      const turns = new Map<string | null, number>()
-      return rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
-        const key = rotated ? c.limitKey : null
-        const rnd = (turns.get(key) ?? 0) + 1
-        turns.set(key, rnd)
-        return { ...c, turn: { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 } }
-      })
-    })
-  /**
-   * Moves the rotations of fair shares past the keys of the jobs picked; a group that had none
-   * picked past the last key its walk passed (keys with no free slot, or whose jobs were locked).
-   */
-  const rotate = (
-    groups: ReadonlyArray<Group>,
-    fair: FairKeys.FairRead,
-    candidates: ReadonlyArray<Candidate>,
-    picked: ReadonlyArray<Picked>
-  ) => {
-    const ord = new Map(candidates.map((c) => [c.claimed.id, c.turn?.ord ?? 0]))
-    const rotated = picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 }))
-    const moved = new Set(rotated.filter((r) => r.ord > 0).map((r) => `${r.priority}\u0000${r.name}`))
-    for (const [i, key] of fair.passed) {
-      const g = groups[i]
-      if (!moved.has(`${g.priority}\u0000${g.name}`)) rotated.push({ name: g.name, priority: g.priority, key, ord: 1 })
-    }
-    fairCursors.remember(rotated)
   }
   /**
    * The paused check of a claim: which of `names` (the claim's job names, `p0`, `p1`, … in their
@@ -258,50 +179,6 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       run(sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params), "unprepared"),
       (rows) => rows.map((r) => JSON.stringify(r))
     )
-  }
-  // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
-  /**
-   * The ends of attempts: one update; with `deleteCompleted`, a delete of the rows of completed jobs
-   * (those not `keep`, see `Finish`) and an update of the others, if any, in one text.
-   */
-  const finishStatements = (finishes: ReadonlyArray<Finish>): readonly [string, ReadonlyArray<unknown>] => {
-    const { removed, rest } = splitEnds(finishes, deleteCompleted)
-    if (removed.length === 0) return finishStatement(finishes).compile(true)
-    // Through the primary key, named: MariaDB reads a lone row equality `(id, attempts) IN ((?, ?))`
-    // through no key, and with few running rows prefers the `(state, finished_at)` index for
-    // `state = 'running'` even beside `id IN` — and at REPEATABLE READ locks that range and the gap
-    // after it, where every new pending job's entry goes. (Index hints need the multi-table form.)
-    const [remove, removeParams] = sql`DELETE j FROM ${jobs} j FORCE INDEX (PRIMARY)
-        WHERE j.id IN ${sql.in(removed.map((f) => f.id))}
-          AND (j.id, j.attempts) IN (${sql.join(", ", false)(removed.map((f) => sql`(${f.id}, ${f.attempt})`))})
-          AND j.state = 'running'`.compile(true)
-    if (rest.length === 0) return [remove, removeParams]
-    const [update, updateParams] = finishStatement(rest).compile(true)
-    return [`${remove}; ${update}`, [...removeParams, ...updateParams]]
-  }
-  const finishStatement = (finishes: ReadonlyArray<Finish>) => {
-    const rows = finishes.map((f, i) =>
-      i === 0
-        ? sql`SELECT CAST(${f.id} AS SIGNED) AS id, CAST(${f.attempt} AS SIGNED) AS attempt, ${f.state} AS state,
-              CAST(${f.runAtUs} AS SIGNED) AS run_at_us, CAST(${f.finishedAtUs} AS SIGNED) AS finished_at_us,
-              ${f.lastError} AS last_error, ${f.errors} AS errors, ${f.result} AS result`
-        : sql`SELECT ${f.id}, ${f.attempt}, ${f.state}, ${f.runAtUs}, ${f.finishedAtUs}, ${f.lastError}, ${f.errors}, ${f.result}`
-    )
-    // Only the ends' rows, through the primary key (`j.id IN`, as the delete above): with a batch that
-    // is a large share of the running rows, MariaDB read the jobs first, every running row, and
-    // locked each, so an end waited for (or deadlocked with) a transaction holding an unrelated
-    // running job (an app's cancel, a handler's own update).
-    return sql`UPDATE ${jobs} j FORCE INDEX (PRIMARY) JOIN (${sql.join(" UNION ALL ", false)(rows)}) v
-          ON j.id = v.id AND j.attempts = v.attempt
-        SET j.attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
-          j.state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
-          j.run_at = COALESCE(TIMESTAMPADD(MICROSECOND, v.run_at_us, '1970-01-01 00:00:00'), j.run_at),
-          j.finished_at = TIMESTAMPADD(MICROSECOND, v.finished_at_us, '1970-01-01 00:00:00'),
-          j.last_error = COALESCE(v.last_error, j.last_error),
-          j.errors = COALESCE(v.errors, j.errors),
-          j.result = v.result,
-          j.worker_id = NULL
-        WHERE j.id IN ${sql.in(finishes.map((f) => f.id))} AND j.state = 'running'`
   }
   /**
    * A claim: at READ COMMITTED, so the locking reads take no gap locks that would block (or
@@ -351,7 +228,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
           MysqlText.values(statements.flatMap(([, params]) => params)),
           undefined
         )
-        if (before !== undefined && affectedRowsOf(results.slice(0, results.length - selects.length)) < before.length) {
+        if (before !== undefined && Ends.affectedRowsOf(results.slice(0, results.length - selects.length)) < before.length) {
           yield* conn.executeUnprepared("ROLLBACK", [], undefined)
           return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before, conn) }
         }
@@ -388,12 +265,6 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
     }).pipe(Effect.scoped)
   /**
-   * Keys as the unique indexes compare them: utf8mb4_bin pads with spaces, so keys that differ only
-   * by trailing spaces are one key there (picking both would make the update fail every time, and
-   * the claim would never succeed).
-   */
-  const keyOf = (k: unknown) => (k === null || k === undefined ? null : String(k).replace(/ +$/, ""))
-  /**
    * The slots held now, as the keyed claim read them: the name slots (`heldSlotsStatement`'s rows)
    * and, with each candidate, its key's (`held_key_slots`).
    */
@@ -421,35 +292,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
       sql`CASE id ${sql.join(" ", false)(slotted.map((r) => sql`WHEN ${r.id} THEN ${slot(r)}`))} ELSE NULL END`
     return sql`name_slot = ${column((r) => r.nameSlot)}, key_slot = ${column((r) => r.keySlot)}`
   }
-  /** What `notHeld` reads of the rows of `finishes`. */
-  const endsRead = (finishes: ReadonlyArray<Finish>) =>
-    sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${sql.literal(usOf("run_at"))} AS run_at_us,
-        ${sql.literal(usOf("finished_at"))} AS finished_at_us
-      FROM ${jobs} FORCE INDEX (PRIMARY) WHERE id IN ${sql.in(finishes.map((f) => f.id))}`.compile(true)
-  /**
-   * The ends written exactly, in a transaction of their own on `conn` (no transaction open): the
-   * rows of the attempts still running are locked first (`FOR UPDATE`), then only those ends are
-   * written; the others are the stale ends. For a write that changed fewer rows than it had ends
-   * (rows changed count only, not which; a row another attempt deleted is gone either way).
-   */
-  const finishExactly = (finishes: ReadonlyArray<Finish>, conn: SqlConnection.Connection): Effect.Effect<StaleEnds, SqlError> =>
-    Effect.gen(function*() {
-      const [lock, lockParams] = sql`SELECT id, attempts FROM ${jobs} FORCE INDEX (PRIMARY)
-          WHERE id IN ${sql.in(finishes.map((f) => f.id))} AND state = 'running' FOR UPDATE`.compile(true)
-      const results = yield* conn.executeUnprepared(`START TRANSACTION; ${lock}`, MysqlText.values(lockParams), undefined)
-      const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
-      const running = new Set(rows.map((r) => endKey(String(r.id), num(r.attempts))))
-      const live = finishes.filter((f) => running.has(endKey(f.id, f.attempt)))
-      if (live.length > 0) {
-        const [text, params] = finishStatements(live)
-        yield* conn.executeUnprepared(`${text}; COMMIT`, MysqlText.values(params), undefined)
-      } else {
-        yield* conn.executeUnprepared("COMMIT", [], undefined)
-      }
-      const stale = new Set<string>()
-      for (const f of finishes) if (!running.has(endKey(f.id, f.attempt))) stale.add(endKey(f.id, f.attempt))
-      return stale
-    })
+  const { endsRead, finishExactly, finishStatements } = Ends.make(ctx)
   return {
     jobProbe: (names) =>
       Effect.map(
@@ -494,7 +337,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
                 ]
                 : [claimKeyedSelect(g, limit, nowUs, limits)]
             ),
-            ...fairKeys.explainable(groups, groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : [])), limit, nowUs, limits),
+            ...explainable(groups, groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : [])), limit, nowUs, limits),
             pausedStatement(namesOf(groups)),
             ...(limits.size === 0 ? [] : [heldSlotsStatement(Array.from(limits.keys()))])
           ],
@@ -608,7 +451,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         const conn = yield* sql.reserve
         return yield* Effect.gen(function*() {
           const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
-          if (affectedRowsOf(results) >= finishes.length) {
+          if (Ends.affectedRowsOf(results) >= finishes.length) {
             yield* conn.executeUnprepared("COMMIT", [], undefined)
             return noStaleEnds
           }

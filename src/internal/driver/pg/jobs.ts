@@ -7,11 +7,12 @@
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
-import type { Explain, Finish, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import type { Explain, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
-import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, splitEnds, staleEnds, toClaimed } from "../shared.js"
+import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 import * as FairShares from "../fairShares.js"
+import * as Ends from "./ends.js"
 import * as Rates from "./rates.js"
 
 export const make = (ctx: PgContext): JobsOps & Explain => {
@@ -354,52 +355,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
           ORDER BY ${claimOrder("k")} LIMIT ${take})
         ${update(sql.literal("name_slot = pick.name_slot, key_slot = pick.key_slot"))}`
   }
-  // The ends of attempts, guarded by id, attempt and state: a stale attempt changes nothing.
-  /**
-   * The ends of attempts, as common table expressions for a `WITH` (data-modifying statements must
-   * be at its top level): `ended`, an update; with `deleteCompleted`, `removed` deletes the rows of
-   * completed jobs instead (those not `keep`, see `Finish`), and `ended` updates the others, if any.
-   * Both return the (id, attempt) of the ends they wrote; `applied` is a one-row subquery over them:
-   * its column `applied` is null when every end was written, else those ends as `id:attempt,…`
-   * (read with `staleEnds`).
-   */
-  const finishCtes = (finishes: ReadonlyArray<Finish>) => {
-    const { removed, rest } = splitEnds(finishes, options.deleteCompleted === true)
-    const ended = () => sql`ended AS (${finishUpdate(rest)})`
-    const remove = () => sql`removed AS (DELETE FROM ${jobs} AS j
-        USING unnest(${numbers(removed.map((f) => f.id))}::bigint[], ${numbers(removed.map((f) => f.attempt))}::int[])
-          AS v(id, attempt)
-        WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'
-        RETURNING v.id, v.attempt)`
-    const ctes = removed.length === 0 ? ended() : rest.length === 0 ? remove() : sql`${remove()}, ${ended()}`
-    const written = removed.length === 0
-      ? sql.literal("ended")
-      : rest.length === 0
-      ? sql.literal("removed")
-      : sql.literal("(SELECT id, attempt FROM removed UNION ALL SELECT id, attempt FROM ended)")
-    // One row: null when every end was written (the common case), else the ends written.
-    const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
-        THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ${written} AS w) END
-        AS applied FROM ${written} AS e)`
-    return { ctes, applied }
-  }
-  const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
-    sql`UPDATE ${jobs} AS j SET
-        state = CASE WHEN v.state = 'released' THEN 'pending' ELSE v.state END,
-        attempts = CASE WHEN v.state = 'released' THEN j.attempts - 1 ELSE j.attempts END,
-        run_at = COALESCE(TIMESTAMPTZ 'epoch' + v.run_at_us * INTERVAL '1 microsecond', j.run_at),
-        finished_at = TIMESTAMPTZ 'epoch' + v.finished_at_us * INTERVAL '1 microsecond',
-        last_error = COALESCE(v.last_error, j.last_error),
-        errors = COALESCE(v.errors, j.errors),
-        result = v.result,
-        worker_id = NULL
-      FROM unnest(${numbers(finishes.map((f) => f.id))}::bigint[], ${numbers(finishes.map((f) => f.attempt))}::int[],
-                  ${numbers(finishes.map((f) => f.state))}::text[], ${numbers(finishes.map((f) => f.runAtUs))}::bigint[],
-                  ${numbers(finishes.map((f) => f.finishedAtUs))}::bigint[], ${texts(finishes.map((f) => f.lastError))}::text[],
-                  ${texts(finishes.map((f) => f.errors))}::text[], ${texts(finishes.map((f) => f.result))}::text[])
-           AS v(id, attempt, state, run_at_us, finished_at_us, last_error, errors, result)
-      WHERE j.id = v.id AND j.attempts = v.attempt AND j.state = 'running'
-      RETURNING v.id, v.attempt`
+  const { finishCtes } = Ends.make(ctx)
   /** Moves the rotations of fair shares past the keys a claim took jobs of. */
   const rotated = (rows: ReadonlyArray<any>) => {
     if (rows.length > 0 && rows[0].fair_ord !== undefined) {
