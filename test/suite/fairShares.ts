@@ -148,6 +148,50 @@ export const fairShares = (target: Target) => {
           assert.deepStrictEqual(found, [second.get("k70")])
         })))
 
+    it.live(name("keys that cannot start (jobs not yet due) never hold back the keys after them, with small claims"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          // 30 keys whose only jobs run in an hour, first in key order; then a key with due jobs.
+          for (let i = 0; i < 30; i++) {
+            yield* queue.enqueue(Tenanted, { tenant: `a${String(i).padStart(2, "0")}`, i }, { delay: "1 hour" })
+          }
+          const due = yield* queue.enqueueMany(Tenanted, Array.from({ length: 5 }, (_, i) => ({ tenant: "z", i })))
+          const now = (yield* nowMicros) + 1000
+          const taken: Array<string> = []
+          for (let i = 0; i < 8 && taken.length < 5; i++) {
+            const rows = yield* claimer.claim(groupsOf(Tenanted.name), 5, now, `w${i}`, new Set([Tenanted.name]), fair(Tenanted.name))
+            taken.push(...rows.map((r) => r.id))
+          }
+          assert.deepStrictEqual(taken.sort(), [...due].sort())
+        })))
+
+    it.live(name("claims of 5 over 20 keys, two of them with nothing due: every other key gets its turns"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const keyOf = new Map<string, string>()
+          for (let k = 1; k <= 20; k++) {
+            const key = `k${String(k).padStart(2, "0")}`
+            const ids = k === 3 || k === 15
+              ? [yield* queue.enqueue(Tenanted, { tenant: key, i: 0 }, { delay: "1 hour" })]
+              : yield* queue.enqueueMany(Tenanted, Array.from({ length: 30 }, (_, i) => ({ tenant: key, i })))
+            for (const id of ids) keyOf.set(id, key)
+          }
+          const now = (yield* nowMicros) + 1000
+          const counts = new Map<string, number>()
+          for (let i = 0; i < 16; i++) {
+            const rows = yield* claimer.claim(groupsOf(Tenanted.name), 5, now, `w${i}`, new Set([Tenanted.name]), fair(Tenanted.name))
+            assert.strictEqual(rows.length, 5)
+            for (const r of rows) counts.set(keyOf.get(r.id)!, (counts.get(keyOf.get(r.id)!) ?? 0) + 1)
+          }
+          // 80 jobs over 18 keys: 4 or 5 each, by turns.
+          assert.strictEqual(counts.size, 18, JSON.stringify(Object.fromEntries(counts)))
+          for (const [key, n] of counts) assert.include([4, 5], n, `key ${key}: ${n}`)
+        })))
+
     it.live(name("a claim of a name with fair shares and one without: the other name's jobs take turns as one key"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {

@@ -29,7 +29,11 @@ export interface FairKey {
   readonly ord: number
 }
 
-/** Keys read per group at most (each one statement, twice with wrapping). */
+/**
+ * Keys walked per group at most (each one statement, twice with wrapping); a walk reads up to twice
+ * the keys the claim takes jobs of (and 4 more), so that keys it passes over (nothing due, no free
+ * slot) leave others to take their place.
+ */
 const maxKeys = 64
 
 /** What the keys read says of each group (by index in the claim's groups). */
@@ -50,7 +54,7 @@ export const make = (
   const widths = new Map<string, number>()
   const groupId = (g: Group) => `${g.priority}\u0000${g.name}`
   const widthOf = (g: Group, limit: number) =>
-    Math.max(1, Math.min(Math.floor(limit), maxKeys, widths.get(groupId(g)) ?? maxKeys))
+    Math.max(1, Math.min(2 * Math.floor(limit) + 4, maxKeys, widths.get(groupId(g)) ?? maxKeys))
   /** The first key of the group `g` with pending jobs that `from` and `bound` admit. */
   const nextKey = (g: Group, from: Statement.Fragment, bound: Statement.Fragment) =>
     sql`SELECT limit_key FROM ${jobs} FORCE INDEX (${keyIndex})
@@ -76,17 +80,25 @@ export const make = (
       const n = widthOf(g, limit)
       const cursor = after(g)
       const vars: Array<readonly [string, number]> = []
-      const walk = (tag: string, first: Statement.Fragment, bound: Statement.Fragment, ord0: number) => {
+      /** `only`: the walk runs only while the condition holds (NULL keys otherwise). */
+      const walk = (tag: string, first: Statement.Fragment, bound: Statement.Fragment, ord0: number, only?: string) => {
         for (let i = 1; i <= n; i++) {
           const v = `@sqlane_${tag}${gi}_${i}`
           const from = i === 1 ? first : sql.literal(`limit_key > @sqlane_${tag}${gi}_${i - 1}`)
-          statements.push(sql`SET ${sql.literal(v)} = (${nextKey(g, from, bound)})`.compile(true))
+          const next = nextKey(g, from, bound)
+          statements.push(
+            (only === undefined
+              ? sql`SET ${sql.literal(v)} = (${next})`
+              : sql`SET ${sql.literal(v)} = CASE WHEN ${sql.literal(only)} THEN (${next}) END`).compile(true)
+          )
           vars.push([v, ord0 + i])
         }
       }
       walk("k", cursor === undefined ? sql.literal("limit_key IS NOT NULL") : sql`limit_key > ${cursor}`, sql.literal(""), 0)
+      // Around to the first keys only when the walk after the cursor ran out of keys: with keys left
+      // after it, the next claim goes on from there (the keys before the cursor had their turn).
       if (cursor !== undefined) {
-        walk("w", sql.literal("limit_key IS NOT NULL"), sql` AND limit_key <= ${cursor}`, FairShares.wrapped)
+        walk("w", sql.literal("limit_key IS NOT NULL"), sql` AND limit_key <= ${cursor}`, FairShares.wrapped, `@sqlane_k${gi}_${n} IS NULL`)
       }
       const perKey = limits.get(g.name)?.runningPerKey
       return sql`(SELECT ${gi} AS g, j.limit_key, j.ord FROM (${
@@ -101,7 +113,7 @@ export const make = (
           AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
             WHERE r.name = ${g.name} AND r.limit_key_running = j.limit_key) < ${perKey}`
       }${rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")}
-        ORDER BY j.ord LIMIT ${sql.literal(String(n))})
+        ORDER BY j.ord LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))})
         UNION ALL
         SELECT ${gi}, COALESCE(${sql.literal(vars.map(([v]) => v).reverse().join(", "))}), -(${
         sql.literal(vars.map(([v]) => `(${v} IS NOT NULL)`).join(" + "))
