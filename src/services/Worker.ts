@@ -433,7 +433,11 @@ export const make = <R>(
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
-        if (keyed.has(row.name)) Effect.runFork(notifier.released(mutexNames.includes(row.name) ? mutexNames : [...mutexNames, row.name]))
+        // (A name with a concurrency key only holds neither.)
+        const limited = limitsView?.current().get(row.name)
+        if (mutexNames.includes(row.name) || (limited !== undefined && Limits.holdsWhileWaiting(limited))) {
+          Effect.runFork(notifier.released(mutexNames.includes(row.name) ? mutexNames : [...mutexNames, row.name]))
+        }
       }, claims.claimant)
     }
 

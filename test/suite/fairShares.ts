@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { Claimer, Job, Queue, Worker } from "../../src/index.js"
+import { limitsOf } from "../../src/internal/limits.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { waitUntil, withQueue } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
@@ -24,6 +25,11 @@ const TenantedCapped = Job.make("tenanted-capped", {
   limits: { key: (p) => p.tenant, runningPerKey: 2 }
 })
 
+/** As `Tenanted`, with a generous rate per tenant (1,000 starts a second). */
+const TenantedRated = Job.make("tenanted-rated", {
+  payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+  limits: { key: (p) => p.tenant, ratePerKey: { starts: 1000, per: "1 second" } }
+})
 /** Jobs without a concurrency key. */
 const Plain = Job.make("plain", { payload: Schema.Struct({ i: Schema.Number }) })
 
@@ -153,14 +159,15 @@ export const fairShares = (target: Target) => {
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
           const claimer = yield* Claimer.Claimer
-          // 30 keys whose only jobs run in an hour, first in key order; then a key with due jobs.
-          for (let i = 0; i < 30; i++) {
-            yield* queue.enqueue(Tenanted, { tenant: `a${String(i).padStart(2, "0")}`, i }, { delay: "1 hour" })
+          // 100 keys whose only jobs run in an hour, first in key order (more than one claim's walk
+          // reads); then a key with due jobs.
+          for (let i = 0; i < 100; i++) {
+            yield* queue.enqueue(Tenanted, { tenant: `a${String(i).padStart(3, "0")}`, i }, { delay: "1 hour" })
           }
           const due = yield* queue.enqueueMany(Tenanted, Array.from({ length: 5 }, (_, i) => ({ tenant: "z", i })))
           const now = (yield* nowMicros) + 1000
           const taken: Array<string> = []
-          for (let i = 0; i < 8 && taken.length < 5; i++) {
+          for (let i = 0; i < 12 && taken.length < 5; i++) {
             const rows = yield* claimer.claim(groupsOf(Tenanted.name), 5, now, `w${i}`, new Set([Tenanted.name]), fair(Tenanted.name))
             taken.push(...rows.map((r) => r.id))
           }
@@ -190,6 +197,23 @@ export const fairShares = (target: Target) => {
           // 80 jobs over 18 keys: 4 or 5 each, by turns.
           assert.strictEqual(counts.size, 18, JSON.stringify(Object.fromEntries(counts)))
           for (const [key, n] of counts) assert.include([4, 5], n, `key ${key}: ${n}`)
+        })))
+
+    it.live(name("under a rate limit per key, a small key behind a backlog still gets its share"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          yield* queue.enqueueMany(TenantedRated, Array.from({ length: 300 }, (_, i) => ({ tenant: "big", i })))
+          const small = yield* queue.enqueueMany(TenantedRated, Array.from({ length: 8 }, (_, i) => ({ tenant: "small", i })))
+          const now = (yield* nowMicros) + 1000
+          const limits = limitsOf([TenantedRated])
+          const keyed = new Set([TenantedRated.name])
+          const first = yield* claimer.claimWithHolds(groupsOf(TenantedRated.name), 10, now, "w1", keyed, limits)
+          assert.strictEqual(first.claimed.length, 10)
+          assert.deepStrictEqual(first.claimed.map((r) => r.id).filter((id) => small.includes(id)), small.slice(0, 5))
+          const second = yield* claimer.claimWithHolds(groupsOf(TenantedRated.name), 10, now + 1, "w2", keyed, limits)
+          assert.deepStrictEqual(second.claimed.map((r) => r.id).filter((id) => small.includes(id)), small.slice(5))
         })))
 
     it.live(name("a claim of a name with fair shares and one without: the other name's jobs take turns as one key"), () =>

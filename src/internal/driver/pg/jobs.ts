@@ -11,8 +11,8 @@ import type { Explain, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
 import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
-import * as FairShares from "../fairShares.js"
 import * as Ends from "./ends.js"
+import * as Fair from "./fairShares.js"
 import * as Rates from "./rates.js"
 
 export const make = (ctx: PgContext): JobsOps & Explain => {
@@ -141,78 +141,43 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
           WHERE rn.name IS NULL OR m.limit_key IS NULL
             OR m.rkth <= coalesce((SELECT r.lft FROM rl r WHERE r.name = m.name AND r.rate_key = m.limit_key), 0)),`
   }
-  const fairCursors = FairShares.make()
   /**
-   * A group's arm in a claim with fair shares (`driver/fairShares.ts`), for a name whose jobs carry
-   * a concurrency key: its keys read in turn from the one after the rotation's cursor, wrapping
-   * around (each next key one lookup of the index `jobs_pending_key`: a loose index scan, never a
-   * key's backlog), keeping the first `limit` keys with a due job and a free slot (and an open rate
-   * window); then of each such key its first due jobs, locked: twice its equal share of the claim
-   * (at most `limit`), so that keys with fewer due jobs than their share leave the rest to the others.
-   * Each job comes with its turn (`rnd`: 1 for a key's first job) and its key's place in the
-   * rotation (`ord`). The name's jobs without a key (the index holds none of them) take turns as
-   * one key, from among the group's first due jobs in `run_at` order (a window, as the claim
-   * without fair shares reads): never read past a backlog, they wait for its head to reach them.
+   * The parts of a keyed claim's arm for the group `g`: the filters of its jobs (mutex key free, the
+   * key's and the name's slots free, the key's rate window open) and its window of due jobs.
    */
-  const fairArm = (
+  const armParts = (
     g: Group,
-    i: number,
     limit: number,
     nowUs: number,
-    inGroup: Statement.Fragment,
-    window: (keys: Statement.Fragment, filters: Statement.Fragment) => Statement.Fragment,
-    mutexFree: Statement.Fragment,
-    /** Filters that hold for the whole group (the name's free slots, not paused). */
-    once: Statement.Fragment,
-    /** Filters of a key (its free slots, its rate window), of `j.limit_key`. */
-    keyFilters: Statement.Fragment
+    limits: ReadonlyMap<string, NameLimits>,
+    rated: ReadonlyArray<string>
   ) => {
-    const after = fairCursors.after(g.name, g.priority)
-    const keys = (cte: string, first: number, bound: Statement.Fragment) => {
-      const t = sql.literal(cte)
-      return sql`${t}(limit_key, ord) AS (
-            (SELECT j.limit_key, ${sql.literal(String(first))}::bigint FROM ${jobs} j
-              WHERE ${inGroup} AND ${cte === "ka" && after !== undefined ? sql`j.limit_key > ${after}` : sql.literal("j.limit_key IS NOT NULL")}${bound}
-              ORDER BY j.limit_key LIMIT 1)
-            UNION ALL
-            SELECT (SELECT j.limit_key FROM ${jobs} j
-                WHERE ${inGroup} AND j.limit_key > ${t}.limit_key${bound} ORDER BY j.limit_key LIMIT 1), ${t}.ord + 1
-              FROM ${t} WHERE ${t}.limit_key IS NOT NULL)`
-    }
-    const n = sql.literal(String(Math.floor(limit)))
-    /**
-     * The rows of `t` with the key of `k`, read in (key, run_at) order: written as a range, not an
-     * equality, so that the order by key stays in the plan and only the key index gives it without
-     * a sort. With `=` the planner drops the key from the order, and where its statistics say one
-     * key holds most jobs it reads the group's index in run_at order instead, past that backlog.
-     */
-    const ofKey = (t: string, k: string) => sql.literal(`${t}.limit_key >= ${k}.limit_key AND ${t}.limit_key <= ${k}.limit_key`)
-    return sql`SELECT * FROM (
-        WITH RECURSIVE ${keys("ka", 1, sql.literal(""))}${
-      after === undefined ? sql.literal("") : sql`,
-          ${keys("kb", FairShares.wrapped, sql` AND j.limit_key <= ${after}`)}`
-    },
-          kf AS (SELECT j.limit_key, j.ord FROM (SELECT * FROM ka${after === undefined ? sql.literal("") : sql.literal(" UNION ALL SELECT * FROM kb")}) j
-            -- The key's first run_at, one index entry (a subquery with LIMIT: the planner never
-            -- turns it into a join over the group's due jobs, as it may an EXISTS). See ofKey.
-            WHERE j.limit_key IS NOT NULL AND (SELECT d.run_at FROM ${jobs} d
-              WHERE d.state = 'pending' AND d.name = ${g.name} AND d.priority = ${g.priority} AND ${ofKey("d", "j")}
-              ORDER BY d.limit_key, d.run_at LIMIT 1) <= ${ts(nowUs)}${keyFilters}${once}
-            LIMIT ${n})
-        SELECT c.*, row_number() OVER (PARTITION BY c.limit_key ORDER BY c.run_at, c.id) AS rnd, kf.ord
-        FROM kf CROSS JOIN LATERAL (
-          SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
-          WHERE ${inGroup} AND ${ofKey("j", "kf")} AND j.run_at <= ${ts(nowUs)}${mutexFree}
-          ORDER BY j.limit_key, j.run_at, j.id LIMIT (SELECT least(${n}, (2 * ${n} + count(*) - 1) / greatest(count(*), 1)) FROM kf)
-          FOR UPDATE OF j SKIP LOCKED) c
-        UNION ALL
-        SELECT w.*, row_number() OVER (ORDER BY w.run_at, w.id) AS rnd, 0::bigint AS ord
-        FROM (${window(sql`
-            AND j.limit_key IS NULL AND j.id IN (SELECT h.id FROM (SELECT h.id, h.limit_key FROM ${jobs} h
-                WHERE h.state = 'pending' AND h.name = ${g.name} AND h.priority = ${g.priority} AND h.run_at <= ${ts(nowUs)}
-                ORDER BY h.run_at, h.id LIMIT ${sql.literal(keyedWindow(limit))}) h
-              WHERE h.limit_key IS NULL)`, once)}) w) ${sql(`g${i}`)}`
+    const l = limits.get(g.name)
+    const perKey = l?.runningPerKey
+    const running = l?.running
+    const keyFree = perKey === undefined ? sql.literal("") : sql`
+            AND (j.limit_key IS NULL OR (SELECT count(*) FROM ${jobs} r
+              WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = ${g.name}
+                AND r.limit_key = j.limit_key) < ${perKey})`
+    const nameFree = running === undefined ? sql.literal("") : sql`
+            AND (SELECT count(*) FROM ${jobs} r
+              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}) < ${running}`
+    const keyRate = rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")
+    const mutexFree = sql`
+            AND (j.mutex_key IS NULL OR NOT EXISTS (
+              -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
+              -- partial index jobs_mutex instead of scanning the table.
+              SELECT 1 FROM ${jobs} r
+              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))`
+    const inGroup = sql`j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority}`
+    const window = (keys: Statement.Fragment, filters: Statement.Fragment) =>
+      sql`SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
+          WHERE ${inGroup} AND j.run_at <= ${ts(nowUs)}${keys}${mutexFree}${filters}
+          ORDER BY j.run_at, j.id LIMIT ${sql.literal(keyedWindow(limit))}
+          FOR UPDATE OF j SKIP LOCKED`
+    return { inGroup, keyFree, keyRate, mutexFree, nameFree, window }
   }
+  const fair_ = Fair.make(ctx, armParts)
   /**
    * The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs read in
    * order from the group's index range and locked, leaving out jobs whose mutex key has a running
@@ -238,37 +203,15 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     /** With rate windows locked (`jobClaimRated`): the starts each has left (`windowId`). */
     rateLeft?: ReadonlyMap<string, number>
   ) => {
-    const w = sql.literal(keyedWindow(limit))
     const limited = groups.some((g) => limits.has(g.name))
     const rated = rateLeft === undefined ? [] : ratedNames(groups, limits)
     const fair = groups.some((g) => limits.get(g.name)?.fair === true)
     const arms = groups.map((g, i) => {
-      const l = limits.get(g.name)
-      const perKey = l?.runningPerKey
-      const running = l?.running
-      // A key's free slots: per job (in a window), or per key read (fair shares).
-      const keyFree = perKey === undefined ? sql.literal("") : sql`
-            AND (j.limit_key IS NULL OR (SELECT count(*) FROM ${jobs} r
-              WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = ${g.name}
-                AND r.limit_key = j.limit_key) < ${perKey})`
-      const nameFree = running === undefined ? sql.literal("") : sql`
-            AND (SELECT count(*) FROM ${jobs} r
-              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}) < ${running}`
-      const keyRate = rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")
-      const mutexFree = sql`
-            AND (j.mutex_key IS NULL OR NOT EXISTS (
-              -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
-              -- partial index jobs_mutex instead of scanning the table.
-              SELECT 1 FROM ${jobs} r
-              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))`
-      const inGroup = sql`j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority}`
-      const window = (keys: Statement.Fragment, filters: Statement.Fragment) =>
-        sql`SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
-          WHERE ${inGroup} AND j.run_at <= ${ts(nowUs)}${keys}${mutexFree}${filters}
-          ORDER BY j.run_at, j.id LIMIT ${w}
-          FOR UPDATE OF j SKIP LOCKED`
-      if (l?.fair === true) return fairArm(g, i, limit, nowUs, inGroup, window, mutexFree, sql`${nameFree}
-            AND ${notPaused(g.name)}`, sql`${keyFree}${keyRate}`)
+      const { inGroup, keyFree, keyRate, mutexFree, nameFree, window } = armParts(g, limit, nowUs, limits, rated)
+      if (limits.get(g.name)?.fair === true) {
+        return fair_.arm(g, i, limit, nowUs, { inGroup, window, mutexFree, once: sql`${nameFree}
+            AND ${notPaused(g.name)}`, keyFilters: sql`${keyFree}${keyRate}` })
+      }
       const arm = window(sql.literal(""), sql`${keyFree}${nameFree}
             AND ${notPaused(g.name)}${keyRate}`)
       // In a claim with fair shares, a group without keys takes turns as one key would.
@@ -356,12 +299,6 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
         ${update(sql.literal("name_slot = pick.name_slot, key_slot = pick.key_slot"))}`
   }
   const { finishCtes } = Ends.make(ctx)
-  /** Moves the rotations of fair shares past the keys a claim took jobs of. */
-  const rotated = (rows: ReadonlyArray<any>) => {
-    if (rows.length > 0 && rows[0].fair_ord !== undefined) {
-      fairCursors.remember(rows.map((r) => ({ name: r.name, priority: num(r.priority), key: r.fair_key ?? null, ord: num(r.fair_ord ?? 0) })))
-    }
-  }
   const explain = (statement: Statement.Statement<unknown>) => {
     const [text, params] = statement.compile()
     return Effect.map(
@@ -397,10 +334,8 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
       explain(claimKeyedStatement(groups, limit, nowUs, "explain", limits)),
     jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) =>
       retryKeyed(
-        Effect.map(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits)), (rows) => {
-          rotated(rows)
-          return rows.map(toClaimed).sort(byClaimOrder)
-        })
+        Effect.flatMap(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits)), (rows) =>
+          Effect.as(fair_.rotated(groups, limit, limits, rows), rows.map(toClaimed).sort(byClaimOrder)))
       ),
     /**
      * In one transaction: the rate windows locked (`rateLock`), the keyed claim capped by them
@@ -411,13 +346,14 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     jobClaimRated: (groups, limit, nowUs, workerId, limits) => {
       const names = ratedNames(groups, limits)
       const once = sql.withTransaction(Effect.gen(function*() {
-        const locked = (yield* run(windows.rateLock(groups, names, keyedWindow(limit), nowUs, limits))).map(windows.toWindowRow)
+        const locked = (yield* run(windows.rateLock(groups, names, keyedWindow(limit), nowUs, limits, (g) =>
+          limits.get(g.name)?.fair === true ? fair_.keysRead(g, limit, nowUs, limits, names) : undefined))).map(windows.toWindowRow)
         const allowed = allowance(locked, limits, nowUs)
         const open = groups.filter((g) => !allowed.heldUntilUs.has(g.name))
         const rows = open.length === 0
           ? []
           : yield* run(claimKeyedStatement(open, limit, nowUs, workerId, limits, allowed.left))
-        rotated(rows)
+        yield* fair_.rotated(open, limit, limits, rows)
         const taken = startsTaken(rows.map((r: any) => ({ name: r.name, key: r.rate_limit_key ?? null })), limits)
         if (taken.length > 0) yield* run(windows.rateCount(taken))
         return { claimed: rows.map(toClaimed).sort(byClaimOrder), ...heldAfter(allowed, taken, limits, nowUs, names) }

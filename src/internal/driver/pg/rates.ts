@@ -35,7 +35,7 @@ export const make = (ctx: PgContext) => {
   /**
    * Locks the rate windows of a claim of the rated `names` (their groups `groups`), first in its
    * transaction: each name's own row (with the earliest end of a hold on one of its keys) and a row per concurrency key among the first `window` due
-   * jobs of each group (those `keyRateOpen` lets through). A row is created, or moved to the claim's
+   * jobs of each group (those `keyRateOpen` lets through), or for a name with fair shares the keys its claim reads. A row is created, or moved to the claim's
    * window (its starts set to 0) when it counts an earlier one. `INSERT … ON CONFLICT DO UPDATE`
    * locks each row and returns its newest committed values (not the statement's snapshot), so a
    * claim that waited for another's commit reads the starts that one counted. Rows are locked in
@@ -46,12 +46,14 @@ export const make = (ctx: PgContext) => {
     names: ReadonlyArray<string>,
     window: string,
     nowUs: number,
-    limits: ReadonlyMap<string, NameLimits>
+    limits: ReadonlyMap<string, NameLimits>,
+    /** The keys a group of a name with fair shares reads (name, limit_key), in place of its window. */
+    fairKeys: (g: Group) => Statement.Fragment | undefined = () => undefined
   ): Statement.Statement<WindowRow> => {
     const windowOf = (rate: { readonly starts: number; readonly perMs: number } | undefined) =>
       rate === undefined ? 0 : windowStartUs(nowUs, rate)
     const arms = groups.filter((g) => names.includes(g.name)).map((g) =>
-      sql`(SELECT j.name, j.limit_key FROM ${jobs} j
+      fairKeys(g) ?? sql`(SELECT j.name, j.limit_key FROM ${jobs} j
           WHERE j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority} AND j.run_at <= ${ts(nowUs)}
             AND j.limit_key IS NOT NULL${keyRateOpen(g.name, nowUs, limits)}
           ORDER BY j.run_at, j.id LIMIT ${sql.literal(window)})`
