@@ -42,7 +42,9 @@ export const status = Command.make("status", common, (c) =>
               age(n.oldestDueMs),
               n.paused ? "paused" : "",
               limitsText(n.limits)
-            ])
+            ]),
+            // The limits in full: a name with every kind of limit needs about 100 characters.
+            [undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, 160]
           )
       )
       if (s.running.length > 0) {

@@ -14,11 +14,19 @@ export const cell = (u: unknown): string => {
   return String(u).replace(/\s+/g, " ")
 }
 
-/** A plain text table: a header row and left-aligned columns, long cells cut at 60 characters. */
-export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<unknown>>): string => {
-  const cells = rows.map((r) => r.map((c) => {
+/**
+ * A plain text table: a header row and left-aligned columns, long cells cut at 60 characters (or at
+ * `widest[i]` for column i).
+ */
+export const table = (
+  header: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<unknown>>,
+  widest: ReadonlyArray<number | undefined> = []
+): string => {
+  const cells = rows.map((r) => r.map((c, i) => {
     const s = cell(c)
-    return s.length > 60 ? s.slice(0, 59) + "…" : s
+    const most = widest[i] ?? 60
+    return s.length > most ? s.slice(0, most - 1) + "…" : s
   }))
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)))
   const line = (r: ReadonlyArray<string>) => r.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()

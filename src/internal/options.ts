@@ -164,6 +164,9 @@ export const resolveEnqueueOptions = (
 export const maxRateStartsValue = 1_000_000
 
 /** A rate limit's `starts` and its window in milliseconds, or why it cannot be used (`Job.Rate`). */
+/** The longest window of a rate limit: 366 days (a window's start and end stay dates JavaScript can hold). */
+export const maxRatePeriodMillis = 366 * 24 * 60 * 60 * 1000
+
 export const checkRate = (
   rate: unknown
 ): { readonly starts: number; readonly perMs: number } | { readonly problem: string; readonly reason: "type" | "range" } => {
@@ -177,6 +180,9 @@ export const checkRate = (
   if ("problem" in window) return { problem: `per ${window.problem}`, reason: window.reason }
   if (!(Number.isInteger(window.millis) && window.millis >= 1)) {
     return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${String(per)}`, reason: "range" }
+  }
+  if (window.millis > maxRatePeriodMillis) {
+    return { problem: `per must be at most 366 days (${maxRatePeriodMillis} ms), got ${String(per)}`, reason: "range" }
   }
   return { starts, perMs: window.millis }
 }

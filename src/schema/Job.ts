@@ -152,7 +152,7 @@ export interface Limits<Payload> {
 export interface Rate {
   /** At most this many attempts start in one window: an integer 1–1,000,000. */
   readonly starts: number
-  /** The window's length: a finite duration of at least 1 ms, in whole milliseconds (e.g. `"1 second"`, `60_000`). */
+  /** The window's length: a duration from 1 ms to 366 days, in whole milliseconds (e.g. `"1 second"`, `60_000`). */
   readonly per: Duration.DurationInput
 }
 

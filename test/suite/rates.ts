@@ -39,7 +39,11 @@ const PacedGauged = Job.make("paced-gauged", {
   limits: { rate: { starts: 3, per: "10 seconds" } }
 })
 /** 3 starts per day (UTC days). */
-const Daily = Job.make("daily", { payload: Schema.Struct({ i: Schema.Number }), limits: { rate: { starts: 3, per: "1 day" } } })
+/** A name with a rate of 3 a day, and a concurrency limit (its status line is longer than a table's usual cell). */
+const Daily = Job.make("daily", {
+  payload: Schema.Struct({ i: Schema.Number }),
+  limits: { running: 5, key: (p) => `k${p.i % 2}`, runningPerKey: 2, rate: { starts: 3, per: "1 day" } }
+})
 /** Without limits. */
 const Free = Job.make("free", { payload: Schema.Struct({}) })
 
@@ -69,6 +73,9 @@ export const rates = (target: Target) => {
       assert.strictEqual(bad({ starts: 1.5, per: "1 second" }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1_000_001, per: "1 second" }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1, per: 0.5 }), "InvalidJobDefinition limits.rate")
+      // Longer than 366 days (its window's end would be no date JavaScript can hold).
+      assert.strictEqual(bad({ starts: 1, per: 1e16 }), "InvalidJobDefinition limits.rate")
+      assert.strictEqual(bad({ starts: 1, per: "367 days" }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1, per: Infinity }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1, per: "soon" }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1_000_000, per: 1 }), undefined)
