@@ -27,13 +27,19 @@ export const wrapped = 2 ** 31
 /** The rotations of a driver's claims: per (name, priority), the key the next claim begins after. */
 export interface FairCursors {
   readonly after: (name: string, priority: number) => string | undefined
-  /** Moves each rotation to the last key (highest `ord`) its claim took a job of. */
-  readonly remember: (claimed: ReadonlyArray<Rotated>) => void
+  /**
+   * Moves each rotation to the last key (highest `ord`) its claim took a job of; returns the
+   * rotations it moved (`groupId`).
+   */
+  readonly remember: (claimed: ReadonlyArray<Rotated>) => ReadonlySet<string>
 }
+
+/** A (name, priority) group's rotation, as `FairCursors.remember` names those it moved. */
+export const groupId = (name: string, priority: number) => `${priority}\u0000${name}`
 
 export const make = (): FairCursors => {
   const cursors = new Map<string, string>()
-  const id = (name: string, priority: number) => `${priority}\u0000${name}`
+  const id = groupId
   return {
     after: (name, priority) => cursors.get(id(name, priority)),
     remember: (claimed) => {
@@ -47,6 +53,7 @@ export const make = (): FairCursors => {
       // A bound on names × priorities a process claims; past it, rotations begin again.
       if (cursors.size + last.size > 10_000) cursors.clear()
       for (const [k, r] of last) cursors.set(k, r.key!)
+      return new Set(last.keys())
     }
   }
 }

@@ -52,7 +52,7 @@ export const make = (
   const keyIndex = sql(`${prefix}jobs_pending_key`)
   /** Per (name, priority), how many keys its next walk reads (each one statement). */
   const widths = new Map<string, number>()
-  const groupId = (g: Group) => `${g.priority}\u0000${g.name}`
+  const groupId = (g: Group) => FairShares.groupId(g.name, g.priority)
   const widthOf = (g: Group, limit: number) =>
     Math.max(1, Math.min(2 * Math.floor(limit) + 4, maxKeys, widths.get(groupId(g)) ?? maxKeys))
   /** The first key of the group `g` with pending jobs that `from` and `bound` admit. */
@@ -221,13 +221,13 @@ export const make = (
     picked: ReadonlyArray<Picked>
   ) => {
     const ord = new Map(candidates.map((c) => [c.claimed.id, c.turn?.ord ?? 0]))
-    const rotated = picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 }))
-    const moved = new Set(rotated.filter((r) => r.ord > 0).map((r) => `${r.priority}\u0000${r.name}`))
+    const moved = fairCursors.remember(
+      picked.map((p) => ({ name: p.name, priority: p.priority, key: p.limitKey, ord: ord.get(p.id) ?? 0 }))
+    )
     for (const [i, key] of fair.passed) {
       const g = groups[i]
-      if (!moved.has(`${g.priority}\u0000${g.name}`)) rotated.push({ name: g.name, priority: g.priority, key, ord: 1 })
+      if (!moved.has(FairShares.groupId(g.name, g.priority))) fairCursors.remember([{ name: g.name, priority: g.priority, key, ord: 1 }])
     }
-    fairCursors.remember(rotated)
   }
   return { candidatesOf, explainable, readFairKeys, rotate }
 }

@@ -176,11 +176,12 @@ export const make = (
     rows: ReadonlyArray<any>
   ): Effect.Effect<void, SqlError> =>
     Effect.gen(function*() {
-      const claimed = rows.filter((r) => r.fair_ord !== undefined && num(r.fair_ord) > 0)
-      cursors.remember(claimed.map((r) => ({ name: r.name, priority: num(r.priority), key: r.fair_key ?? null, ord: num(r.fair_ord) })))
-      const moved = new Set(claimed.map((r) => `${num(r.priority)}\u0000${r.name}`))
+      const moved = cursors.remember(
+        rows.filter((r) => r.fair_ord !== undefined)
+          .map((r) => ({ name: r.name, priority: num(r.priority), key: r.fair_key ?? null, ord: num(r.fair_ord) }))
+      )
       for (const g of groups) {
-        if (limits.get(g.name)?.fair !== true || moved.has(`${g.priority}\u0000${g.name}`)) continue
+        if (limits.get(g.name)?.fair !== true || moved.has(FairShares.groupId(g.name, g.priority))) continue
         const key = yield* lastWalked(g, limit)
         if (key !== undefined) cursors.remember([{ name: g.name, priority: g.priority, key, ord: 1 }])
       }
