@@ -189,7 +189,7 @@ const spawnChild = (config: {
   pollMs?: number
 }): Child => {
   const child = fork(childPath, [JSON.stringify(config)], {
-    execArgv: ["--import", "tsx"],
+    execArgv: ["--import", "tsx", ...(process.env.BENCH_CHILD_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : [])],
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   const listeners: Array<(m: any) => void> = []

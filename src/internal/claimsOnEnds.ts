@@ -9,15 +9,17 @@
  * @internal
  */
 import type * as Queue from "effect/Queue"
-import type { ClaimedRow, Group } from "./driver/Driver.js"
+import type { ClaimedRow, Group, NameLimits } from "./driver/Driver.js"
 
 /**
  * Called once an end is written, on a fiber of the Completer, synchronously: whether it changed the
  * job (false: its attempt was stale, or it could not be written; called without an argument: true),
  * and `unwritten` true when the database refused the end and the dead letter in its place, so the
- * job is left `running` under its worker, for a rescuer to take back once that worker is gone.
+ * job is left `running` under its worker, for a rescuer to take back once that worker is gone;
+ * `retaken` true when the write carried its worker's claim and that claim took at least as many
+ * jobs as the write ended of that worker (the slots the ends freed were taken in the same commit).
  */
-export type EndWritten = (changed?: boolean, unwritten?: boolean) => void
+export type EndWritten = (changed?: boolean, unwritten?: boolean, retaken?: boolean) => void
 
 /** A claim to make with a batch of ends. */
 export interface ClaimRequest {
@@ -27,6 +29,8 @@ export interface ClaimRequest {
   /** µs since the epoch. */
   readonly nowUs: number
   readonly workerId: string
+  /** The keyed claim (`Claimer.finishAndClaim`), for groups of names with mutex keys or limits. */
+  readonly keyed?: { readonly limits: ReadonlyMap<string, NameLimits> } | undefined
 }
 
 /**

@@ -149,15 +149,18 @@ export interface ClaimerShape {
   /**
    * Writes the ends of attempts (each guarded by its id, attempt and `state = 'running'`, as the
    * Completer writes them) and claims up to `limit` due jobs of `groups` for `workerId`, as `claim`
-   * does for names without mutex keys. Used by the Completer's batch for the worker whose ends free
-   * the slots the claim fills.
+   * does for names without mutex keys — or, with `keyed`, as `claim` does for keyed names (mutex
+   * keys, concurrency limits, fair shares; not rate limits), after the ends in the same
+   * transaction, so that the slots and keys the ends free are taken in the same commit. Used by the
+   * Completer's batch for the worker whose ends free the slots the claim fills.
    */
   readonly finishAndClaim: (
     ends: ReadonlyArray<Finish>,
     groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
   ) => Effect.Effect<FinishedAndClaimed, SqlError>
 }
 
@@ -240,14 +243,16 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
     claim: (groups, limit, nowUs, workerId, keyed, limits) => Effect.map(claimWithHolds(groups, limit, nowUs, workerId, keyed, limits), (r) => r.claimed),
     claimWithHolds,
     claimsOnEnds,
-    finishAndClaim: (ends, groups, limit, nowUs, workerId) => {
+    finishAndClaim: (ends, groups, limit, nowUs, workerId, keyed) => {
       const claimed = finishAndClaim !== undefined && groups.length > 0 && limit > 0
-        ? finishAndClaim(ends, claimGroups(groups, limit), limit, nowUs, workerId)
+        ? finishAndClaim(ends, claimGroups(groups, limit), limit, nowUs, workerId, keyed)
         : Effect.flatMap(driver.jobFinishMany(ends), (stale: StaleEnds) =>
           groups.length === 0 || limit <= 0
             ? Effect.succeed({ claimed: [], stale })
             : Effect.map(
-              driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId),
+              keyed === undefined
+                ? driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
+                : driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId, keyed.limits),
               (claimed) => ({ claimed, stale })
             ))
       return Effect.tap(claimed, ({ claimed }) => told(workerId, nowUs)(claimed))

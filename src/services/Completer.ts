@@ -171,16 +171,18 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
   /** Entries of a batch written end by end that are not called back with the batch. */
   const aside = new Map<Entry, "unwritten" | "retrying">()
 
-  const written = (batch: ReadonlyArray<Entry>, stale: StaleEnds) =>
+  /** `retaker`: the worker whose claim, carried by the write, took as many jobs as it had ends in it. */
+  const written = (batch: ReadonlyArray<Entry>, stale: StaleEnds, retaker?: Claimant) =>
     Effect.sync(() => {
-      if (stale.size === 0 && aside.size === 0) for (const [, done] of batch) done(true)
-      else {
+      if (stale.size === 0 && aside.size === 0) {
+        for (const [, done, claimant] of batch) done(true, undefined, retaker !== undefined && claimant === retaker)
+      } else {
         for (const entry of batch) {
           const put = aside.get(entry)
           if (put !== undefined) {
             aside.delete(entry)
             if (put === "unwritten") entry[1](false, true)
-          } else entry[1](!stale.has(endKey(entry[0].id, entry[0].attempt)))
+          } else entry[1](!stale.has(endKey(entry[0].id, entry[0].attempt)), undefined, retaker !== undefined && entry[2] === retaker)
         }
       }
     })
@@ -236,7 +238,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
         stale: new Set(),
         failed: true
       }
-      return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId)
+      return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId, claim.keyed)
         .pipe(
           Effect.map(({ claimed, stale }) => ({ claimed, stale, failed: false })),
           Effect.catchAll((error) =>
@@ -251,7 +253,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           ),
           Effect.flatMap(({ claimed, failed, stale }) => {
             Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit, failed })
-            return written(batch, stale)
+            return written(batch, stale, claimed.length >= (counts!.get(claimant) ?? 0) ? claimant : undefined)
           })
         )
     })

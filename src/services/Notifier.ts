@@ -87,6 +87,12 @@ export interface Wake {
   readonly groups: ReadonlyArray<Group>
   /** Whether the subscriber must probe to learn what is due (and when). */
   readonly probe: boolean
+  /**
+   * Whether a key or a limit slot of the subscriber's names was released (an end announced with
+   * {@link keyReleased}): a probe would find what the release lets start. A worker whose claims
+   * ride on the writes of its own ends, cut short by a limit, claims freed slots with its next write.
+   */
+  readonly released: boolean
 }
 
 /**
@@ -247,7 +253,7 @@ export const notifyBurst: number = PgListen.notifyBurst
  * @since 0.1.0
  * @category constants
  */
-export const keyReleased = "\u0001sqlane:key-released"
+export const keyReleased: string = Hub.keyReleased
 
 /**
  * Builds the Notifier of one `QueueLive`: the in-process hub and control plane, and — by the

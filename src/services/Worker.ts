@@ -420,7 +420,7 @@ export const make = <R>(
       // Its slot starts the next waiting job now, while the end is written.
       slots.handed(row)
       const submitted = claims.submitting()
-      completer.submit(outcome, (changed, unwritten) => {
+      completer.submit(outcome, (changed, unwritten, retaken) => {
         claims.written(submitted)
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
@@ -433,10 +433,12 @@ export const make = <R>(
         slots.ended(row, unwritten)
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
-        // (A name with a concurrency key only holds neither.)
+        // (A name with a concurrency key only holds neither; a limit slot the write's claim took
+        // back, or the next write's claim will, is not free for others.)
         const limited = limitsView?.current().get(row.name)
-        if (mutexNames.includes(row.name) || (limited !== undefined && Limits.holdsWhileWaiting(limited))) {
-          Effect.runFork(notifier.released(mutexNames.includes(row.name) ? mutexNames : [...mutexNames, row.name]))
+        if (mutexNames.includes(row.name)) Effect.runFork(notifier.released(mutexNames))
+        else if (limited !== undefined && Limits.holdsWhileWaiting(limited) && retaken !== true && !claims.retakes()) {
+          Effect.runFork(notifier.released([...mutexNames, row.name]))
         }
       }, claims.claimant)
     }

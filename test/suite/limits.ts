@@ -14,6 +14,8 @@ import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import { Admin, Claimer, Errors, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
+import { Facts } from "../../src/internal/facts.js"
+import * as Completer from "../../src/services/Completer.js"
 import { nowMicros } from "../../src/internal/time.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import { countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
@@ -139,6 +141,59 @@ export const limits = (target: Target) => {
           assert.deepStrictEqual(fourth.map((r) => r.id), [ids[4]])
         })))
 
+    it.live(name("a claim riding on ends takes the slots and keys they free in the same commit; a stale end frees none"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const jobs = sql(prefix + "jobs")
+          const ids = yield* queue.enqueueMany(PerTenant, [
+            { tenant: "a", i: 0 },
+            { tenant: "a", i: 1 },
+            { tenant: "b", i: 2 },
+            { tenant: "a", i: 3 },
+            { tenant: "a", i: 4 },
+            { tenant: "b", i: 5 }
+          ])
+          const keyed = { limits: new Map([[PerTenant.name, { running: 3, runningPerKey: 2 }]]) }
+          const now = (yield* nowMicros) + 1000
+          const first = yield* claimer.claim(groupsOf(PerTenant.name), 10, now, "w1", new Set([PerTenant.name]), keyed.limits)
+          assert.deepStrictEqual(first.map((r) => r.id), ids.slice(0, 3))
+          const end = (row: { readonly id: string; readonly attempts: number }, attempt = row.attempts) => ({
+            id: row.id,
+            attempt,
+            state: "completed" as const,
+            runAtUs: null,
+            finishedAtUs: now,
+            lastError: null,
+            errors: null,
+            result: null
+          })
+          // Every slot is held: a ride on a stale end (a wrong attempt) frees none and takes nothing.
+          const stale = yield* claimer.finishAndClaim([end(first[0], 7)], groupsOf(PerTenant.name), 3, now, "w1", keyed)
+          assert.deepStrictEqual(stale.claimed, [])
+          assert.strictEqual(stale.stale.size, 1)
+          // The ends of both jobs of key a free a name slot each and key a's two slots: the claim
+          // takes a's next two jobs into them, in the same commit.
+          const ride = yield* claimer.finishAndClaim([end(first[0]), end(first[1])], groupsOf(PerTenant.name), 3, now, "w1", keyed)
+          assert.deepStrictEqual(ride.claimed.map((r) => r.id), [ids[3], ids[4]])
+          assert.strictEqual(ride.stale.size, 0)
+          const held = yield* sql<{ id: string; name_slot: number; limit_key: string; key_slot: number }>`
+            SELECT id, name_slot, limit_key, key_slot FROM ${jobs} WHERE state = 'running' ORDER BY id`
+          assert.deepStrictEqual(
+            held.map((r) => [String(r.id), Number(r.name_slot), r.limit_key, Number(r.key_slot)]),
+            [[ids[2], 2, "b", 0], [ids[3], 0, "a", 0], [ids[4], 1, "a", 1]]
+          )
+          const completed = yield* countJobs(prefix, "completed")
+          assert.strictEqual(completed, 2)
+          // The name is at its limit again: a ride on b's end takes b's next job into the freed slots.
+          const again = yield* claimer.finishAndClaim([end(first[2])], groupsOf(PerTenant.name), 3, now, "w1", keyed)
+          assert.deepStrictEqual(again.claimed.map((r) => r.id), [ids[5]])
+          const slotsOf5 = yield* sql<{ name_slot: number; key_slot: number }>`SELECT name_slot, key_slot FROM ${jobs} WHERE id = ${ids[5]}`
+          assert.deepStrictEqual([Number(slotsOf5[0].name_slot), Number(slotsOf5[0].key_slot)], [2, 0])
+        })))
+
     it.live(name("per-key limit 2 and name limit 3: keys share the name's slots; a job without a key takes only a name slot"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
@@ -220,6 +275,46 @@ export const limits = (target: Target) => {
           assert.strictEqual(mostAtOnce(runs, nowUs()), 3)
           // Both workers ran some.
           assert.strictEqual(new Set(runs.map((r) => r.worker)).size, 2)
+        }), { pollInterval: "1 hour" }), 120_000)
+
+    it.live(name("name limit 3: a worker's claims ride on its end writes, never more than 3 at once, and a second worker still gets slots"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          // A Claimer wrapper that counts the jobs claimed with the writes of ends.
+          let rode = 0
+          const spying = Layer.effect(
+            Claimer.Claimer,
+            Effect.map(Claimer.make, (claimer) => ({
+              ...claimer,
+              finishAndClaim: (...args: Parameters<typeof claimer.finishAndClaim>) =>
+                Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
+            }))
+          )
+          const services = yield* Layer.build(
+            Completer.layer.pipe(
+              Layer.provideMerge(spying),
+              Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
+            )
+          )
+          const queue = yield* Queue.Queue
+          const total = 90
+          yield* queue.enqueueMany(Capped, Array.from({ length: total }, (_, i) => ({ i })))
+          yield* Worker.make({ handlers: [recording(Capped, prefix, "a", 5)], concurrency: 5 }).pipe(Effect.provide(services))
+          yield* otherWorker(target, prefix, { handlers: [recording(Capped, prefix, "b", 5)], concurrency: 5 }, {
+            pollInterval: "1 hour"
+          })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === total), 60_000, `${total} jobs completed`)
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, total)
+          assert.strictEqual(mostAtOnce(runs, nowUs()), 3)
+          const ranByA = runs.filter((r) => r.worker === "a").length
+          // Claims of a limited name ride on end writes (none did before they could): here, where two
+          // workers take turns on 3 slots, about half of worker a's.
+          assert.isAtLeast(rode, ranByA / 4, `${rode} of worker a's ${ranByA} jobs were claimed with an end write`)
+          // A riding worker leaves a freed slot to the others now and then: both ran some.
+          assert.isAbove(ranByA, 0)
+          assert.isAbove(total - ranByA, 0)
         }), { pollInterval: "1 hour" }), 120_000)
 
     it.live(name("per-key limit 2 across keys, name limit 3: at most 2 of a key and 3 in all at once; keys run side by side"), () =>

@@ -176,13 +176,21 @@ export interface Driver {
    * the claim's locking reads, then its update and the commit (two round trips, one commit, where
    * the two apart take three and two; when an end was stale, the claim is dropped and the ends are
    * written as `jobFinishMany` writes them). Returns the jobs claimed and the ends that were stale.
+   *
+   * With `keyed`, the claim is `jobClaimKeyed`'s (mutex keys, concurrency limits and fair shares of
+   * `keyed.limits`; no rate limits), and takes the slots and keys the ends free: on PostgreSQL in
+   * the same statement, its reads of what running rows hold leaving out the rows the ends change
+   * (its snapshot still shows them running); on MySQL/MariaDB its reads follow the ends in the
+   * transaction. A claim that loses a race for a slot or a key (the unique indexes) takes nothing,
+   * and the ends are written alone.
    */
   readonly jobFinishManyAndClaim?: (
     finishes: ReadonlyArray<Finish>,
     groups: ReadonlyArray<Group>,
     limit: number,
     nowUs: number,
-    workerId: string
+    workerId: string,
+    keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
   ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
   /** Cancels a pending or running job; returns whether it was. */

@@ -238,11 +238,21 @@ export const toJobRow = (r: any): JobRow => ({
   result: r.result ?? null
 })
 
-/** Rows a keyed claim locks to find `limit` jobs: some jobs of the window may share a key. */
 /** No concurrency limits (a keyed claim of names without any). */
 export const noLimits: ReadonlyMap<string, NameLimits> = new Map()
 
+/** Rows a keyed claim locks to find `limit` jobs: some jobs of the window may share a key. */
 export const keyedWindow = (limit: number) => String(Math.floor(limit) * 2 + 16)
+
+/**
+ * Rows a keyed claim's arm locks for a name limited by its limits `l`: `keyedWindow`, and no more
+ * than the name's limit when nothing else limits it (no per-key limit, no fair shares): no claim
+ * can start more of its jobs than that.
+ */
+export const nameWindow = (limit: number, l: NameLimits | undefined): string =>
+  l?.running !== undefined && l.runningPerKey === undefined && l.fair !== true
+    ? String(Math.max(1, Math.min(Number(keyedWindow(limit)), l.running)))
+    : keyedWindow(limit)
 
 /** Tries a keyed claim again when it lost a race for a key (a unique violation), up to 5 times. */
 export const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>): Effect.Effect<ReadonlyArray<A>, SqlError> => {

@@ -23,6 +23,9 @@ interface Subscriber {
   readonly deliver: (signal: Signal) => void
 }
 
+/** The pseudo job name an end that releases a key or a limit slot is announced with (`Notifier.keyReleased`). */
+export const keyReleased = "\u0001sqlane:key-released"
+
 /** Workers of this process, by database and table prefix: the in-process hint reaches every queue instance. */
 const localSubscribers = globalValue(
   Symbol.for("sqlane/Notifier/localSubscribers"),
@@ -70,15 +73,21 @@ export const make = (key: string): Hub => {
         const signal = yield* Queue.sliding<void>(1)
         let groups = new Map<string, Group>()
         let probe = false
+        let released = false
         const subscriber: Subscriber = {
           deliver: (received) => {
             let woken = false
             if (received === "*") {
               probe = woken = true
             } else {
+              // An end's release names its job names and `keyReleased`: a release, not a probe.
+              const releases = received.includes(keyReleased)
               for (const e of received) {
                 if (typeof e === "string") {
-                  if (handled.has(e)) probe = woken = true
+                  if (!handled.has(e)) continue
+                  woken = true
+                  if (releases) released = true
+                  else probe = true
                 } else if (handled.has(e[0])) {
                   groups.set(`${e[1]}:${e[0]}`, { name: e[0], priority: e[1] })
                   woken = true
@@ -101,9 +110,9 @@ export const make = (key: string): Hub => {
         )
         yield* start
         const drain = (): Wake => {
-          const wake: Wake = { groups: Array.from(groups.values()), probe }
+          const wake: Wake = { groups: Array.from(groups.values()), probe, released }
           groups = new Map()
-          probe = false
+          probe = released = false
           return wake
         }
         return {

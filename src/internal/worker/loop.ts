@@ -23,6 +23,7 @@ import * as Schedule from "effect/Schedule"
 import type { Claimant, ClaimAnswer } from "../claimsOnEnds.js"
 import { Database } from "../Database.js"
 import type { ClaimedRow, Group, NameLimits } from "../driver/Driver.js"
+import { isRated } from "../driver/rateWindows.js"
 import type * as Pauses from "../pauses.js"
 import { stepper } from "../schedule.js"
 import { nowMicros } from "../time.js"
@@ -39,6 +40,9 @@ const mergeGroups = (groups: ReadonlyArray<Group>, extra: ReadonlyArray<Group>):
   return [...extra, ...groups.filter((g) => !seen.has(`${g.priority}:${g.name}`))]
 }
 
+/** A worker riding under a concurrency limit leaves one slot to other workers every this many rides. */
+const yieldEvery = 8
+
 /** In a worker's answers: a write of its ends carried no claim of it (or the ride ended). */
 const passed = "passed" as const
 
@@ -48,8 +52,8 @@ export interface LoopHost {
   readonly names: ReadonlyArray<string>
   /**
    * Names claimed by the keyed claim (their jobs may carry mutex keys, or they are under a
-   * concurrency limit); it may change while the worker runs. While it is not empty no claim rides
-   * on ends (those claim no keyed jobs).
+   * concurrency limit); it may change while the worker runs. While it is not empty the claims that
+   * ride on ends are keyed claims, and none rides while a name of the worker is under a rate limit.
    */
   readonly keyed: ReadonlySet<string>
   /** The concurrency limits of the worker's limited names now. */
@@ -77,6 +81,12 @@ export interface ClaimLoop {
    */
   readonly submitting: () => number
   readonly written: (submitted: number) => void
+  /**
+   * Whether the writes of this worker's ends carry its claims and those are cut short by limits:
+   * the next one takes the slots its ends free (a release notice would wake other workers for
+   * nothing).
+   */
+  readonly retakes: () => boolean
   /** Wakes the loop (an attempt was rescheduled, a name resumed): it probes again. */
   readonly wake: Effect.Effect<void>
 }
@@ -117,9 +127,29 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
      * free; the loop then claims nothing itself and reads `answers`: the jobs a write claimed (it
      * starts them), or `passed` when a write of its ends carried no claim of it. A claim that comes
      * back short ends the ride (the groups are drained), and so does the loop when it has to probe.
+     *
+     * Under a concurrency limit (keyed names) a ride takes back the slots its ends free, so other
+     * workers would never get one while this worker's backlog lasts: every `yieldEvery`-th ride cut
+     * short by limits leaves one freed slot to them (its ends announce the release; the ride does
+     * not take it back before its next write, one ride later).
      */
-    const riding = () => claimer.claimsOnEnds && keyed.size === 0
+    const riding = () => claimer.claimsOnEnds && (keyed.size === 0 || !Array.from(host.limits().values()).some(isRated))
+    /** The keyed claim for a ride, when the worker has keyed names. */
+    const keyedRide = () => (keyed.size === 0 ? undefined : { limits: host.limits() })
+    /**
+     * Whether a claim of `groups` that took `took` of `asked` jobs leaves a backlog to ride on: it
+     * filled every slot it asked for, or it took some and the groups are keyed — a limit or a key
+     * held by others cut it short, not the end of the jobs, and the writes of the ends of what it
+     * took will free slots for the next (the ride then waits for those writes: `rideBound`).
+     */
+    const backlogAfter = (groups: ReadonlyArray<Group>, took: number, asked: number) =>
+      took === asked || (took > 0 && groups.some((g) => keyed.has(g.name)))
     let rideArmed = false
+    /** The last claim of the ride was cut short by limits or keys: wait for the writes of ends, do not claim beside them. */
+    let rideBound = false
+    /** Rides cut short by limits since this worker last left a slot to others; the ride in flight leaves one. */
+    let boundRides = 0
+    let yielding = false
     /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
     let rideInFlight = false
     let rideGroups: ReadonlyArray<Group> = []
@@ -140,19 +170,25 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // The last answer is not taken yet (its jobs are not counted): claim with a later write.
         if (rideInFlight) return undefined
         if (!rideArmed || !offered || !riding() || host.stopping() || host.idTaken()) return pass()
-        const groups = paused.claimableGroups(rideGroups)
-        const limit = slots.free(true, ended)
-        if (groups.length === 0 || limit <= 0) return pass()
+        const nowUs = Number(clock.unsafeCurrentTimeNanos() / 1000n)
+        const groups = notHeld(paused.claimableGroups(rideGroups), nowUs)
+        // Leave a slot only while later ends of this worker will carry the ride on.
+        yielding = rideBound && ++boundRides >= yieldEvery && slots.running() > ended
+        if (yielding) boundRides = 0
+        const limit = yielding ? ended - 1 : slots.free(true, ended)
+        if (groups.length === 0 || limit < 0 || (limit === 0 && !yielding)) return pass()
         slots.claimStarted(true)
         rideInFlight = true
-        return { groups, limit, nowUs: Number(clock.unsafeCurrentTimeNanos() / 1000n), workerId }
+        return { groups, limit, nowUs, workerId, keyed: keyedRide() }
       }
     }
     /** Starts the jobs a write of this worker's ends claimed. */
     const answered = (answer: ClaimAnswer) => {
       rideInFlight = false
       if (answer.failed === true) slots.claimFailed()
-      if (answer.rows.length < answer.asked) rideArmed = false
+      if (!yielding && !backlogAfter(rideGroups, answer.rows.length, answer.asked)) rideArmed = false
+      rideBound = yielding || answer.rows.length < answer.asked
+      yielding = false
       try {
         took(answer.rows)
       } finally {
@@ -190,10 +226,11 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             const rows = claim.claimed
             for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, until)
             keyWakeUs = claim.keyWakeUs
-            if (riding() && rows.length === free) {
+            if (riding() && backlogAfter(groups, rows.length, free)) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
               // the jobs start, so that even their first ends carry a claim).
               rideArmed = true
+              rideBound = rows.length < free
               rideGroups = groups
             }
             return took(rows)
@@ -222,7 +259,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       const takeWakes = (nowUs: number) =>
         Effect.map(wakeups.poll, (wake) => {
           if (wake !== undefined) {
-            if (wake.probe) probeNext = true
+            // A release while the ride is cut short by limits: its next write claims what was freed.
+            if (wake.probe || (wake.released && !(rideArmed && rideBound))) probeNext = true
             else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
           }
           if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
@@ -233,7 +271,12 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (rideArmed || rideInFlight) {
           // Riding (see `claimant`): the writes of this worker's ends claim for it.
           let signal: ClaimAnswer | typeof passed | undefined
-          if (!rideInFlight && slots.free(true) > 0) {
+          if (!rideInFlight && rideBound && slots.running() === 0) {
+            // Cut short by limits, and no end left to carry a claim: claim as below.
+            rideArmed = false
+            continue
+          }
+          if (!rideInFlight && !rideBound && slots.free(true) > 0) {
             // Slots free beside the ride (the last claim asked for half the slots, or slots were
             // freed while it was in flight): the next write of this worker's ends claims them too.
             // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
@@ -248,7 +291,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
           }
           if (signal === passed) continue // a write passed without the claim: claim as below
           answered(signal)
-          backlog = signal.rows.length === signal.asked
+          backlog = rideArmed
           if (!backlog) {
             probeNext = true
             continue
@@ -315,7 +358,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
         const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
         const wake = yield* Effect.timeoutOption(wakeups.take, sleepMs)
-        if (Option.isSome(wake) && !wake.value.probe && wake.value.groups.length > 0) {
+        if (Option.isSome(wake) && !wake.value.probe && !wake.value.released && wake.value.groups.length > 0) {
           // Jobs enqueued due now, with their priorities: claim them at once (no probe first).
           due = wake.value.groups
         } else {
@@ -351,6 +394,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
           Queue.unsafeOffer(answers, passed)
         }
       },
+      retakes: () => rideArmed && rideBound && !yielding,
       wake: Effect.suspend(() => wakeSelf)
     } satisfies ClaimLoop
   })

@@ -14,6 +14,7 @@ import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
   keyedWindow,
+  nameWindow,
   noLimits,
   noStaleEnds,
   notHeld,
@@ -104,7 +105,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}${
       rated && (only === undefined || only.key === null) ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     }
-      ORDER BY run_at, id LIMIT ${sql.literal(only === undefined ? keyedWindow(limit) : String(only.window))}
+      ORDER BY run_at, id LIMIT ${sql.literal(only === undefined ? nameWindow(limit, limits.get(g.name)) : String(only.window))}
       FOR UPDATE SKIP LOCKED`
   }
   /**
@@ -293,6 +294,56 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     return sql`name_slot = ${column((r) => r.nameSlot)}, key_slot = ${column((r) => r.keySlot)}`
   }
   const { endsRead, finishExactly, finishStatements } = Ends.make(ctx)
+  // In a transaction of its own: as a multi-statement, the driver returns the rows each statement
+  // changed; when fewer rows changed than there were ends, it is rolled back and the ends are
+  // written exactly (`finishExactly`).
+  const finishMany = (finishes: ReadonlyArray<Finish>) =>
+    Effect.gen(function*() {
+      const [text, params] = finishStatements(finishes)
+      const conn = yield* sql.reserve
+      return yield* Effect.gen(function*() {
+        const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
+        if (Ends.affectedRowsOf(results) >= finishes.length) {
+          yield* conn.executeUnprepared("COMMIT", [], undefined)
+          return noStaleEnds
+        }
+        yield* conn.executeUnprepared("ROLLBACK", [], undefined)
+        return yield* finishExactly(finishes, conn)
+      }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
+    }).pipe(Effect.scoped)
+  /**
+   * The keyed claim, with the ends it rides on (`before`) first in its transaction. As `jobClaim`;
+   * each group's locking read skips jobs whose mutex key has a running job (the unique index on
+   * `mutex_running` answers that) or whose limits have no free slot; the slots held are read after
+   * the locking reads (and after the ends, so the slots they free are free); `pickWithSlots`
+   * chooses. A job the ends just put back to pending is left for a later claim.
+   */
+  const claimKeyed = (
+    groups: ReadonlyArray<Group>,
+    limit: number,
+    nowUs: number,
+    workerId: string,
+    limits: ReadonlyMap<string, NameLimits>,
+    before?: ReadonlyArray<Finish>
+  ) => {
+    const limited = namesOf(groups).filter((n) => limits.has(n))
+    const ended = new Set(before?.map((f) => String(f.id)))
+    return Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, []), (fair) =>
+      claimInTransaction(
+        groups,
+        keyedRead(groups, limit, nowUs, limits, fair),
+        (sets, held) => {
+          const candidates = candidatesOf(groups, sets, limits, fair).filter((c) => !ended.has(c.claimed.id))
+          const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held))
+          if (fair !== undefined) rotate(groups, fair, candidates, picked)
+          return picked
+        },
+        nowUs,
+        workerId,
+        before,
+        limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true)
+      ))
+  }
   return {
     jobProbe: (names) =>
       Effect.map(
@@ -345,30 +396,8 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         ),
         (plans) => plans.flat()
       ),
-    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) => {
-      // As `jobClaim`; each group's locking read skips jobs whose mutex key has a running job (the
-      // unique index on `mutex_running` answers that) or whose limits have no free slot; the slots
-      // held are read after the locking reads; `pickWithSlots` chooses.
-      const limited = namesOf(groups).filter((n) => limits.has(n))
-      return retryKeyed(Effect.map(
-        Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, []), (fair) =>
-          claimInTransaction(
-            groups,
-            keyedRead(groups, limit, nowUs, limits, fair),
-            (sets, held) => {
-              const candidates = candidatesOf(groups, sets, limits, fair)
-              const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held))
-              if (fair !== undefined) rotate(groups, fair, candidates, picked)
-              return picked
-            },
-          nowUs,
-            workerId,
-            undefined,
-            limited.length === 0 ? undefined : heldSlotsStatement(limited).compile(true)
-          )),
-        (r) => r.claimed
-      ))
-    },
+    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) =>
+      retryKeyed(Effect.map(claimKeyed(groups, limit, nowUs, workerId, limits), (r) => r.claimed)),
     /**
      * As `jobClaimKeyed`, in its transaction: the locking reads leave out keys whose window is used
      * up or held (`keyRateOpen`); then, in a round trip of their own, the windows of the rated names
@@ -442,23 +471,7 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
         }`, "unprepared"),
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    // In a transaction of its own: as a multi-statement, the driver returns the rows each statement
-    // changed; when fewer rows changed than there were ends, it is rolled back and the ends are
-    // written exactly (`finishExactly`).
-    jobFinishMany: (finishes) =>
-      Effect.gen(function*() {
-        const [text, params] = finishStatements(finishes)
-        const conn = yield* sql.reserve
-        return yield* Effect.gen(function*() {
-          const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
-          if (Ends.affectedRowsOf(results) >= finishes.length) {
-            yield* conn.executeUnprepared("COMMIT", [], undefined)
-            return noStaleEnds
-          }
-          yield* conn.executeUnprepared("ROLLBACK", [], undefined)
-          return yield* finishExactly(finishes, conn)
-        }).pipe(Effect.onError(() => Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))))
-      }).pipe(Effect.scoped),
+    jobFinishMany: finishMany,
     jobEndsNotHeld: (finishes) =>
       Effect.map(
         Effect.flatMap(Effect.sync(() => endsRead(finishes)), ([text, params]) =>
@@ -469,7 +482,17 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
     // the claim reads (SKIP LOCKED: it waits for no lock), and one COMMIT ends both. Unlike
     // PostgreSQL's one statement (one snapshot), the locking reads see the ends just written: a job
     // they put back to pending (released, or retried at once) is left for a later claim, as there.
-    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId, keyed) => {
+      if (keyed !== undefined) {
+        // A claim that lost a race for a slot or a key rolled back with the ends: tried again, and
+        // after 5 tries the ends are written alone.
+        const go = (tries: number): ReturnType<NonNullable<JobsOps["jobFinishManyAndClaim"]>> =>
+          Effect.catchIf(claimKeyed(groups, limit, nowUs, workerId, keyed.limits, finishes), isUniqueViolation, () =>
+            tries >= 5
+              ? Effect.map(finishMany(finishes), (stale) => ({ claimed: [], stale }))
+              : go(tries + 1))
+        return go(1)
+      }
       const ended = new Set(finishes.map((f) => String(f.id)))
       return claimInTransaction(
         groups,

@@ -16,7 +16,7 @@ export const make = (ctx: PgContext) => {
    * The ends of attempts, as common table expressions for a `WITH` (data-modifying statements must
    * be at its top level): `ended`, an update; with `deleteCompleted`, `removed` deletes the rows of
    * completed jobs instead (those not `keep`, see `Finish`), and `ended` updates the others, if any.
-   * Both return the (id, attempt) of the ends they wrote; `applied` is a one-row subquery over them:
+   * Both return the (id, attempt) of the ends they wrote (`written`, a relation over both); `applied` is a one-row subquery over them:
    * its column `applied` is null when every end was written, else those ends as `id:attempt,…`
    * (read with `staleEnds`).
    */
@@ -38,7 +38,7 @@ export const make = (ctx: PgContext) => {
     const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
         THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ${written} AS w) END
         AS applied FROM ${written} AS e)`
-    return { ctes, applied }
+    return { ctes, applied, written }
   }
   const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
     sql`UPDATE ${jobs} AS j SET

@@ -7,13 +7,19 @@
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
-import type { Explain, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import type { Explain, Finish, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
-import { byClaimOrder, keyedWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
+import { byClaimOrder, keyedWindow, nameWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 import * as Ends from "./ends.js"
 import * as Fair from "./fairShares.js"
 import * as Rates from "./rates.js"
+
+/** A keyed claim made in the statement that writes the ends of attempts (`jobFinishManyAndClaim`). */
+interface KeyedRide {
+  /** A condition on running rows `r`: left out of the slots and keys held (the rows the ends change). */
+  readonly freed: Statement.Fragment
+}
 
 export const make = (ctx: PgContext): JobsOps & Explain => {
   const { asyncCommit, claimedColumnsJ, claimedColumnsU, jobs, options, prefix, run, sql, ts, us } = ctx
@@ -150,7 +156,9 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     limit: number,
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
-    rated: ReadonlyArray<string>
+    rated: ReadonlyArray<string>,
+    /** Running rows that no longer hold what they hold (`KeyedRide.freed`): a condition on `r`. */
+    freed: Statement.Fragment = sql.literal("")
   ) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
@@ -158,26 +166,40 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     const keyFree = perKey === undefined ? sql.literal("") : sql`
             AND (j.limit_key IS NULL OR (SELECT count(*) FROM ${jobs} r
               WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = ${g.name}
-                AND r.limit_key = j.limit_key) < ${perKey})`
-    const nameFree = running === undefined ? sql.literal("") : sql`
-            AND (SELECT count(*) FROM ${jobs} r
-              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}) < ${running}`
+                AND r.limit_key = j.limit_key${freed}) < ${perKey})`
+    /** The name's free slots, when it has a limit. */
+    const nameLeft = running === undefined ? undefined : sql`(${running} - (SELECT count(*) FROM ${jobs} r
+              WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}${freed}))`
+    const nameFree = nameLeft === undefined ? sql.literal("") : sql`
+            AND ${nameLeft} > 0`
     const keyRate = rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     const mutexFree = sql`
             AND (j.mutex_key IS NULL OR NOT EXISTS (
               -- "mutex_key IS NOT NULL" lets the planner read the running keys from the small
               -- partial index jobs_mutex instead of scanning the table.
               SELECT 1 FROM ${jobs} r
-              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key))`
+              WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key${freed}))`
     const inGroup = sql`j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority}`
+    // A name limited only by its name's slots locks no more jobs than it has free slots.
+    const windowSize = nameLeft !== undefined && perKey === undefined && l?.fair !== true
+      ? sql`LEAST(${sql.literal(nameWindow(limit, l))}, GREATEST(${nameLeft}, 0))`
+      : sql.literal(keyedWindow(limit))
     const window = (keys: Statement.Fragment, filters: Statement.Fragment) =>
       sql`SELECT j.id, j.name, j.mutex_key, j.limit_key, j.priority, j.run_at FROM ${jobs} j
           WHERE ${inGroup} AND j.run_at <= ${ts(nowUs)}${keys}${mutexFree}${filters}
-          ORDER BY j.run_at, j.id LIMIT ${sql.literal(keyedWindow(limit))}
+          ORDER BY j.run_at, j.id LIMIT ${windowSize}
           FOR UPDATE OF j SKIP LOCKED`
     return { inGroup, keyFree, keyRate, mutexFree, nameFree, window }
   }
   const fair_ = Fair.make(ctx, armParts)
+  /** The ends of attempts alone, in one statement; the ends that changed nothing (`staleEnds`). */
+  const finishMany = (finishes: ReadonlyArray<Finish>) => {
+    const { applied, ctes } = finishCtes(finishes)
+    return Effect.map(
+      run(sql<{ applied: string | null }>`WITH ${ctes} SELECT a.applied FROM ${applied} AS a`),
+      (rows) => staleEnds(finishes, rows[0]?.applied ?? null)
+    )
+  }
   /**
    * The keyed claim: per group (of a name not paused, see `notPaused`), a window of due jobs read in
    * order from the group's index range and locked, leaving out jobs whose mutex key has a running
@@ -201,13 +223,17 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     workerId: string,
     limits: ReadonlyMap<string, NameLimits>,
     /** With rate windows locked (`jobClaimRated`): the starts each has left (`windowId`). */
-    rateLeft?: ReadonlyMap<string, number>
+    rateLeft?: ReadonlyMap<string, number>,
+    /** Riding on the ends of attempts in the same statement. */
+    ride?: KeyedRide
   ) => {
     const limited = groups.some((g) => limits.has(g.name))
     const rated = rateLeft === undefined ? [] : ratedNames(groups, limits)
     const fair = groups.some((g) => limits.get(g.name)?.fair === true)
+    const freed = ride?.freed ?? sql.literal("")
+    const commit = ride === undefined ? asyncCommit : sql.literal("")
     const arms = groups.map((g, i) => {
-      const { inGroup, keyFree, keyRate, mutexFree, nameFree, window } = armParts(g, limit, nowUs, limits, rated)
+      const { inGroup, keyFree, keyRate, mutexFree, nameFree, window } = armParts(g, limit, nowUs, limits, rated, freed)
       if (limits.get(g.name)?.fair === true) {
         return fair_.arm(g, i, limit, nowUs, { inGroup, window, mutexFree, once: sql`${nameFree}
             AND ${notPaused(g.name)}`, keyFilters: sql`${keyFree}${keyRate}` })
@@ -230,7 +256,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     const update = (slots: Statement.Fragment) =>
       sql`UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}, ${slots}
-        FROM pick WHERE j.id = pick.id${asyncCommit}
+        FROM pick WHERE j.id = pick.id${commit}
         RETURNING ${claimedColumnsJ}${rateLeft === undefined ? sql.literal("") : sql.literal(", j.limit_key AS rate_limit_key")}${
           fair ? sql.literal(", j.limit_key AS fair_key, pick.ord AS fair_ord") : sql.literal("")
         }`
@@ -240,6 +266,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
         ${update(sql.literal("name_slot = NULL, key_slot = NULL"))}`
     }
     const names = Array.from(limits.keys())
+    const perKeyLimited = groups.some((g) => limits.get(g.name)?.runningPerKey !== undefined)
     // The free slots of each (name, key) with jobs to place, numbered (`nth`): the numbers below the
     // limit that no running row holds, looked for below min(limit, slots held + jobs to place), which
     // holds enough; no more of them than the limit less the slots held (after a limit was lowered,
@@ -253,32 +280,35 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     ) =>
       sql`SELECT ${what}, f.slot, f.nth FROM (${from}) x
           CROSS JOIN LATERAL (SELECT count(*) AS n FROM ${jobs} r
-            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held}) h
+            WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held}${freed}) h
           CROSS JOIN LATERAL (
             SELECT s.slot, row_number() OVER (ORDER BY s.slot) AS nth
             FROM generate_series(0, LEAST(x.${limitOf}, x.needed + h.n) - 1) AS s(slot)
             WHERE NOT EXISTS (SELECT 1 FROM ${jobs} r
-              WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot)) f
+              WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot${freed})) f
           WHERE f.nth <= x.${limitOf} - h.n`
     return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
         lim AS (SELECT * FROM unnest(${names}::text[], ${numbers(names.map((n) => limits.get(n)!.running ?? null))}::int[],
             ${numbers(names.map((n) => limits.get(n)!.runningPerKey ?? null))}::int[]) AS l(name, running, per_key)),
         ${rated.length === 0 ? sql`m AS (SELECT m.*, l.running, l.per_key FROM (${mutexFirst}) m LEFT JOIN lim l ON l.name = m.name),` : rateCapped(mutexFirst, rated, rateLeft!)}
-        kfree AS (${
-      freeSlots(
-        sql.literal("x.name, x.limit_key"),
-        sql.literal("key_slot"),
-        sql.literal(
-          "SELECT name, limit_key, min(per_key) AS per_key, count(*) AS needed FROM m WHERE per_key IS NOT NULL AND limit_key IS NOT NULL GROUP BY name, limit_key"
-        ),
-        sql.literal("per_key"),
-        sql.literal("r.name = x.name AND r.limit_key = x.limit_key")
-      )
-    }),
+        ${
+      // Parts no limit of these names needs are left out: the statement is planned at each call.
+      !perKeyLimited ? sql`k AS (SELECT m.*, NULL::int AS key_slot FROM m),` : sql`kfree AS (${
+        freeSlots(
+          sql.literal("x.name, x.limit_key"),
+          sql.literal("key_slot"),
+          sql.literal(
+            "SELECT name, limit_key, min(per_key) AS per_key, count(*) AS needed FROM m WHERE per_key IS NOT NULL AND limit_key IS NOT NULL GROUP BY name, limit_key"
+          ),
+          sql.literal("per_key"),
+          sql.literal("r.name = x.name AND r.limit_key = x.limit_key")
+        )
+      }),
         k AS (SELECT m.*, f.slot AS key_slot FROM (
             SELECT m.*, row_number() OVER (PARTITION BY m.name, m.limit_key ORDER BY m.priority, m.run_at, m.id) AS kth FROM m) m
           LEFT JOIN kfree f ON f.name = m.name AND f.limit_key = m.limit_key AND f.nth = m.kth
-          WHERE m.per_key IS NULL OR m.limit_key IS NULL OR f.slot IS NOT NULL),
+          WHERE m.per_key IS NULL OR m.limit_key IS NULL OR f.slot IS NOT NULL),`
+    }
         nfree AS (${
       freeSlots(
         sql.literal("x.name"),
@@ -372,13 +402,7 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
             FROM unnest(${names}::text[]) AS n(name)`,
         (rows) => rows.map((r) => ({ name: r.name, due: num(r.due) }))
       ),
-    jobFinishMany: (finishes) => {
-      const { applied, ctes } = finishCtes(finishes)
-      return Effect.map(
-        run(sql<{ applied: string | null }>`WITH ${ctes} SELECT a.applied FROM ${applied} AS a`),
-        (rows) => staleEnds(finishes, rows[0]?.applied ?? null)
-      )
-    },
+    jobFinishMany: finishMany,
     jobEndsNotHeld: (finishes) =>
       Effect.map(
         sql`SELECT id, attempts, state, worker_id IS NULL AS free, ${us("run_at")} AS run_at_us,
@@ -392,8 +416,32 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     // ends' writes always do (no `synchronous_commit` off here).
     // The claim is a CTE too, so that the statement returns a row (the ends written) when it claims
     // nothing; it reads the paused names in the statement's one snapshot, as alone (`notPaused`).
-    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId) => {
-      const { applied, ctes } = finishCtes(finishes)
+    jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId, keyed) => {
+      const { applied, ctes, written } = finishCtes(finishes)
+      if (keyed !== undefined) {
+        // One statement: the claim's snapshot still shows the rows the ends change as running, so
+        // its reads of held slots and keys leave out those rows (`written`: read in full before
+        // the claim's update, so they no longer hold them when it writes the slots). A claim that
+        // lost a race for a slot or a key fails the statement (the unique index); then the ends are
+        // written alone, and nothing is claimed.
+        const freed = sql` AND r.id NOT IN (SELECT w.id FROM ${written} AS w)`
+        const claim = claimKeyedStatement(groups, limit, nowUs, workerId, keyed.limits, undefined, { freed })
+        return Effect.catchIf(
+          Effect.flatMap(
+            run(sql`WITH ${ctes}, claimed AS (${claim})
+              SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
+            (rows) => {
+              const claimed = rows.filter((r) => r.id !== null)
+              return Effect.as(fair_.rotated(groups, limit, keyed.limits, claimed), {
+                claimed: claimed.map(toClaimed).sort(byClaimOrder),
+                stale: staleEnds(finishes, (rows[0]?.applied ?? null) as string | null)
+              })
+            }
+          ),
+          isUniqueViolation,
+          () => Effect.map(finishMany(finishes), (stale) => ({ claimed: [], stale }))
+        )
+      }
       return Effect.map(
         run(sql`WITH ${ctes}, claimed AS (${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))})
           SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
