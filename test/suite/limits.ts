@@ -9,9 +9,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import { Admin, Claimer, Errors, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { Facts } from "../../src/internal/facts.js"
@@ -316,6 +318,39 @@ export const limits = (target: Target) => {
           assert.isAbove(ranByA, 0)
           assert.isAbove(total - ranByA, 0)
         }), { pollInterval: "1 hour" }), 120_000)
+
+    it.live(name("a key slot freed in another process wakes a worker process waiting for it at once, not at its poll"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const release = yield* Deferred.make<void>()
+          let heldByA = 0
+          // Worker a (this process) runs both jobs key t may run at once, until released.
+          const scopeA = yield* Scope.make()
+          yield* Worker.make({
+            handlers: [Job.handler(Limited, () => Effect.zipRight(Effect.sync(() => heldByA++), Deferred.await(release)))],
+            concurrency: 2
+          }).pipe(Scope.extend(scopeA))
+          yield* queue.enqueueMany(Limited, [{ tenant: "t", i: 0 }, { tenant: "t", i: 1 }])
+          yield* waitUntil(Effect.sync(() => heldByA === 2), 10_000, "worker a to run key t's two jobs")
+          // Worker b, another process, polls once an hour; it runs key u's job, so it is up.
+          yield* spawnWorker(["limited", target.dialect, target.url, prefix, "b", "4"], { SQLANE_JOB_MS: "10", SQLANE_POLL: "1 hour" })
+          yield* queue.enqueue(Limited, { tenant: "u", i: 2 })
+          yield* waitUntil(Effect.map(ledger.all, (runs) => runs.some((r) => r.key === "u")), 30_000, "worker b to run key u's job")
+          yield* queue.enqueue(Limited, { tenant: "t", i: 3 })
+          yield* realSleep(500)
+          assert.isFalse((yield* ledger.all).some((r) => r.key === "t"), "key t's third job waited for a slot")
+          // Worker a stops (taking no more jobs) and its jobs end: key t's slots are free.
+          const closing = yield* Effect.fork(Scope.close(scopeA, Exit.void))
+          yield* realSleep(100)
+          const freedAt = nowUs()
+          yield* Deferred.succeed(release, undefined)
+          yield* waitUntil(Effect.map(ledger.all, (runs) => runs.some((r) => r.key === "t")), 10_000, "worker b to run key t's job")
+          yield* Fiber.join(closing)
+          const started = (yield* ledger.all).find((r) => r.key === "t")!
+          assert.isBelow(started.start - freedAt, 3_000_000, "started within 3 s of the slot freed")
+        })), 90_000)
 
     it.live(name("per-key limit 2 across keys, name limit 3: at most 2 of a key and 3 in all at once; keys run side by side"), () =>
       withQueue(target, (prefix) =>

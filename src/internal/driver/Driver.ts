@@ -312,6 +312,14 @@ export interface Driver {
    * `keys` (default true), only the name slots (the keys' counts are 0).
    */
   readonly limitUse: (names: ReadonlyArray<string>, keys?: boolean) => Effect.Effect<ReadonlyArray<LimitUseRow>, SqlError>
+  /**
+   * Where other processes' releases are not notified (MySQL/MariaDB): the slots and keys running
+   * attempts hold now, counted per `key` — each job name's name slots (`name`), the key slots of each
+   * of `names` (`k:name`), and the running mutex keys (`mutex`); held by none, a count is left out.
+   * The insert check compares them between readings: a count that fell is a release. Reads only the
+   * running rows that hold one (the slot and mutex indexes).
+   */
+  readonly slotsHeld?: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<{ readonly key: string; readonly held: number }>, SqlError>
 
   // --- Rate windows (`<prefix>rates`) outside the claims -------------------------------------
   /** The own window rows (key '') of those of `names` that have one, for `sqlane status`. */
@@ -507,7 +515,7 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
 >
-export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse">
+export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse" | "slotsHeld">
 export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

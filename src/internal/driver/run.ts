@@ -115,6 +115,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     ...(d.jobFinishManyAndClaim === undefined ? {} : { jobFinishManyAndClaim: hot(d.jobFinishManyAndClaim) }),
     workerHeartbeat: hot(d.workerHeartbeat),
     jobNewestId: hot(d.jobNewestId),
+    ...(d.slotsHeld === undefined ? {} : { slotsHeld: hot(d.slotsHeld) }),
     // The rest
     jobCountDue: cold(d.jobCountDue),
     jobEndsNotHeld: cold(d.jobEndsNotHeld),

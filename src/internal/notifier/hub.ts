@@ -21,6 +21,7 @@ export type Signal = ReadonlyArray<Enqueued> | "*"
 
 interface Subscriber {
   readonly deliver: (signal: Signal) => void
+  readonly handled: ReadonlySet<string>
 }
 
 /** The pseudo job name an end that releases a key or a limit slot is announced with (`Notifier.keyReleased`). */
@@ -46,6 +47,8 @@ export interface Hub {
   readonly deliverOwn: (signal: Signal) => void
   /** Whether this instance has subscribers now. */
   readonly subscribed: () => boolean
+  /** The job names of this instance's subscribers that wait for releases ({@link keyReleased}). */
+  readonly releaseNames: () => ReadonlyArray<string>
   /**
    * Subscribes to wake-ups for `names` for the life of the scope; `start` (run after the
    * subscription is in place) starts what hears other processes, `ready` completes once it hears.
@@ -67,6 +70,14 @@ export const make = (key: string): Hub => {
     hint: (signal) => deliver(local, signal),
     deliverOwn: (signal) => deliver(own, signal),
     subscribed: () => own.size > 0,
+    releaseNames: () => {
+      const names = new Set<string>()
+      for (const s of own) {
+        if (!s.handled.has(keyReleased)) continue
+        for (const n of s.handled) if (n !== keyReleased) names.add(n)
+      }
+      return Array.from(names)
+    },
     subscribe: (names, start, ready) =>
       Effect.gen(function*() {
         const handled = new Set(names)
@@ -75,6 +86,7 @@ export const make = (key: string): Hub => {
         let probe = false
         let released = false
         const subscriber: Subscriber = {
+          handled,
           deliver: (received) => {
             let woken = false
             if (received === "*") {

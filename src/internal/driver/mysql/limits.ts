@@ -51,6 +51,20 @@ export const make = (ctx: MysqlContext): LimitsOps => {
           }))
         }`,
         (rows: ReadonlyArray<any>) => rows.map(toLimitUse).filter((r) => r.running > 0 || r.runningKeyed > 0)
+      ),
+    // Three ranges of the slot and mutex indexes (their non-null entries: running rows only).
+    slotsHeld: (names) =>
+      Effect.map(
+        sql<{ k: string; n: number | string }>`SELECT name AS k, COUNT(*) AS n
+            FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_name_slot`)}) WHERE name_slot_running IS NOT NULL GROUP BY name
+          ${
+          names.length === 0 ? sql.literal("") : sql`UNION ALL SELECT CONCAT('k:', name), COUNT(*)
+            FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+            WHERE name IN ${sql.in(names)} AND limit_key_running IS NOT NULL GROUP BY name`
+        }
+          UNION ALL SELECT 'mutex', COUNT(*) FROM ${jobs} FORCE INDEX (${sql(`${prefix}jobs_mutex`)})
+            WHERE mutex_running IS NOT NULL`,
+        (rows) => rows.map((r) => ({ key: String(r.k), held: Number(r.n) })).filter((r) => r.held > 0)
       )
   }
 }
