@@ -82,6 +82,25 @@ export const cancel = Command.make(
     )
 ).pipe(Command.withDescription("cancel pending or running jobs (running handlers are interrupted)"))
 
+/**
+ * Warns on stderr (`sqlane: warning: no job named "…" …; <done> it anyway (check the name)`) when no
+ * job of `name` is in the jobs table and no worker row names it among its handlers: likely a typo.
+ * A deploy may still pause or limit a name before its first job, so the command goes on. A failed
+ * look-up warns nothing.
+ */
+export const warnIfUnknownName = (name: string, done: string) =>
+  Effect.gen(function*() {
+    const admin = yield* Admin.Admin
+    const jobs = yield* Effect.option(admin.list({ name, limit: 1 }))
+    const handled = yield* Effect.option(admin.handledNames)
+    if (Option.isSome(jobs) && jobs.value.length === 0 && Option.isSome(handled) && !handled.value.has(name)) {
+      yield* Console.error(
+        `sqlane: warning: no job named ${JSON.stringify(name)} is in the jobs table and no live worker ` +
+          `handles it; ${done} it anyway (check the name)`
+      )
+    }
+  })
+
 export const pause = Command.make(
   "pause",
   { ...common, name: Args.text({ name: "name" }) },
@@ -91,18 +110,7 @@ export const pause = Command.make(
       Effect.gen(function*() {
         const admin = yield* Admin.Admin
         const changed = yield* admin.pause(c.name)
-        // A name that no job has and no live worker handles is likely a typo; a deploy may still pause
-        // a name before its first job, so it is paused all the same.
-        const jobs = yield* Effect.option(admin.list({ name: c.name, limit: 1 }))
-        const handled = yield* Effect.option(admin.handledNames)
-        if (
-          Option.isSome(jobs) && jobs.value.length === 0 && Option.isSome(handled) && !handled.value.has(c.name)
-        ) {
-          yield* Console.error(
-            `sqlane: warning: no job named ${JSON.stringify(c.name)} is in the jobs table and no live worker ` +
-              "handles it; paused it anyway (check the name)"
-          )
-        }
+        yield* warnIfUnknownName(c.name, "paused")
         yield* c.json
           ? printJson({ name: c.name, paused: true, changed })
           : Console.log(changed ? `paused ${c.name}` : `${c.name} was already paused`)

@@ -22,7 +22,7 @@ import { InvalidLimit } from "../schema/Errors.js"
 import type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
 import type { Driver, LimitRow, NameLimits, RateNameRow, RateWindow } from "./driver/Driver.js"
 import { windowStartUs } from "./driver/rateWindows.js"
-import { checkRate } from "./options.js"
+import { checkRate, unknownOption, unknownOptionMessage } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
 import { nameKey } from "./pauses.js"
@@ -198,10 +198,13 @@ export const ofNames = (
     }]))
   })
 
+/** The numbers `Admin.setLimits` takes (any other key is refused). */
+const setLimitsOptions = ["running", "runningPerKey"] as const
+
 /** Why `Admin.setLimits` refuses its input, or undefined. */
 export const problem = (
   name: string,
-  limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
+  limits: { readonly running?: number | null | undefined; readonly runningPerKey?: number | null | undefined }
 ): InvalidLimit | undefined => {
   const nameProblem = checkIdentifier(name)
   if (nameProblem !== undefined) {
@@ -209,20 +212,44 @@ export const problem = (
       name: String(name).slice(0, 300),
       option: "name",
       reason: typeof name === "string" && name.length > 0 && name.length <= 255 ? "characters" : "range",
-      message: `a job name must be 1 to 255 characters without U+0000; this one ${nameProblem}`
+      message: `a job name must be 1 to 255 UTF-16 code units without U+0000; this one ${nameProblem}`
+    })
+  }
+  if (typeof limits !== "object" || limits === null) {
+    return new InvalidLimit({
+      name,
+      option: "limits",
+      reason: "type",
+      message: `limits must be an object { running?, runningPerKey? }, got ${limits === null ? "null" : typeof limits}`
+    })
+  }
+  const unknown = unknownOption(limits, setLimitsOptions)
+  if (unknown !== undefined) {
+    return new InvalidLimit({
+      name,
+      option: "limits",
+      reason: "type",
+      message: `limits ${unknownOptionMessage(unknown, setLimitsOptions)} (rates are the definition's)`
     })
   }
   if (limits.running === undefined && limits.runningPerKey === undefined) {
-    return new InvalidLimit({ name, option: "running", reason: "conflict", message: "give running, runningPerKey or both" })
+    return new InvalidLimit({
+      name,
+      option: "running",
+      reason: "conflict",
+      message: "give running, runningPerKey or both (a number sets it, null removes it)"
+    })
   }
-  for (const option of ["running", "runningPerKey"] as const) {
+  for (const option of setLimitsOptions) {
     const n = limits[option]
-    if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= Job.maxLimit)) {
+    if (n !== undefined && n !== null && !(Number.isInteger(n) && n >= 1 && n <= Job.maxLimit)) {
       return new InvalidLimit({
         name,
         option,
         reason: typeof n === "number" ? "range" : "type",
-        message: `${option} must be an integer from 1 to ${Job.maxLimit}, got ${String(n)}`
+        message: `${option} must be an integer from 1 to ${Job.maxLimit} (or null to remove it), got ${
+          typeof n === "bigint" ? `${n}n` : typeof n === "string" ? JSON.stringify(n) : String(n)
+        }`
       })
     }
   }

@@ -163,26 +163,83 @@ export const resolveEnqueueOptions = (
 /** The largest `starts` of a rate limit (`Job.maxRateStarts`). */
 export const maxRateStartsValue = 1_000_000
 
-/** A rate limit's `starts` and its window in milliseconds, or why it cannot be used (`Job.Rate`). */
 /** The longest window of a rate limit: 366 days (a window's start and end stay dates JavaScript can hold). */
 export const maxRatePeriodMillis = 366 * 24 * 60 * 60 * 1000
 
+/** The options of a rate limit (`Job.Rate`). */
+export const rateOptions = ["starts", "per"] as const
+
+/**
+ * The first own key of `object` that is not one of `accepted`, with the accepted key it most likely
+ * stands for (one or two edits away, or the same but for case), or undefined when every key is
+ * accepted. For plain JavaScript callers, whose misspelt option would otherwise be ignored.
+ */
+export const unknownOption = (
+  object: object,
+  accepted: ReadonlyArray<string>
+): { readonly key: string; readonly meant: string | undefined } | undefined => {
+  for (const key of Object.keys(object)) {
+    if (accepted.includes(key)) continue
+    const meant = accepted.find((a) => a.toLowerCase() === key.toLowerCase()) ??
+      accepted.find((a) => editDistance(a, key) <= 2)
+    return { key, meant }
+  }
+  return undefined
+}
+
+/** `unknownOption`'s finding as the end of a message: `has an unknown option "runing" (did you mean "running"?); …`. */
+export const unknownOptionMessage = (
+  found: { readonly key: string; readonly meant: string | undefined },
+  accepted: ReadonlyArray<string>
+): string =>
+  `has an unknown option ${JSON.stringify(found.key.slice(0, 100))}${
+    found.meant === undefined ? "" : ` (did you mean ${JSON.stringify(found.meant)}?)`
+  }; the options are ${accepted.slice(0, -1).join(", ")} and ${accepted[accepted.length - 1]}`
+
+/** Levenshtein distance, for the short option names of `unknownOption` (longer keys are not compared). */
+const editDistance = (a: string, b: string): number => {
+  if (Math.abs(a.length - b.length) > 2 || b.length > 64) return Infinity
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = row
+  }
+  return previous[b.length]
+}
+
+/**
+ * A rate limit's `starts` and its window in milliseconds, or why it cannot be used (`Job.Rate`):
+ * an object of `starts` and `per` only; `per` a duration as `durationMillis` reads it, but not a
+ * bigint (Effect reads a bigint as nanoseconds: `per: 60n` would be a window of 60 ns).
+ */
 export const checkRate = (
   rate: unknown
 ): { readonly starts: number; readonly perMs: number } | { readonly problem: string; readonly reason: "type" | "range" } => {
-  if (typeof rate !== "object" || rate === null) return { problem: `must be { starts, per }, got ${String(rate)}`, reason: "type" }
+  if (typeof rate !== "object" || rate === null) return { problem: `must be { starts, per }, got ${got(rate)}`, reason: "type" }
+  const unknown = unknownOption(rate, rateOptions)
+  if (unknown !== undefined) return { problem: unknownOptionMessage(unknown, rateOptions), reason: "type" }
   const { per, starts } = rate as { readonly starts?: unknown; readonly per?: unknown }
-  if (typeof starts !== "number") return { problem: `starts must be a number, got ${String(starts)}`, reason: "type" }
+  if (typeof starts !== "number") return { problem: `starts must be a number, got ${got(starts)}`, reason: "type" }
   if (!(Number.isInteger(starts) && starts >= 1 && starts <= maxRateStartsValue)) {
     return { problem: `starts must be an integer from 1 to ${maxRateStartsValue}, got ${starts}`, reason: "range" }
+  }
+  if (typeof per === "bigint") {
+    return {
+      problem: `per must be a duration such as "1 minute", a number of milliseconds (60000) or a Duration; ` +
+        `got the bigint ${per}n, which Effect would read as nanoseconds`,
+      reason: "type"
+    }
   }
   const window = durationMillis(per)
   if ("problem" in window) return { problem: `per ${window.problem}`, reason: window.reason }
   if (!(Number.isInteger(window.millis) && window.millis >= 1)) {
-    return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${String(per)}`, reason: "range" }
+    return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${got(per)}`, reason: "range" }
   }
   if (window.millis > maxRatePeriodMillis) {
-    return { problem: `per must be at most 366 days (${maxRatePeriodMillis} ms), got ${String(per)}`, reason: "range" }
+    return { problem: `per must be at most 366 days (${maxRatePeriodMillis} ms), got ${got(per)}`, reason: "range" }
   }
   return { starts, perMs: window.millis }
 }

@@ -416,7 +416,7 @@ export const checkIdentifier = (value: unknown): string | undefined => {
   if (typeof value !== "string") return `must be a string, got ${value === null ? "null" : typeof value}`
   if (value.length === 0) return "must not be empty"
   if (value.length > maxIdentifierLength) {
-    return `is ${value.length} characters long; the limit is ${maxIdentifierLength} (VARCHAR(255))`
+    return `is ${value.length} UTF-16 code units long (its JavaScript length); the limit is ${maxIdentifierLength} (VARCHAR(255))`
   }
   if (value.includes("\u0000")) return "must not contain U+0000 (PostgreSQL text cannot hold it)"
   if (loneSurrogate.test(value)) return "must not contain a lone surrogate (it is not UTF-8)"

@@ -241,9 +241,10 @@ export class InvalidWorkerOptions extends Schema.TaggedError<InvalidWorkerOption
 
 /**
  * A job definition was refused where it is made: `Job.make` throws it for a job name that is not
- * 1–255 characters without U+0000, lone surrogates and a trailing space, a `priority` that is not
- * an integer, or a `timeout` that is not a finite duration longer than 0; `Job.attempts(n)` throws
- * it unless `n` is a whole number ≥ 1. Thrown (not returned): a definition is made once, at
+ * 1–255 UTF-16 code units without U+0000, lone surrogates and a trailing space, a `priority` that is
+ * not an integer, a `timeout` that is not a finite duration longer than 0, or `limits` it cannot take
+ * (an option it does not know, such as a misspelt `runing`; a limit out of range; a bad rate, a `per`
+ * given as a bigint included); `Job.attempts(n)` throws it unless `n` is a whole number ≥ 1. Thrown (not returned): a definition is made once, at
  * start-up, and a bad one is a programming error. Recognise it with `instanceof` or its `_tag`.
  *
  * @example
@@ -264,8 +265,10 @@ export class InvalidJobDefinition extends Schema.TaggedError<InvalidJobDefinitio
     /** The job name, when the definition has one that is a string (`Job.attempts` has none). */
     job: Schema.optional(Schema.String),
     /**
-     * The option refused: `"name"`, `"priority"`, `"timeout"`, `"attempts"`, `"limits.running"`,
-     * `"limits.runningPerKey"` or `"limits.key"`.
+     * The option refused: `"name"`, `"priority"`, `"timeout"`, `"attempts"`, `"limits"` (not an
+     * object, or a key it does not take: the message names it and the keys taken),
+     * `"limits.running"`, `"limits.runningPerKey"`, `"limits.key"`, `"limits.rate"` or
+     * `"limits.ratePerKey"`.
      */
     option: Schema.String,
     /** What is wrong with it. */
@@ -277,9 +280,12 @@ export class InvalidJobDefinition extends Schema.TaggedError<InvalidJobDefinitio
 
 /**
  * A concurrency limit set at run time (`Admin.setLimits`, `sqlane limit`) was refused and nothing
- * changed: `option` names it (`"name"`, `"running"`, `"runningPerKey"`), `reason` says what is wrong
- * (`range`: not an integer from 1 to `Job.maxLimit`, or a name not 1–255 characters; `characters`;
- * `conflict`: neither number given) and `message` what it got.
+ * changed: `option` names it (`"name"`, `"running"`, `"runningPerKey"`, or `"limits"` for an object
+ * with another key, e.g. a misspelt `runing`), `reason` says what is wrong (`range`: not an integer
+ * from 1 to `Job.maxLimit`, or a name not 1–255 UTF-16 code units; `type`: not a number or `null`,
+ * or an unknown key; `characters`; `conflict`: neither number given) and `message` what it got. The
+ * `sqlane limit` command names the flag typed instead (`--per-key must be an integer from 1 to 10000,
+ * got 0`).
  *
  * @example
  * ```ts

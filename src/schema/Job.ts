@@ -11,7 +11,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { checkRate, durationMillis, maxRateStartsValue } from "../internal/options.js"
+import { checkRate, durationMillis, maxRateStartsValue, unknownOption, unknownOptionMessage } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
 import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
@@ -80,7 +80,11 @@ export interface Job<
  * running — it ends, is released, cancelled or rescued from a lost worker. Jobs over a limit wait,
  * pending, without counting an attempt, and a worker of the name is woken when a slot frees.
  *
- * `sqlane limit` (and `Admin.setLimits`) override both numbers at run time, for every worker.
+ * `sqlane limit` (and `Admin.setLimits`) override either number at run time, for every worker.
+ *
+ * The options are `running`, `key`, `runningPerKey`, `rate` and `ratePerKey`: `Job.make` throws
+ * `InvalidJobDefinition` (option `limits`) for any other key, e.g. a misspelt `runing`, which would
+ * otherwise be no limit at all.
  *
  * Rate limits (`rate`, `ratePerKey`: starts per fixed window, see {@link Rate}) are counted in
  * `<prefix>rates` by the claims that start the attempts.
@@ -104,8 +108,10 @@ export interface Limits<Payload> {
   /** At most this many attempts of the job name run at once, everywhere: an integer 1–10,000. */
   readonly running?: number | undefined
   /**
-   * The job's concurrency key, from its (decoded) payload at enqueue, 1–255 characters, or
-   * `undefined` for none; keys are counted per job name. With a key, the name's jobs are claimed
+   * The job's concurrency key, from its (decoded) payload at enqueue: a string of 1–255 UTF-16 code
+   * units (its JavaScript `length`; an emoji outside the BMP counts 2) without U+0000 or lone
+   * surrogates, or `undefined` for none; keys are counted per job name. A key out of range refuses the
+   * enqueue with `InvalidEnqueueOption` (path `limits.key`). With a key, the name's jobs are claimed
    * round-robin across keys (fair shares: a key's backlog never holds back the others' jobs;
    * docs/flow-control.md, "Fair shares by key"), also without a limit.
    */
@@ -121,6 +127,9 @@ export interface Limits<Payload> {
   readonly ratePerKey?: Rate | undefined
 }
 
+/** The options of {@link Limits}, which `Job.make` takes (any other key is refused). */
+const limitsOptions = ["running", "key", "runningPerKey", "rate", "ratePerKey"] as const
+
 /**
  * A rate limit: at most `starts` attempts start in each window of `per`, counted over every worker
  * of every process. Windows are fixed and aligned to multiples of `per` since the Unix epoch, as
@@ -130,9 +139,12 @@ export interface Limits<Payload> {
  * transaction: a claim that does not commit counts nothing. A job over the rate stays pending
  * (no attempt counted) and its worker claims it from the start of the window that admits it.
  *
- * `starts` is an integer from 1 to 1,000,000 (`Job.maxRateStarts`); `per` a finite duration of at
- * least 1 ms, in whole milliseconds. Anything else throws `InvalidJobDefinition` from `Job.make`
- * (option `limits.rate` or `limits.ratePerKey`).
+ * `starts` is an integer from 1 to 1,000,000 (`Job.maxRateStarts`); `per` a duration from 1 ms to
+ * 366 days, in whole milliseconds: a string Effect's `Duration` reads (`"1 minute"`, `"500 millis"`),
+ * a number of milliseconds (`60_000`) or a `Duration` (`Duration.minutes(1)`). A bigint is refused:
+ * Effect reads one as nanoseconds, so `per: 60n` would be a window of 60 ns. Anything else — a bigint,
+ * a key other than `starts` and `per` — throws `InvalidJobDefinition` from `Job.make` (option
+ * `limits.rate` or `limits.ratePerKey`).
  *
  * Source: BullMQ's worker `limiter` (`max` per `duration`) and Pro group rate limits, Oban Pro's
  * `rate_limit` (`allowed` per `period`, partitioned).
@@ -152,8 +164,11 @@ export interface Limits<Payload> {
 export interface Rate {
   /** At most this many attempts start in one window: an integer 1–1,000,000. */
   readonly starts: number
-  /** The window's length: a duration from 1 ms to 366 days, in whole milliseconds (e.g. `"1 second"`, `60_000`). */
-  readonly per: Duration.DurationInput
+  /**
+   * The window's length: a duration from 1 ms to 366 days, in whole milliseconds — `"1 second"`,
+   * `60_000` (milliseconds) or a `Duration`; not a bigint (Effect reads it as nanoseconds: refused).
+   */
+  readonly per: Exclude<Duration.DurationInput, bigint>
 }
 
 /**
@@ -373,7 +388,8 @@ export const attempts = (
  *   (attempts of the name at once), `key` (the job's concurrency key, from its payload) and
  *   `runningPerKey` (attempts of one key at once), `rate` and `ratePerKey` (starts per window, see
  *   {@link Rate}); see {@link Limits}. A limit that is not an integer from 1 to {@link maxLimit}, a
- *   bad rate, or `runningPerKey` / `ratePerKey` without `key`, throws `InvalidJobDefinition`. Give
+ *   bad rate (a `per` given as a bigint included), `runningPerKey` / `ratePerKey` without `key`, or
+ *   an unknown option (`runing`), throws `InvalidJobDefinition`. Give
  *   every process the same definition (a worker whose definition has no limits, and that no run-time
  *   limit reached, would claim the name's jobs without slots). (default: none)
  * @since 0.1.0
@@ -411,7 +427,7 @@ export const make = <
         : name.length === 0 || name.length > maxIdentifierLength
         ? "range"
         : "characters",
-      message: `a job name must be 1 to 255 characters without U+0000 or a trailing space; this one ${problem}`
+      message: `a job name must be 1 to 255 UTF-16 code units without U+0000 or a trailing space; this one ${problem}`
     })
   }
   const priority = options.priority ?? 0
@@ -442,10 +458,22 @@ export const make = <
       job: name,
       option: "limits",
       reason: "type",
-      message: `limits must be an object { running?, key?, runningPerKey? }, got ${limits === null ? "null" : typeof limits}`
+      message: `limits must be an object { running?, key?, runningPerKey?, rate?, ratePerKey? }, got ${
+        limits === null ? "null" : typeof limits
+      }`
     })
   }
   if (limits !== undefined) {
+    // A misspelt option (`runing: 3`) would otherwise be no limit at all.
+    const unknown = unknownOption(limits, limitsOptions)
+    if (unknown !== undefined) {
+      throw new InvalidJobDefinition({
+        job: name,
+        option: "limits",
+        reason: "type",
+        message: `limits ${unknownOptionMessage(unknown, limitsOptions)}`
+      })
+    }
     for (const option of ["running", "runningPerKey"] as const) {
       const n = limits[option]
       if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= maxLimit)) {

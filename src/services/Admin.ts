@@ -186,6 +186,26 @@ export interface ActionResult {
 }
 
 /**
+ * A job name's concurrency limits set at run time (what `Admin.setLimits` returns): each number, or
+ * `undefined` where none is set at run time and the job definition's applies.
+ *
+ * @example
+ * ```ts
+ * const describe = (l: Admin.RunTimeLimits) =>
+ *   `running ${l.running ?? "(definition)"}, per key ${l.runningPerKey ?? "(definition)"}`
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RunTimeLimits {
+  /** At most this many attempts of the name at once, everywhere (1–10,000), or `undefined`: the definition's. */
+  readonly running: number | undefined
+  /** At most this many attempts of one concurrency key at once (1–10,000), or `undefined`: the definition's. */
+  readonly runningPerKey: number | undefined
+}
+
+/**
  * What the `Admin` service does, the same as the `sqlane` CLI: status, list and show jobs, retry,
  * cancel, pause and resume job names, prune.
  *
@@ -239,17 +259,31 @@ export interface AdminShape {
   /** One pruning pass now (see `Pruner.run`). */
   readonly prune: Effect.Effect<Pruner.PruneResult, SqlError>
   /**
-   * Sets a job name's concurrency limits at run time, over its definition's (`Job.make`'s
+   * Changes a job name's concurrency limits at run time, over its definition's (`Job.make`'s
    * `limits`), for every worker: at once in this process, by `NOTIFY` on PostgreSQL, and within
-   * one `rescueInterval` everywhere. A number left out keeps the definition's. A lowered limit
-   * starts no new attempt until the running ones are below it; they are not stopped. Fails with
-   * `InvalidLimit` (changing nothing) for a number that is not an integer from 1 to `Job.maxLimit`,
-   * or when neither is given.
+   * one `rescueInterval` everywhere. Number by number: a number (an integer from 1 to `Job.maxLimit`)
+   * sets it, `null` removes it (the definition's applies again), and one left out keeps what it was
+   * (a number set earlier, else the definition's). So `setLimits("report", { running: 5 })` then
+   * `setLimits("report", { runningPerKey: 2 })` leaves both. `clearLimits` removes both. Works for
+   * any job name, also one no worker handles yet. A lowered limit starts no new attempt until the
+   * running ones are below it; they are not stopped.
+   *
+   * Returns the name's run-time limits as they are now (`undefined`: none, the definition's apply).
+   * Fails with `InvalidLimit` (changing nothing) for a number that is not an integer from 1 to
+   * `Job.maxLimit`, a key other than `running` and `runningPerKey`, no number given, or a bad name.
+   *
+   * @example
+   * ```ts
+   * const admin = yield* Admin.Admin
+   * yield* admin.setLimits("report", { running: 5 })
+   * const now = yield* admin.setLimits("report", { runningPerKey: 2 }) // { running: 5, runningPerKey: 2 }
+   * yield* admin.setLimits("report", { running: null }) // { running: undefined, runningPerKey: 2 }
+   * ```
    */
   readonly setLimits: (
     name: string,
-    limits: { readonly running?: number | undefined; readonly runningPerKey?: number | undefined }
-  ) => Effect.Effect<void, InvalidLimit | SqlError>
+    limits: { readonly running?: number | null | undefined; readonly runningPerKey?: number | null | undefined }
+  ) => Effect.Effect<RunTimeLimits, InvalidLimit | SqlError>
   /** Removes a job name's run-time limits: its definition's apply again. Returns `false` when it had none. */
   readonly clearLimits: (name: string) => Effect.Effect<boolean, SqlError>
   /** The run-time limits, by name, with the slots their names' running attempts hold now. */
@@ -448,10 +482,11 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
         Effect.gen(function*() {
           const problem = Limits.problem(name, limits)
           if (problem !== undefined) return yield* problem
-          yield* driver.limitSet(name, limits.running ?? null, limits.runningPerKey ?? null, yield* nowMicros)
+          const row = yield* driver.limitSet(name, limits.running, limits.runningPerKey, yield* nowMicros)
           yield* notifier.limitsChanged
           // A raised limit may let waiting jobs start now.
           yield* notifier.announce([name])
+          return { running: row?.running ?? undefined, runningPerKey: row?.runningPerKey ?? undefined }
         }),
       clearLimits: (name) =>
         Effect.gen(function*() {

@@ -676,16 +676,20 @@ export const badInput = (target: Target) => {
           assert.strictEqual((yield* queue.get(a.id)).name, odd)
         })))
 
-    it.live(name("over-long or unstorable names and keys: a typed error with the limit at enqueue, before any SQL"), () =>
+    it.live(name("over-long or unstorable names and keys (concurrency keys too, counted in UTF-16 code units): a typed error with the limit at enqueue, before any SQL"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const queue = yield* Queue.Queue
-          assert.throws(() => Job.make("n".repeat(256), { payload: Schema.Struct({}) }), /1 to 255 characters.*256/)
+          assert.throws(() => Job.make("n".repeat(256), { payload: Schema.Struct({}) }), /1 to 255 UTF-16 code units.*256/)
           assert.throws(() => Job.make("a\u0000b", { payload: Schema.Struct({}) }), /U\+0000/)
           assert.throws(() => Job.make("a\ud800", { payload: Schema.Struct({}) }), /lone surrogate/)
           const Keyed = Job.make("bi-keyed", {
             payload: Schema.Struct({ k: Schema.String }),
             mutexKey: (p) => p.k
+          })
+          const Tenant = Job.make("bi-tenant", {
+            payload: Schema.Struct({ k: Schema.String }),
+            limits: { key: (p) => p.k, runningPerKey: 1 }
           })
           // A definition that bypassed Job.make (built by hand, or by a spread).
           const LongName = { ...Keyed, name: "n".repeat(256) } as unknown as typeof Keyed
@@ -698,10 +702,19 @@ export const badInput = (target: Target) => {
             assert.deepStrictEqual([nul.path, nul.reason], ["name", "characters"])
             const unique = yield* optionRefusal(queue.enqueue(Keyed, { k: "a" }, { unique: "u".repeat(256) }))
             assert.deepStrictEqual([unique.path, unique.reason], ["unique", "range"])
-            assert.include(unique.message, "the unique key is 256 characters long; the limit is 255")
+            assert.include(unique.message, "the unique key is 256 UTF-16 code units long (its JavaScript length); the limit is 255")
             const mutex = yield* optionRefusal(queue.enqueue(Keyed, { k: "m".repeat(300) }))
             assert.deepStrictEqual([mutex.path, mutex.reason], ["mutexKey", "range"])
-            assert.include(mutex.message, "the mutex key is 300 characters long; the limit is 255")
+            assert.include(mutex.message, "the mutex key is 300 UTF-16 code units long (its JavaScript length); the limit is 255")
+            const tenant = yield* optionRefusal(queue.enqueue(Tenant, { k: "t".repeat(256) }))
+            assert.deepStrictEqual([tenant.path, tenant.reason], ["limits.key", "range"])
+            assert.include(tenant.message, "the concurrency key is 256 UTF-16 code units long (its JavaScript length); the limit is 255")
+            // 128 characters outside the BMP are 256 code units: refused, though 128 characters.
+            const emoji = yield* optionRefusal(queue.enqueueMany(Tenant, [{ k: "😀".repeat(128) }]))
+            assert.deepStrictEqual([emoji.path, emoji.reason], ["limits.key", "range"])
+            assert.include(emoji.message, "is 256 UTF-16 code units long")
+            const tenantNul = yield* optionRefusal(queue.enqueue(Tenant, { k: "a\u0000b" }))
+            assert.deepStrictEqual([tenantNul.path, tenantNul.reason], ["limits.key", "characters"])
             const surrogate = yield* optionRefusal(queue.enqueue(Keyed, { k: "a\ud800" }))
             assert.deepStrictEqual([surrogate.path, surrogate.reason], ["mutexKey", "characters"])
             assert.include(surrogate.message, "lone surrogate")
@@ -720,12 +733,20 @@ export const badInput = (target: Target) => {
           let ran = 0
           const id = yield* queue.enqueue(Max, { k: maxKey }, { unique: maxKey })
           assert.strictEqual((yield* queue.insert(Max, { k: maxKey }, { unique: maxKey })).id, id)
+          // A concurrency key of 255 code units (127 emoji and a letter: 128 characters) is stored exactly.
+          const tenantId = yield* queue.enqueue(Tenant, { k: maxKey })
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const stored = yield* sql<{ limit_key: string }>`SELECT limit_key FROM ${sql(prefix + "jobs")} WHERE id = ${tenantId}`
+          assert.strictEqual(stored[0].limit_key, maxKey)
           // The worker starts after the second insert: a job completed before it frees its key, and
           // the insert would then add a job (the matrix once saw that).
-          yield* Worker.make({ handlers: [Job.handler(Max, () => Effect.sync(() => ran++))] })
+          yield* Worker.make({
+            handlers: [Job.handler(Max, () => Effect.sync(() => ran++)), Job.handler(Tenant, () => Effect.sync(() => ran++))]
+          })
           yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          yield* waitUntil(Effect.map(queue.get(tenantId), (j) => j.state === "completed"))
           assert.strictEqual((yield* queue.get(id)).name, Max.name)
-          assert.strictEqual(ran, 1)
+          assert.strictEqual(ran, 2)
         })))
 
     it.live(name("odd mutex key results are refused with InvalidEnqueueOption (path mutexKey), nothing written"), () =>

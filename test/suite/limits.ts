@@ -456,12 +456,76 @@ export const limits = (target: Target) => {
           assert.deepStrictEqual(yield* admin.limits, [])
         })), 60_000)
 
+    it.live(name("sqlane limit: each flag changes its own number, --clear-running and --clear-per-key remove one, and the limits now are printed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const admin = yield* Admin.Admin
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const row = Effect.map(admin.limits, (ls) => ls.map((l) => [l.name, l.running, l.runningPerKey]))
+          // A job of the name is in the table: no warning.
+          yield* (yield* Queue.Queue).enqueue(Free, { i: 1 })
+          const running = yield* cli("limit", Free.name, "5")
+          assert.strictEqual(running.code, 0, running.stderr)
+          assert.strictEqual(running.stderr, "")
+          assert.match(running.stdout, /^limited free: 5 at once, the definition's per-key limit /m)
+          const perKey = yield* cli("limit", Free.name, "--per-key", "2")
+          assert.strictEqual(perKey.code, 0, perKey.stderr)
+          assert.match(perKey.stdout, /^limited free: 5 at once, 2 per key at once /m)
+          assert.deepStrictEqual(yield* row, [[Free.name, 5, 2]])
+          const both = yield* cli("limit", Free.name, "4", "--per-key", "1", "--json")
+          assert.deepStrictEqual(JSON.parse(both.stdout), { name: Free.name, running: 4, runningPerKey: 1 })
+          const clearRunning = yield* cli("limit", Free.name, "--clear-running", "--json")
+          assert.strictEqual(clearRunning.code, 0, clearRunning.stderr)
+          assert.deepStrictEqual(JSON.parse(clearRunning.stdout), { name: Free.name, running: null, runningPerKey: 1 })
+          assert.deepStrictEqual(yield* row, [[Free.name, undefined, 1]])
+          // Usage errors change nothing.
+          const conflict = yield* cli("limit", Free.name, "3", "--clear-running")
+          assert.strictEqual(conflict.code, 1)
+          assert.match(conflict.stderr, /give either N \(the running limit\) or --clear-running, not both/)
+          assert.deepStrictEqual(yield* row, [[Free.name, undefined, 1]])
+          // The last number removed: no run-time row is left.
+          const clearPerKey = yield* cli("limit", Free.name, "--clear-per-key")
+          assert.strictEqual(clearPerKey.code, 0, clearPerKey.stderr)
+          assert.match(clearPerKey.stdout, /free has no run-time limits now: the definition's apply/)
+          assert.deepStrictEqual(yield* admin.limits, [])
+        })), 120_000)
+
+    it.live(name("sqlane limit: a name no job has and no worker handles is limited with a warning on stderr; a bad --per-key is named as typed"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const admin = yield* Admin.Admin
+          const cli = (...args: Array<string>) => runCli([...args, "--prefix", prefix], { DATABASE_URL: target.url })
+          const unknown = yield* cli("limit", "nosuch", "5")
+          assert.strictEqual(unknown.code, 0, unknown.stderr)
+          assert.match(
+            unknown.stderr,
+            /^sqlane: warning: no job named "nosuch" is in the jobs table and no live worker handles it; limited it anyway \(check the name\)$/m
+          )
+          assert.match(unknown.stdout, /^limited nosuch: 5 at once/m)
+          assert.deepStrictEqual((yield* admin.limits).map((l) => [l.name, l.running]), [["nosuch", 5]])
+          // A name a worker handles (its row in the workers table): no warning.
+          yield* Worker.make({ handlers: [Job.handler(Capped, () => Effect.void)] })
+          const handled = yield* cli("limit", Capped.name, "--per-key", "2")
+          assert.strictEqual(handled.code, 0, handled.stderr)
+          assert.strictEqual(handled.stderr, "")
+          for (const args of [["--per-key", "0"], ["2", "--per-key", "10001"]]) {
+            const bad = yield* cli("limit", Capped.name, ...args)
+            assert.strictEqual(bad.code, 1)
+            assert.match(bad.stderr, /^sqlane: --per-key must be an integer from 1 to 10000, got (0|10001)$/m)
+            assert.notInclude(bad.stderr, "runningPerKey")
+          }
+          assert.deepStrictEqual((yield* admin.limits).map((l) => [l.name, l.running, l.runningPerKey]), [
+            [Capped.name, undefined, 2],
+            ["nosuch", 5, undefined]
+          ])
+        })), 120_000)
+
     // ------------------------------------------------------------------ bad input
 
     it.live(name("bad limits are refused: Job.make throws InvalidJobDefinition; setLimits fails with InvalidLimit, changing nothing"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
-          for (const limits of [{ running: 0 }, { running: 1.5 }, { running: 10_001 }, { runningPerKey: 2 }, null, 5] as const) {
+          for (const limits of [{ running: 0 }, { running: 1.5 }, { running: 10_001 }, { runningPerKey: 2 }, null, 5, { runing: 3 }] as const) {
             try {
               Job.make("bad", { payload: Schema.Struct({}), limits: limits as any })
               assert.fail(`accepted ${JSON.stringify(limits)}`)
@@ -475,9 +539,11 @@ export const limits = (target: Target) => {
             ["x", { running: 0 }, "running"],
             ["x", { runningPerKey: -1 }, "runningPerKey"],
             ["x", {}, "running"],
+            ["x", { running: 5n }, "running"],
+            ["x", { runing: 3 }, "limits"],
             ["", { running: 1 }, "name"]
           ] as const) {
-            const error = yield* Effect.flip(admin.setLimits(n, limits))
+            const error = yield* Effect.flip(admin.setLimits(n, limits as any))
             assert.strictEqual(error._tag, "InvalidLimit")
             assert.strictEqual((error as Errors.InvalidLimit).option, option)
           }
@@ -493,6 +559,86 @@ export const limits = (target: Target) => {
           const { driver } = yield* Database
           assert.strictEqual(yield* driver.jobNewestId(), null)
         })))
+
+    it(name("Job.make refuses an unknown option in limits (a misspelt runing), naming it, the option meant and those accepted"), () => {
+      const refusal = (limits: unknown) => {
+        try {
+          Job.make("typo", { payload: Schema.Struct({ tenant: Schema.String }), limits: limits as any })
+        } catch (e) {
+          assert.instanceOf(e, Errors.InvalidJobDefinition)
+          return e as Errors.InvalidJobDefinition
+        }
+        return assert.fail(`accepted ${JSON.stringify(limits)}`)
+      }
+      const typo = refusal({ runing: 3 })
+      assert.deepStrictEqual([typo.job, typo.option, typo.reason], ["typo", "limits", "type"])
+      assert.strictEqual(
+        typo.message,
+        `limits has an unknown option "runing" (did you mean "running"?); the options are running, key, runningPerKey, rate and ratePerKey`
+      )
+      assert.include(refusal({ running: 3, RunningPerKey: 2, key: () => "a" }).message, `"RunningPerKey" (did you mean "runningPerKey"?)`)
+      assert.include(refusal({ running: 3, concurrency: 2 }).message, `unknown option "concurrency"; the options are`)
+      // Even with the value undefined: the key says what was meant.
+      assert.include(refusal({ running: 3, perKey: undefined }).message, `unknown option "perKey"`)
+      // Inside a rate: its options are starts and per.
+      const rate = refusal({ rate: { starts: 10, per: "1 second", burst: 5 } })
+      assert.deepStrictEqual([rate.option, rate.reason], ["limits.rate", "type"])
+      assert.strictEqual(rate.message, `limits.rate: has an unknown option "burst"; the options are starts and per`)
+      const ratePerKey = refusal({ key: (p: { tenant: string }) => p.tenant, ratePerKey: { start: 10, per: 1000 } })
+      assert.deepStrictEqual([ratePerKey.option, ratePerKey.message], [
+        "limits.ratePerKey",
+        `limits.ratePerKey: has an unknown option "start" (did you mean "starts"?); the options are starts and per`
+      ])
+      // Every option it documents is taken.
+      const ok = Job.make("typo", {
+        payload: Schema.Struct({ tenant: Schema.String }),
+        limits: { running: 3, key: (p) => p.tenant, runningPerKey: 1, rate: { starts: 5, per: 1000 }, ratePerKey: { starts: 1, per: "1 second" } }
+      })
+      assert.strictEqual(ok.limits?.running, 3)
+    })
+
+    it.live(name("Admin.setLimits changes only the numbers given: null removes one, the row goes with the last; it returns the limits now"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const admin = yield* Admin.Admin
+          const row = Effect.map(admin.limits, (ls) => ls.map((l) => [l.name, l.running, l.runningPerKey]))
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 5 }), { running: 5, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: 2 }), { running: 5, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* row, [["report", 5, 2]])
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 7, runningPerKey: undefined }), { running: 7, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: null }), { running: undefined, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
+          // Refused input changes nothing.
+          yield* Effect.flip(admin.setLimits("report", { running: 3, runningPerKey: 0 }))
+          assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
+          // The last number removed: the row goes (as clearLimits), and the definition's apply.
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.limits, [])
+          assert.isFalse(yield* admin.clearLimits("report"))
+          // null on a name without a row leaves none.
+          assert.deepStrictEqual(yield* admin.setLimits("other", { running: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.limits, [])
+          // A worker's view follows the merged row: both numbers over the definition's.
+          const Gated = Job.make("gated", {
+            payload: Schema.Struct({ tenant: Schema.String }),
+            limits: { running: 9, key: (p) => p.tenant, runningPerKey: 9 }
+          })
+          yield* admin.setLimits(Gated.name, { running: 2 })
+          yield* admin.setLimits(Gated.name, { runningPerKey: 1 })
+          const gate = yield* Deferred.make<void>()
+          yield* Worker.make({ handlers: [Job.handler(Gated, () => Deferred.await(gate))], concurrency: 5 })
+          yield* (yield* Queue.Queue).enqueueMany(Gated, ["a", "a", "b", "b", "c"].map((tenant) => ({ tenant })))
+          yield* waitUntil(
+            Effect.map(admin.status, (s) => s.names.find((n) => n.name === Gated.name)?.running === 2),
+            20_000,
+            "2 running"
+          )
+          yield* realSleep(500)
+          const after = (yield* admin.status).names.find((n) => n.name === Gated.name)
+          assert.strictEqual(after?.running, 2)
+          assert.deepStrictEqual([after?.limits?.running, after?.limits?.runningPerKey, after?.limits?.keysInUse], [2, 1, 2])
+          yield* Deferred.succeed(gate, undefined)
+        })), 60_000)
 
     // ------------------------------------------------------------------ several processes, faults
 

@@ -8,6 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
@@ -79,6 +80,26 @@ export const rates = (target: Target) => {
       assert.strictEqual(bad({ starts: 1, per: Infinity }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1, per: "soon" }), "InvalidJobDefinition limits.rate")
       assert.strictEqual(bad({ starts: 1_000_000, per: 1 }), undefined)
+      // A bigint is refused: Effect reads it as nanoseconds (60n would be a window of 60 ns, and
+      // 60_000_000_000n a minute). A number is milliseconds; a string or a Duration says its unit.
+      for (const per of [60n, 60_000_000_000n]) {
+        assert.strictEqual(bad({ starts: 1, per }), "InvalidJobDefinition limits.rate")
+        assert.strictEqual(bad({ starts: 1, per: 1000 }, { key: () => "k", ratePerKey: { starts: 1, per } }), "InvalidJobDefinition limits.ratePerKey")
+      }
+      try {
+        Job.make("bad-rate", { payload: Schema.Struct({}), limits: { rate: { starts: 5, per: 60n as any } } })
+        assert.fail("a bigint per was accepted")
+      } catch (e) {
+        assert.deepStrictEqual([(e as Errors.InvalidJobDefinition).reason, (e as Errors.InvalidJobDefinition).message], [
+          "type",
+          `limits.rate: per must be a duration such as "1 minute", a number of milliseconds (60000) or a Duration; got the bigint 60n, which Effect would read as nanoseconds`
+        ])
+      }
+      const forms: ReadonlyArray<Job.Rate["per"]> = [60_000, "1 minute", Duration.minutes(1), [60, 0]]
+      for (const per of forms) {
+        const job = Job.make("rate-forms", { payload: Schema.Struct({}), limits: { rate: { starts: 5, per } } })
+        assert.strictEqual(limitsOf([job]).get("rate-forms")?.rate?.perMs, 60_000, String(per))
+      }
       try {
         Job.make("bad-rate", { payload: Schema.Struct({}), limits: { ratePerKey: { starts: 1, per: 1000 } } })
         assert.fail("ratePerKey without key was accepted")

@@ -298,13 +298,17 @@ export interface Driver {
   // --- Concurrency limits set at run time ------------------------------------------------------
   /** The rows of `<prefix>limits`, by name. */
   readonly limitList: () => Effect.Effect<ReadonlyArray<LimitRow>, SqlError>
-  /** Sets (inserts or replaces) the run-time limits of a job name. */
+  /**
+   * Sets the run-time limits of a job name, number by number, in one transaction: a number sets it,
+   * `null` removes it, `undefined` keeps the row's. A row left with neither number is deleted.
+   * Returns the row as it is now (undefined: none).
+   */
   readonly limitSet: (
     name: string,
-    running: number | null,
-    runningPerKey: number | null,
+    running: number | null | undefined,
+    runningPerKey: number | null | undefined,
     nowUs: number
-  ) => Effect.Effect<void, SqlError>
+  ) => Effect.Effect<LimitRow | undefined, SqlError>
   /** Removes a job name's run-time limits; returns `false` when it had none. */
   readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
   /**

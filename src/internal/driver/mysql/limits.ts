@@ -21,13 +21,25 @@ export const make = (ctx: MysqlContext): LimitsOps => {
       ),
     // `VALUES(col)` in ON DUPLICATE KEY UPDATE: MariaDB and MySQL 8 both take it (MySQL 8.0.20+
     // deprecates it in favour of a row alias, which MariaDB does not take).
+    // A number left undefined keeps the row's (the column itself in the update), then the row is
+    // read back in the same transaction.
     limitSet: (name, running, runningPerKey, nowUs) =>
-      Effect.asVoid(
-        sql`INSERT INTO ${limits} (name, running, running_per_key, updated_at)
-            VALUES (${name}, ${running}, ${runningPerKey}, ${ts(nowUs)})
-            ON DUPLICATE KEY UPDATE running = VALUES(running), running_per_key = VALUES(running_per_key),
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO ${limits} (name, running, running_per_key, updated_at)
+            VALUES (${name}, ${running ?? null}, ${runningPerKey ?? null}, ${ts(nowUs)})
+            ON DUPLICATE KEY UPDATE
+              running = ${running === undefined ? sql.literal("running") : sql.literal("VALUES(running)")},
+              running_per_key = ${
+          runningPerKey === undefined ? sql.literal("running_per_key") : sql.literal("VALUES(running_per_key)")
+        },
               updated_at = VALUES(updated_at)`
-      ),
+        const rows = yield* sql`SELECT name, running, running_per_key, ${sql.literal(usOf("updated_at"))} AS updated_at_us
+            FROM ${limits} WHERE name = ${name}`
+        const row = rows.length === 0 ? undefined : toLimitRow(rows[0])
+        if (row === undefined || row.running !== null || row.runningPerKey !== null) return row
+        yield* sql`DELETE FROM ${limits} WHERE name = ${name}`
+        return undefined
+      })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
     // A statement per name, its name as a parameter in each comparison (a derived table of parameters

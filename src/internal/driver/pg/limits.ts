@@ -18,13 +18,23 @@ export const make = (ctx: PgContext): LimitsOps => {
         sql`SELECT name, running, running_per_key, ${us("updated_at")} AS updated_at_us FROM ${limits} ORDER BY name`,
         (rows: ReadonlyArray<any>) => rows.map(toLimitRow)
       ),
+    // A number left undefined keeps the row's (the row's own column in the update).
     limitSet: (name, running, runningPerKey, nowUs) =>
-      Effect.asVoid(
-        sql`INSERT INTO ${limits} (name, running, running_per_key, updated_at)
-            VALUES (${name}, ${running}, ${runningPerKey}, ${ts(nowUs)})
-            ON CONFLICT (name) DO UPDATE SET running = EXCLUDED.running,
-              running_per_key = EXCLUDED.running_per_key, updated_at = EXCLUDED.updated_at`
-      ),
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql`INSERT INTO ${limits} AS l (name, running, running_per_key, updated_at)
+            VALUES (${name}, ${running ?? null}, ${runningPerKey ?? null}, ${ts(nowUs)})
+            ON CONFLICT (name) DO UPDATE SET
+              running = ${running === undefined ? sql.literal("l.running") : sql.literal("EXCLUDED.running")},
+              running_per_key = ${
+          runningPerKey === undefined ? sql.literal("l.running_per_key") : sql.literal("EXCLUDED.running_per_key")
+        },
+              updated_at = EXCLUDED.updated_at
+            RETURNING name, running, running_per_key, ${us("updated_at")} AS updated_at_us`
+        const row = toLimitRow(rows[0])
+        if (row.running !== null || row.runningPerKey !== null) return row
+        yield* sql`DELETE FROM ${limits} WHERE name = ${name}`
+        return undefined
+      })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
     // Each count reads one of the slot indexes (running rows holding a slot only).
