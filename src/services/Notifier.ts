@@ -88,11 +88,10 @@ export interface Wake {
   /** Whether the subscriber must probe to learn what is due (and when). */
   readonly probe: boolean
   /**
-   * Whether a key or a limit slot of the subscriber's names was released (an end announced with
-   * {@link keyReleased}): a probe would find what the release lets start. A worker whose claims
-   * ride on the writes of its own ends, cut short by a limit, claims freed slots with its next write.
+   * Whether a mutex key or a limit slot of the subscriber's names was released (an end announced
+   * with {@link keyReleased}): a probe finds what the release lets start. Absent: false.
    */
-  readonly released: boolean
+  readonly released?: boolean
 }
 
 /**

@@ -92,7 +92,8 @@ export const make = (key: string): Hub => {
             if (received === "*") {
               probe = woken = true
             } else {
-              // An end's release names its job names and `keyReleased`: a release, not a probe.
+              // An end's release names its job names and `keyReleased` (sent apart from enqueues,
+              // `pgListen.ts`): a release, not a probe.
               const releases = received.includes(keyReleased)
               for (const e of received) {
                 if (typeof e === "string") {

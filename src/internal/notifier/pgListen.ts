@@ -25,7 +25,7 @@ import { Database } from "../Database.js"
 import { bounded, forkInBounded, forkScopedBounded } from "../outage.js"
 import { wallSleep } from "../wallClock.js"
 import { cancelMessage, type Control, limitsMessage, pausesMessage } from "./control.js"
-import { entryKey, type Hub, type Signal } from "./hub.js"
+import { entryKey, type Hub, keyReleased, type Signal } from "./hub.js"
 import type { Peers } from "./peers.js"
 
 /**
@@ -82,22 +82,26 @@ export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, Qu
     const ring: Array<number> = Array.from({ length: notifyBurst }, () => -Infinity)
     let ringAt = 0
     const trailing = new Map<string, Enqueued>()
+    /** Releases (entries with `keyReleased`) trail in a message of their own: a release is not an enqueue. */
+    const trailingReleases = new Map<string, Enqueued>()
     /** The trailing NOTIFY goes no earlier than this (wall-clock ms): after a caller's commit. */
     let trailNotBefore = 0
     const trailingSignal = yield* Queue.sliding<void>(1)
+    /** The trailing messages: the enqueues', the releases', each when not empty. */
     const takeTrailing = () => {
-      const entries = Array.from(trailing.values())
+      const messages = [trailing, trailingReleases].filter((m) => m.size > 0).map((m) => encodeSignal(Array.from(m.values())))
       trailing.clear()
-      return entries
+      trailingReleases.clear()
+      return messages
     }
     yield* Queue.take(trailingSignal).pipe(
       Effect.zipRight(Effect.suspend(() =>
         wallSleep(Math.max(0, Math.max(lastNotifyAt + notifyWindowMillis, trailNotBefore) - Date.now()))
       )),
       Effect.zipRight(Effect.suspend(() => {
-        const entries = takeTrailing()
+        const messages = takeTrailing()
         lastNotifyAt = Date.now()
-        return entries.length === 0 ? Effect.void : send(encodeSignal(entries))
+        return Effect.forEach(messages, send, { discard: true })
       })),
       Effect.forever,
       (effect) => forkScopedBounded(effect, 100)
@@ -107,9 +111,9 @@ export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, Qu
     // all while the database is unreachable).
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() =>
-        trailing.size === 0 || reachability.unreachable()
+        (trailing.size === 0 && trailingReleases.size === 0) || reachability.unreachable()
           ? Effect.void
-          : Effect.ignore(bounded(send(encodeSignal(takeTrailing())), 500))
+          : Effect.ignore(bounded(Effect.forEach(takeTrailing(), send, { discard: true }), 500))
       )
     )
 
@@ -153,7 +157,8 @@ export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, Qu
         return undefined
       },
       later: (entries, afterMillis) => {
-        for (const e of entries) trailing.set(entryKey(e), e)
+        const into = entries.includes(keyReleased) ? trailingReleases : trailing
+        for (const e of entries) into.set(entryKey(e), e)
         trailNotBefore = Math.max(trailNotBefore, Date.now() + afterMillis)
         Queue.unsafeOffer(trailingSignal, undefined)
       },

@@ -16,6 +16,7 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -107,6 +108,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
 
     const batchMin = Math.ceil(concurrency / 2)
     const pollDelay = stepper(Schedule.spaced(config.pollInterval).pipe(Schedule.jittered))
+    const pollMillis = Duration.toMillis(config.pollInterval)
 
     /** Hands the jobs a claim took to the slots, which start them or keep them waiting; returns how many. */
     const took = (rows: ReadonlyArray<ClaimedRow>) => {
@@ -264,8 +266,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       const takeWakes = (nowUs: number) =>
         Effect.map(wakeups.poll, (wake) => {
           if (wake !== undefined) {
-            // A release while the ride is cut short by limits: its next write claims what was freed.
-            if (wake.probe || (wake.released && !(rideArmed && rideBound))) probeNext = true
+            if (wake.probe) probeNext = true
             else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
           }
           if (laterUs !== undefined && laterUs <= nowUs) probeNext = true
@@ -290,6 +291,36 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             if (signal === undefined) {
               if (!rideInFlight) rideArmed = false
               continue
+            }
+          } else if (!rideInFlight && rideBound) {
+            // Cut short by limits: the next write of this worker's ends claims the slots they free.
+            // A wake-up meanwhile: jobs enqueued or a probe asked for (a limit changed, a name
+            // resumed), or the poll, ends the ride at once, and the loop probes or claims itself, so
+            // no job waits behind a long attempt for a slot that is free; a slot freed by another
+            // worker ends it unless a write of this worker's ends comes soon (within twice its mean
+            // attempt time and 2 ms, at most 50 ms). A write that already carries a claim is waited for.
+            const nowMs = Math.floor((yield* nowMicros) / 1000)
+            const untilMs = Math.min(nowMs + pollMillis, laterUs === undefined ? Infinity : Math.ceil(laterUs / 1000))
+            const next = yield* Effect.raceFirst(
+              Effect.map(Queue.take(answers), (answer) => ({ answer })),
+              Effect.map(Effect.timeoutOption(wakeups.take, Math.max(0, untilMs - nowMs)), (wake) => ({ wake }))
+            )
+            if ("wake" in next) {
+              const wake = Option.getOrUndefined(next.wake)
+              if (wake === undefined || wake.probe) probeNext = true
+              else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
+              const graceMs = Math.min(50, 2 + 2 * (slots.attemptMs() ?? 0))
+              const releasedOnly = wake !== undefined && !wake.probe && wake.groups.length === 0
+              const answer = releasedOnly
+                ? yield* Effect.raceFirst(Queue.take(answers), Effect.as(wallSleep(graceMs), undefined))
+                : undefined
+              if (answer === undefined) {
+                if (!rideInFlight) rideArmed = false
+                continue
+              }
+              signal = answer
+            } else {
+              signal = next.answer
             }
           } else {
             signal = yield* Queue.take(answers)
@@ -363,7 +394,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // Whole milliseconds: TestClock cannot represent a fractional instant in nanoseconds.
         const sleepMs = Math.max(0, Math.ceil(wakeAtMs - (yield* Clock.currentTimeMillis)))
         const wake = yield* Effect.timeoutOption(wakeups.take, sleepMs)
-        if (Option.isSome(wake) && !wake.value.probe && !wake.value.released && wake.value.groups.length > 0) {
+        if (Option.isSome(wake) && !wake.value.probe && wake.value.groups.length > 0) {
           // Jobs enqueued due now, with their priorities: claim them at once (no probe first).
           due = wake.value.groups
         } else {

@@ -73,6 +73,8 @@ export interface Slots {
   readonly waiting: () => number
   /** How many jobs wait ahead of the running ones at most now (see the module's description). */
   readonly target: () => number
+  /** The moving average of this worker's attempt times (ms, wall clock), once one has ended. */
+  readonly attemptMs: () => number | undefined
   /**
    * How many jobs a claim may take now: the slots neither running nor waiting, plus the jobs that
    * may wait (`target`) when `backlog`. With `prefetch` 0 a job holds its slot until its end is
@@ -222,6 +224,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       active: () => active.size,
       waiting: () => ready.length,
       target,
+      attemptMs: () => attemptMs,
       free: (backlog, ended = 0) =>
         prefetch === 0
           ? concurrency - held + ended

@@ -72,7 +72,9 @@ export const make = (
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
     rated: ReadonlyArray<string>,
-    after: (g: Group) => string | undefined
+    after: (g: Group) => string | undefined,
+    /** Running jobs whose ends the claim rides on: their key slots count as free. */
+    freed: ReadonlyArray<string> = []
   ): ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> => {
     const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
     const selects = fair.map((gi) => {
@@ -111,7 +113,9 @@ export const make = (
           ORDER BY d.run_at LIMIT 1) <= ${ts(nowUs)}${
         perKey === undefined ? sql.literal("") : sql`
           AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
-            WHERE r.name = ${g.name} AND r.limit_key_running = j.limit_key) < ${perKey}`
+            WHERE r.name = ${g.name} AND r.limit_key_running = j.limit_key${
+          freed.length === 0 ? sql.literal("") : sql` AND r.id NOT IN ${sql.in(freed)}`
+        }) < ${perKey}`
       }${rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")}
         ORDER BY j.ord LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))})
         UNION ALL
@@ -175,11 +179,13 @@ export const make = (
     limit: number,
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
-    rated: ReadonlyArray<string>
+    rated: ReadonlyArray<string>,
+    /** Running jobs whose ends the claim rides on (their key slots count as free). */
+    freed: ReadonlyArray<string> = []
   ): Effect.Effect<FairRead | undefined, SqlError> => {
     const fair = groups.flatMap((g, i) => (limits.get(g.name)?.fair === true ? [i] : []))
     if (fair.length === 0) return Effect.succeed(undefined)
-    const statements = keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority))
+    const statements = keysRead(groups, fair, limit, nowUs, limits, rated, (g) => fairCursors.after(g.name, g.priority), freed)
     return Effect.scoped(Effect.flatMap(sql.reserve, (conn) =>
       Effect.map(
         conn.executeUnprepared(statements.map(([q]) => q).join("; "), MysqlText.values(statements.flatMap(([, p]) => p)), undefined),

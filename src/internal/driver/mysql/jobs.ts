@@ -328,7 +328,8 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
   ) => {
     const limited = namesOf(groups).filter((n) => limits.has(n))
     const ended = new Set(before?.map((f) => String(f.id)))
-    return Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, []), (fair) =>
+    // The keys are read before the transaction: the slots the ends free count as free there.
+    return Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, [], Array.from(ended)), (fair) =>
       claimInTransaction(
         groups,
         keyedRead(groups, limit, nowUs, limits, fair),

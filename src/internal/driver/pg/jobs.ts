@@ -432,7 +432,8 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
               SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
             (rows) => {
               const claimed = rows.filter((r) => r.id !== null)
-              return Effect.as(fair_.rotated(groups, limit, keyed.limits, claimed), {
+              // The rotation is advice: a failure to move it (after the commit) loses nothing.
+              return Effect.as(Effect.ignore(fair_.rotated(groups, limit, keyed.limits, claimed)), {
                 claimed: claimed.map(toClaimed).sort(byClaimOrder),
                 stale: staleEnds(finishes, (rows[0]?.applied ?? null) as string | null)
               })
