@@ -33,10 +33,12 @@ import type {
   RateNameRow,
   RatePruneBatch,
   ProbeRow,
+  ScheduleRow,
   StaleEnds,
   StatsRow,
   UniqueInsertResult,
-  UniqueInsertRow
+  UniqueInsertRow,
+  WorkerRow
 } from "./rows.js"
 
 export type * from "./rows.js"
@@ -262,6 +264,10 @@ export interface Driver {
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
   /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
+  /** Every worker row (live ones, and ones that ended without closing, until pruned), by id; at most `limit`. */
+  readonly workerList: (limit: number) => Effect.Effect<ReadonlyArray<WorkerRow>, SqlError>
+  /** The periodic jobs that have enqueued a tick, by name, with their latest tick; at most `limit`. */
+  readonly scheduleList: (limit: number) => Effect.Effect<ReadonlyArray<ScheduleRow>, SqlError>
   /** The latest tick (µs) enqueued for a periodic job, if any. */
   readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
   /**
@@ -354,6 +360,15 @@ export interface Driver {
    * (for paging); at most `limit`.
    */
   readonly jobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<JobSummaryRow>, SqlError>
+  /**
+   * Jobs in `state` counted per job name, reading at most `cap` rows of that state through its index
+   * (pending: the pending index; running: the running index; finished states: the finished index).
+   * A total of `cap` means the state holds at least that many (the counts are then lower bounds).
+   */
+  readonly jobCountByState: (
+    state: "pending" | "running" | "completed" | "dead" | "cancelled",
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly count: number }>, SqlError>
   /**
    * Counts per job name and state; `due` and `oldestDueUs` over pending jobs with `run_at <= nowUs`;
    * `recent` counts jobs finished at or after `sinceUs` (completed within the retention window).
@@ -493,6 +508,7 @@ export type WorkersOps = Pick<
   | "workerRelocked"
   | "workerRemove"
   | "workerPrune"
+  | "workerList"
   | "workerLockStatement"
   | "workerUnlockSql"
   | "workerLockName"
@@ -501,7 +517,7 @@ export type WorkersOps = Pick<
   | "workerLockHolder"
   | "endConnection"
 >
-export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire">
+export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire" | "scheduleList">
 export type AdminOps = Pick<
   Driver,
   | "jobGet"
@@ -512,6 +528,7 @@ export type AdminOps = Pick<
   | "pausedDelete"
   | "jobList"
   | "jobStats"
+  | "jobCountByState"
   | "jobRetryByName"
   | "jobKeyedIdsByName"
   | "jobProgressSet"

@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import type { AdminOps } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
+import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): AdminOps => {
@@ -56,7 +56,11 @@ export const make = (ctx: MysqlContext): AdminOps => {
             WHERE ${sql.and([
           ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
           ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`])
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`]),
+          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}`]),
+          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
         ])}
             ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`, "unprepared"),
         (rows) => rows.map(toSummary)
@@ -70,6 +74,17 @@ export const make = (ctx: MysqlContext): AdminOps => {
               SUM(CASE WHEN finished_at >= ${ts(sinceUs)} THEN 1 ELSE 0 END) AS recent
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`, "unprepared"),
         (rows) => rows.map(toStats)
+      ),
+    // The first `cap` rows of the state, from an index led by state (pending, or finished: (state,
+    // finished_at), which holds the running rows too): never more, however many the table holds.
+    jobCountByState: (state, cap) =>
+      Effect.map(
+        run(sql`SELECT name, COUNT(*) AS n FROM (
+              SELECT name FROM ${jobs} FORCE INDEX (${sql(`${prefix}${state === "pending" ? "jobs_pending" : "jobs_finished"}`)})
+              WHERE state = ${sql.literal(`'${stateLiteral(state)}'`)}
+              LIMIT ${sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+            GROUP BY name`, "unprepared"),
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: String(r.name), count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(

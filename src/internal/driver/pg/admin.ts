@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import { uniqueGuard } from "../shared.js"
 import type { AdminOps } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
+import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import { type PgContext, pgLockSpace } from "./context.js"
 
 export const make = (ctx: PgContext): AdminOps => {
@@ -68,7 +68,11 @@ export const make = (ctx: PgContext): AdminOps => {
             WHERE ${sql.and([
           ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
           ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`])
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
+          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
+          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
         ])}
             ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
         (rows) => rows.map(toSummary)
@@ -83,6 +87,16 @@ export const make = (ctx: PgContext): AdminOps => {
               COUNT(*) FILTER (WHERE finished_at >= ${ts(sinceUs)}) AS recent
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
         (rows) => rows.map(toStats)
+      ),
+    // The first `cap` rows of the state, from its partial index (pending, running) or the finished
+    // index (state, finished_at): never more, however many the table holds.
+    jobCountByState: (state, cap) =>
+      Effect.map(
+        sql<{ name: string; n: string }>`SELECT name, COUNT(*) AS n FROM (
+              SELECT name FROM ${jobs} WHERE state = ${sql.literal(`'${stateLiteral(state)}'`)}
+              LIMIT ${sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+            GROUP BY name`,
+        (rows) => rows.map((r) => ({ name: r.name, count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(
