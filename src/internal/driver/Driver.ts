@@ -195,6 +195,8 @@ export interface Driver {
     keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
   ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
+  /** Deletes a job that is not running (cancel a running one first); returns whether it did. */
+  readonly jobDelete: (id: string) => Effect.Effect<boolean, SqlError>
   /** Cancels a pending or running job; returns whether it was. */
   readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
   /**
@@ -521,6 +523,7 @@ export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire" | "schedu
 export type AdminOps = Pick<
   Driver,
   | "jobGet"
+  | "jobDelete"
   | "jobCancel"
   | "jobRetry"
   | "pausedList"

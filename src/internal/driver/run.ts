@@ -151,6 +151,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     ratePrune: cold(d.ratePrune),
     jobList: cold(d.jobList),
     jobStats: cold(d.jobStats),
+    jobDelete: cold(d.jobDelete),
     jobCountByState: cold(d.jobCountByState),
     jobRetryByName: cold(d.jobRetryByName),
     jobKeyedIdsByName: cold(d.jobKeyedIdsByName),

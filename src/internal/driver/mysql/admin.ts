@@ -19,6 +19,11 @@ export const make = (ctx: MysqlContext): AdminOps => {
             WHERE id = ${id} AND state IN ('pending', 'running')`.raw,
         (r: any) => Number(r.affectedRows) > 0
       ),
+    jobDelete: (id) =>
+      Effect.map(
+        sql`DELETE FROM ${jobs} WHERE id = ${id} AND state <> 'running'`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
     jobRetry: (id, nowUs) =>
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'pending', run_at = ${ts(nowUs)}, finished_at = NULL, attempt_base = attempts

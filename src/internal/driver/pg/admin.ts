@@ -20,6 +20,11 @@ export const make = (ctx: PgContext): AdminOps => {
             WHERE id = ${id}::bigint AND state IN ('pending', 'running') RETURNING id`,
         (rows) => rows.length > 0
       ),
+    jobDelete: (id) =>
+      Effect.map(
+        sql`DELETE FROM ${jobs} WHERE id = ${id}::bigint AND state <> 'running' RETURNING id`,
+        (rows) => rows.length > 0
+      ),
     jobRetry: (id, nowUs) =>
       Effect.map(
         // Not while another job holds its unique key (the unique index would refuse the update).
