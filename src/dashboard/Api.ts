@@ -1,0 +1,469 @@
+/**
+ * The dashboard's JSON API, as an `HttpApi` of @effect/platform: every endpoint, its request and
+ * response schemas and its errors. `Dashboard` serves it (mounted in an app's HTTP server, or by
+ * `sqlane dashboard`); a client can be derived from it with `HttpApiClient.make(DashboardApi.api)`,
+ * and `OpenApi.fromApi(DashboardApi.api)` describes it (served beside it as `openapi.json`).
+ *
+ * Every path is below `/api` (itself below the base path the dashboard is mounted at). Times are
+ * ISO 8601 strings (UTC); ages and durations are milliseconds; job ids are decimal strings. Payloads,
+ * results and error texts are JSON data, never markup.
+ *
+ * ```text
+ * GET  /api/session                    → Session (the CSRF token for actions, the access granted)
+ * GET  /api/overview                   → Overview (per job name: counts by state, paused, limits)
+ * GET  /api/jobs?name&state&…&cursor   → JobPage (newest first)
+ * GET  /api/jobs/:id                   → JobDetail
+ * GET  /api/dead-letters?name&cursor   → JobPage (jobs in state dead)
+ * GET  /api/periodic-jobs              → PeriodicJobList
+ * GET  /api/workers                    → WorkerList
+ * POST /api/jobs/:id/retry|cancel|delete    → ActionOutcome
+ * POST /api/names/:name/pause|resume         → ActionOutcome
+ * POST /api/bulk/retry|cancel|delete         → BulkOutcome (first the count, then the action)
+ * ```
+ *
+ * @since 0.4.0
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { JobNotFound } from "../schema/Errors.js"
+
+/**
+ * The states of a job.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobState = Schema.Literal("pending", "running", "completed", "dead", "cancelled")
+
+/**
+ * A job id: a decimal string of 1 to 19 digits.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.annotations({ identifier: "JobId" }))
+
+/**
+ * The access a request has: `allow` (read and act), `read-only` (read; actions are refused) or
+ * `deny` (nothing).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const Access = Schema.Literal("allow", "read-only", "deny")
+
+/**
+ * What `Access` decodes to.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Access = typeof Access.Type
+
+/**
+ * What `GET /api/session` returns: the access granted, and the token every action must carry in
+ * the `x-sqlane-csrf` header.
+ *
+ * @example
+ * ```ts
+ * const session = await (await fetch("/sqlane/api/session")).json()
+ * await fetch("/sqlane/api/jobs/42/retry", { method: "POST", headers: { "x-sqlane-csrf": session.csrfToken } })
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class Session extends Schema.Class<Session>("sqlane/dashboard/Session")({
+  access: Schema.Literal("allow", "read-only"),
+  /** Send it back in the `x-sqlane-csrf` header of every action. */
+  csrfToken: Schema.String,
+  /** The header to send it in (`x-sqlane-csrf`). */
+  csrfHeader: Schema.String
+}) {}
+
+/**
+ * A count that stopped at a cap: `count` jobs were counted; `atLeast` is true when the cap was
+ * reached, so there are `count` or more.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BoundedCount extends Schema.Class<BoundedCount>("sqlane/dashboard/BoundedCount")({
+  count: Schema.Number,
+  atLeast: Schema.Boolean
+}) {}
+
+/**
+ * One job name in the overview: its counts by state (each read up to `Overview.countCap` jobs of
+ * that state), whether it is paused, its concurrency and rate limits where set, and how long its
+ * oldest due job has waited.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class NameOverview extends Schema.Class<NameOverview>("sqlane/dashboard/NameOverview")({
+  name: Schema.String,
+  pending: BoundedCount,
+  running: BoundedCount,
+  completed: BoundedCount,
+  dead: BoundedCount,
+  cancelled: BoundedCount,
+  paused: Schema.Boolean,
+  /** When the oldest due job became due (ISO 8601), or null when none is due. */
+  oldestDueAt: Schema.NullOr(Schema.String),
+  /** How long the oldest due job has been due (ms), or null. */
+  oldestDueMs: Schema.NullOr(Schema.Number),
+  /**
+   * The name's limits as `sqlane status --json` shows them (running, runningPerKey, rate, slots in
+   * use…), or null when it has none.
+   */
+  limits: Schema.NullOr(Schema.Unknown)
+}) {}
+
+/**
+ * What `GET /api/overview` returns: every job name found among the counted jobs, the paused names
+ * and the names workers handle, sorted by name.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class Overview extends Schema.Class<Overview>("sqlane/dashboard/Overview")({
+  names: Schema.Array(NameOverview),
+  /** The most jobs of one state that were read to count them (so the counts are bounded). */
+  countCap: Schema.Number,
+  /** When the overview was read (ISO 8601). */
+  at: Schema.String
+}) {}
+
+/**
+ * A job as listed (no payload, result or error history: see `JobDetail`).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobSummary extends Schema.Class<JobSummary>("sqlane/dashboard/JobSummary")({
+  id: Schema.String,
+  name: Schema.String,
+  state: Schema.String,
+  attempts: Schema.Number,
+  priority: Schema.Number,
+  runAt: Schema.String,
+  createdAt: Schema.String,
+  claimedAt: Schema.NullOr(Schema.String),
+  finishedAt: Schema.NullOr(Schema.String),
+  workerId: Schema.NullOr(Schema.String),
+  lastError: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * A page of jobs, newest first; `nextCursor` fetches the next page (null: this is the last).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobPage extends Schema.Class<JobPage>("sqlane/dashboard/JobPage")({
+  jobs: Schema.Array(JobSummary),
+  nextCursor: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * The filters of `GET /api/jobs` (URL parameters): job name, state, id, unique key, creation time
+ * range (`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601), and the page: `cursor` (a
+ * page's `nextCursor`) and `limit` (1–500, default 50).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobFilter = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  state: Schema.optional(JobState),
+  id: Schema.optional(JobId),
+  uniqueKey: Schema.optional(Schema.String),
+  createdFrom: Schema.optional(Schema.String),
+  createdBefore: Schema.optional(Schema.String)
+})
+
+const PageParams = {
+  cursor: Schema.optional(JobId),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500)))
+}
+
+/**
+ * One attempt's error, as the job stores it.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class AttemptErrorView extends Schema.Class<AttemptErrorView>("sqlane/dashboard/AttemptError")({
+  attempt: Schema.Number,
+  at: Schema.String,
+  kind: Schema.String,
+  tag: Schema.NullOr(Schema.String),
+  message: Schema.String,
+  stack: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * What `GET /api/jobs/:id` returns: the job with its payload and result as JSON text, every
+ * attempt's error, its progress and the trace id of the span that enqueued it.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobDetail extends Schema.Class<JobDetail>("sqlane/dashboard/JobDetail")({
+  job: JobSummary,
+  /** The payload as JSON text. */
+  payload: Schema.String,
+  /** The result as JSON text, or null. */
+  result: Schema.NullOr(Schema.String),
+  errors: Schema.Array(AttemptErrorView),
+  progress: Schema.NullOr(Schema.Struct({
+    value: Schema.Number,
+    message: Schema.NullOr(Schema.String),
+    attempt: Schema.Number,
+    at: Schema.String
+  })),
+  /** The trace id (32 hex digits) of the span that enqueued the job, when a tracer was installed. */
+  traceId: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * A periodic job that has enqueued a tick: its name and latest tick. The expression and time zone
+ * live in the app's code (`PeriodicJob.make`), not in the database, so they are not shown.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class PeriodicJobView extends Schema.Class<PeriodicJobView>("sqlane/dashboard/PeriodicJob")({
+  name: Schema.String,
+  lastTickAt: Schema.NullOr(Schema.String),
+  updatedAt: Schema.String
+}) {}
+
+/**
+ * What `GET /api/periodic-jobs` returns.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class PeriodicJobList extends Schema.Class<PeriodicJobList>("sqlane/dashboard/PeriodicJobList")({
+  periodicJobs: Schema.Array(PeriodicJobView)
+}) {}
+
+/**
+ * A worker's row: id, host, pid, when it started, its heartbeat's age (ms), the job names it
+ * handles and its running jobs.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class WorkerView extends Schema.Class<WorkerView>("sqlane/dashboard/Worker")({
+  id: Schema.String,
+  host: Schema.String,
+  pid: Schema.Number,
+  startedAt: Schema.String,
+  heartbeatAgeMs: Schema.Number,
+  jobNames: Schema.Array(Schema.String),
+  /** Ids of its running jobs (at most 1,000 running jobs are read over all workers). */
+  runningJobs: Schema.Array(Schema.String)
+}) {}
+
+/**
+ * What `GET /api/workers` returns.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class WorkerList extends Schema.Class<WorkerList>("sqlane/dashboard/WorkerList")({
+  workers: Schema.Array(WorkerView)
+}) {}
+
+/**
+ * What an action on one job or job name did: `changed` false when there was nothing to do (a job
+ * not dead or cancelled for a retry, a name already paused…); `state` is the job's state before.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class ActionOutcome extends Schema.Class<ActionOutcome>("sqlane/dashboard/ActionOutcome")({
+  changed: Schema.Boolean,
+  state: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * The body of a bulk action: the jobs a filter selects (`JobFilter`), and `confirm`: the count a
+ * first call (without it) returned. At most `maxBulk` jobs are selected.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BulkRequest extends Schema.Class<BulkRequest>("sqlane/dashboard/BulkRequest")({
+  filter: JobFilter,
+  confirm: Schema.optional(Schema.Number)
+}) {}
+
+/**
+ * What a bulk action returns: without `confirm`, `count` (the jobs selected) and `done: false`;
+ * with the right `confirm`, `done: true` and `changed` (the jobs it retried, cancelled or deleted).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BulkOutcome extends Schema.Class<BulkOutcome>("sqlane/dashboard/BulkOutcome")({
+  count: Schema.Number,
+  done: Schema.Boolean,
+  changed: Schema.Number
+}) {}
+
+/**
+ * The most jobs one bulk action selects: 10,000 (narrow the filter for more).
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const maxBulk = 10_000
+
+/**
+ * Refused (403): the request's access does not allow it (`deny`, or an action in `read-only`), or
+ * an action came without the CSRF token or from another origin.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class Forbidden extends Schema.TaggedError<Forbidden>("sqlane/dashboard/Forbidden")("Forbidden", {
+  reason: Schema.Literal("denied", "read-only", "csrf-token", "cross-origin"),
+  message: Schema.String
+}) {}
+
+/**
+ * A bulk action whose `confirm` is not the count of jobs its filter selects now (409): `count` is
+ * the count now; send it back to act.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class ConfirmationMismatch
+  extends Schema.TaggedError<ConfirmationMismatch>("sqlane/dashboard/ConfirmationMismatch")("ConfirmationMismatch", {
+    count: Schema.Number,
+    confirm: Schema.Number
+  })
+{}
+
+/**
+ * A request the API cannot serve as asked (400): a bad time, a filter selecting more than
+ * `maxBulk` jobs, a bulk filter without a job name or state.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class BadRequest extends Schema.TaggedError<BadRequest>("sqlane/dashboard/BadRequest")("BadRequest", {
+  message: Schema.String
+}) {}
+
+/**
+ * The database failed (503), with its message.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class DatabaseError extends Schema.TaggedError<DatabaseError>("sqlane/dashboard/DatabaseError")("DatabaseError", {
+  message: Schema.String
+}) {}
+
+/**
+ * The access check of the read endpoints: fails with `Forbidden` when the request's access is `deny`.
+ *
+ * @since 0.4.0
+ * @category middleware
+ */
+export class ReadAccess extends HttpApiMiddleware.Tag<ReadAccess>()("sqlane/dashboard/ReadAccess", {
+  failure: Forbidden
+}) {}
+
+/**
+ * The access check of the actions: fails with `Forbidden` unless the request's access is `allow`,
+ * it is same-origin (`Origin`, `Sec-Fetch-Site`) and it carries the CSRF token.
+ *
+ * @since 0.4.0
+ * @category middleware
+ */
+export class ActionAccess extends HttpApiMiddleware.Tag<ActionAccess>()("sqlane/dashboard/ActionAccess", {
+  failure: Forbidden
+}) {}
+
+const idPath = Schema.Struct({ id: JobId })
+const namePath = Schema.Struct({ name: Schema.String })
+
+/**
+ * The read endpoints.
+ *
+ * @since 0.4.0
+ * @category api
+ */
+export class Reads extends HttpApiGroup.make("reads")
+  .add(HttpApiEndpoint.get("session", "/session").addSuccess(Session))
+  .add(HttpApiEndpoint.get("overview", "/overview").addSuccess(Overview))
+  .add(
+    HttpApiEndpoint.get("jobs", "/jobs").setUrlParams(Schema.Struct({ ...JobFilter.fields, ...PageParams }))
+      .addSuccess(JobPage)
+  )
+  .add(HttpApiEndpoint.get("job", "/jobs/:id").setPath(idPath).addSuccess(JobDetail).addError(JobNotFound, { status: 404 }))
+  .add(
+    HttpApiEndpoint.get("deadLetters", "/dead-letters").setUrlParams(
+      Schema.Struct({ name: Schema.optional(Schema.String), ...PageParams })
+    ).addSuccess(JobPage)
+  )
+  .add(HttpApiEndpoint.get("periodicJobs", "/periodic-jobs").addSuccess(PeriodicJobList))
+  .add(HttpApiEndpoint.get("workers", "/workers").addSuccess(WorkerList))
+  .addError(BadRequest, { status: 400 })
+  .addError(DatabaseError, { status: 503 })
+  .middleware(ReadAccess)
+  .prefix("/api")
+{}
+
+/**
+ * The actions (POST): on one job, on one job name, and in bulk.
+ *
+ * @since 0.4.0
+ * @category api
+ */
+export class Actions extends HttpApiGroup.make("actions")
+  .add(HttpApiEndpoint.post("retry", "/jobs/:id/retry").setPath(idPath).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("cancel", "/jobs/:id/cancel").setPath(idPath).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("delete", "/jobs/:id/delete").setPath(idPath).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("pause", "/names/:name/pause").setPath(namePath).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("resume", "/names/:name/resume").setPath(namePath).addSuccess(ActionOutcome))
+  .add(
+    HttpApiEndpoint.post("bulk", "/bulk/:action")
+      .setPath(Schema.Struct({ action: Schema.Literal("retry", "cancel", "delete") }))
+      .setPayload(BulkRequest)
+      .addSuccess(BulkOutcome)
+      .addError(ConfirmationMismatch, { status: 409 })
+  )
+  .addError(JobNotFound, { status: 404 })
+  .addError(BadRequest, { status: 400 })
+  .addError(DatabaseError, { status: 503 })
+  .middleware(ActionAccess)
+  .prefix("/api")
+{}
+
+/**
+ * The dashboard's API: `Reads` and `Actions`.
+ *
+ * @example
+ * ```ts
+ * import { OpenApi } from "@effect/platform"
+ * const spec = OpenApi.fromApi(DashboardApi.api) // what the dashboard serves as openapi.json
+ * ```
+ *
+ * @since 0.4.0
+ * @category api
+ */
+export const api = HttpApi.make("sqlane-dashboard")
+  .add(Reads)
+  .add(Actions)
+  .annotate(OpenApi.Title, "sqlane dashboard")
