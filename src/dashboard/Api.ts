@@ -27,6 +27,7 @@ import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { JobNotFound } from "../schema/Errors.js"
@@ -337,7 +338,7 @@ export const maxBulk = 10_000
 export class Forbidden extends Schema.TaggedError<Forbidden>("sqlane/dashboard/Forbidden")("Forbidden", {
   reason: Schema.Literal("denied", "read-only", "csrf-token", "cross-origin"),
   message: Schema.String
-}) {}
+}, HttpApiSchema.annotations({ status: 403 })) {}
 
 /**
  * A bulk action whose `confirm` is not the count of jobs its filter selects now (409): `count` is
