@@ -12,6 +12,7 @@
  * @internal
  */
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import type * as Effect from "effect/Effect"
 import type { SetupError, UniqueKeyContended } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
@@ -467,7 +468,17 @@ export interface Driver {
  * line or row), for tests that keep them free of full scans and sorts of the backlog. Not part of
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
+/** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
+export type JobsExplain = Omit<Explain, "explainCountByState"> & {
+  readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+}
+
 export interface Explain {
+  /** The plan of `jobCountByState`. */
+  readonly explainCountByState: (
+    state: "pending" | "running" | "completed" | "dead" | "cancelled",
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
     ReadonlyArray<string>,

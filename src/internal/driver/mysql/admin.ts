@@ -10,6 +10,18 @@ import { isUniqueViolation } from "../errors.js"
 import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
+/**
+ * The first `cap` rows of a state, from an index led by state (pending: the pending index; the
+ * others: (state, finished_at), which holds the running rows too), counted per name: never more
+ * rows, however many the table holds.
+ */
+export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap: number) =>
+  ctx.sql`SELECT name, COUNT(*) AS n FROM (
+      SELECT name FROM ${ctx.jobs} FORCE INDEX (${ctx.sql(`${ctx.prefix}${state === "pending" ? "jobs_pending" : "jobs_finished"}`)})
+      WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
+      LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+    GROUP BY name`
+
 export const make = (ctx: MysqlContext): AdminOps => {
   const { claimedColumns, jobs, prefix, run, sql, ts, usOf } = ctx
   return {
@@ -80,15 +92,9 @@ export const make = (ctx: MysqlContext): AdminOps => {
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`, "unprepared"),
         (rows) => rows.map(toStats)
       ),
-    // The first `cap` rows of the state, from an index led by state (pending, or finished: (state,
-    // finished_at), which holds the running rows too): never more, however many the table holds.
     jobCountByState: (state, cap) =>
       Effect.map(
-        run(sql`SELECT name, COUNT(*) AS n FROM (
-              SELECT name FROM ${jobs} FORCE INDEX (${sql(`${prefix}${state === "pending" ? "jobs_pending" : "jobs_finished"}`)})
-              WHERE state = ${sql.literal(`'${stateLiteral(state)}'`)}
-              LIMIT ${sql.literal(String(Math.max(0, Math.floor(cap))))}) s
-            GROUP BY name`, "unprepared"),
+        run(countByStateStatement(ctx)(state, cap), "unprepared"),
         (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: String(r.name), count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>

@@ -11,6 +11,19 @@ import { isUniqueViolation } from "../errors.js"
 import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import { type PgContext, pgLockSpace } from "./context.js"
 
+/**
+ * The first `cap` rows of a state, from its partial index (pending, running) or the finished index
+ * (state, finished_at), counted per name: never more rows, however many the table holds. The state
+ * is a literal, so that the planner matches the partial indexes, and the rows are taken in the
+ * order of the index (a scan of the table that stops at the cap could read every other row first).
+ */
+export const countByStateStatement = (ctx: PgContext) => (state: string, cap: number) =>
+  ctx.sql`SELECT name, COUNT(*) AS n FROM (
+      SELECT name FROM ${ctx.jobs} WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
+      ORDER BY ${ctx.sql.literal(state === "pending" ? "name" : state === "running" ? "worker_id" : "finished_at")}
+      LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+    GROUP BY name`
+
 export const make = (ctx: PgContext): AdminOps => {
   const { claimedColumns, jobs, prefix, sql, ts, us } = ctx
   return {
@@ -93,15 +106,10 @@ export const make = (ctx: PgContext): AdminOps => {
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
         (rows) => rows.map(toStats)
       ),
-    // The first `cap` rows of the state, from its partial index (pending, running) or the finished
-    // index (state, finished_at): never more, however many the table holds.
     jobCountByState: (state, cap) =>
       Effect.map(
-        sql<{ name: string; n: string }>`SELECT name, COUNT(*) AS n FROM (
-              SELECT name FROM ${jobs} WHERE state = ${sql.literal(`'${stateLiteral(state)}'`)}
-              LIMIT ${sql.literal(String(Math.max(0, Math.floor(cap))))}) s
-            GROUP BY name`,
-        (rows) => rows.map((r) => ({ name: r.name, count: num(r.n) }))
+        countByStateStatement(ctx)(state, cap),
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: String(r.name), count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(
