@@ -35,6 +35,11 @@ import { JobNotFound } from "../schema/Errors.js"
 /**
  * The states of a job.
  *
+ * @example
+ * ```ts
+ * const dead = Schema.decodeUnknownSync(DashboardApi.JobState)("dead")
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -42,6 +47,11 @@ export const JobState = Schema.Literal("pending", "running", "completed", "dead"
 
 /**
  * A job id: a decimal string of 1 to 19 digits.
+ *
+ * @example
+ * ```ts
+ * Schema.is(DashboardApi.JobId)("42") // true; "abc" and "-1" are not job ids
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -52,6 +62,11 @@ export const JobId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.ann
  * The access a request has: `allow` (read and act), `read-only` (read; actions are refused) or
  * `deny` (nothing).
  *
+ * @example
+ * ```ts
+ * const authorize = Effect.succeed<DashboardApi.Access>("read-only")
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -59,6 +74,11 @@ export const Access = Schema.Literal("allow", "read-only", "deny")
 
 /**
  * What `Access` decodes to.
+ *
+ * @example
+ * ```ts
+ * const decide = (admin: boolean): DashboardApi.Access => (admin ? "allow" : "read-only")
+ * ```
  *
  * @since 0.4.0
  * @category models
@@ -90,6 +110,12 @@ export class Session extends Schema.Class<Session>("sqlane/dashboard/Session")({
  * A count that stopped at a cap: `count` jobs were counted; `atLeast` is true when the cap was
  * reached, so there are `count` or more.
  *
+ * @example
+ * ```ts
+ * // { count: 10000, atLeast: true }: 10,000 jobs or more
+ * const text = (c: DashboardApi.BoundedCount) => `${c.count}${c.atLeast ? "+" : ""}`
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -102,6 +128,12 @@ export class BoundedCount extends Schema.Class<BoundedCount>("sqlane/dashboard/B
  * One job name in the overview: its counts by state (each read up to `Overview.countCap` jobs of
  * that state), whether it is paused, its concurrency and rate limits where set, and how long its
  * oldest due job has waited.
+ *
+ * @example
+ * ```ts
+ * const overview = await (await fetch("/sqlane/api/overview")).json()
+ * for (const n of overview.names) console.log(n.name, n.pending.count, n.dead.count, n.paused)
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -129,6 +161,12 @@ export class NameOverview extends Schema.Class<NameOverview>("sqlane/dashboard/N
  * What `GET /api/overview` returns: every job name found among the counted jobs, the paused names
  * and the names workers handle, sorted by name.
  *
+ * @example
+ * ```ts
+ * const client = yield* HttpApiClient.make(DashboardApi.api, { baseUrl: "http://127.0.0.1:7070" })
+ * const { names } = yield* client.reads.overview()
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -142,6 +180,12 @@ export class Overview extends Schema.Class<Overview>("sqlane/dashboard/Overview"
 
 /**
  * A job as listed (no payload, result or error history: see `JobDetail`).
+ *
+ * @example
+ * ```ts
+ * const page = await (await fetch("/sqlane/api/jobs?state=running")).json()
+ * for (const job of page.jobs) console.log(job.id, job.name, job.claimedAt, job.workerId)
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -163,6 +207,15 @@ export class JobSummary extends Schema.Class<JobSummary>("sqlane/dashboard/JobSu
 /**
  * A page of jobs, newest first; `nextCursor` fetches the next page (null: this is the last).
  *
+ * @example
+ * ```ts
+ * let cursor: string | null = null
+ * do {
+ *   const page = await (await fetch(`/sqlane/api/jobs?limit=100${cursor ? `&cursor=${cursor}` : ""}`)).json()
+ *   cursor = page.nextCursor
+ * } while (cursor !== null)
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -175,6 +228,11 @@ export class JobPage extends Schema.Class<JobPage>("sqlane/dashboard/JobPage")({
  * The filters of `GET /api/jobs` (URL parameters): job name, state, id, unique key, creation time
  * range (`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601), and the page: `cursor` (a
  * page's `nextCursor`) and `limit` (1–500, default 50).
+ *
+ * @example
+ * ```ts
+ * const filter: typeof DashboardApi.JobFilter.Type = { name: "send-email", state: "dead", createdFrom: "2026-01-01T00:00:00Z" }
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -196,6 +254,12 @@ const PageParams = {
 /**
  * One attempt's error, as the job stores it.
  *
+ * @example
+ * ```ts
+ * const { errors } = await (await fetch("/sqlane/api/jobs/42")).json()
+ * for (const e of errors) console.log(`#${e.attempt} ${e.kind}: ${e.message}`)
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -211,6 +275,12 @@ export class AttemptErrorView extends Schema.Class<AttemptErrorView>("sqlane/das
 /**
  * What `GET /api/jobs/:id` returns: the job with its payload and result as JSON text, every
  * attempt's error, its progress and the trace id of the span that enqueued it.
+ *
+ * @example
+ * ```ts
+ * const detail = await (await fetch("/sqlane/api/jobs/42")).json()
+ * const payload = JSON.parse(detail.payload) // data: show it as text, never as markup
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -236,6 +306,12 @@ export class JobDetail extends Schema.Class<JobDetail>("sqlane/dashboard/JobDeta
  * A periodic job that has enqueued a tick: its name and latest tick. The expression and time zone
  * live in the app's code (`PeriodicJob.make`), not in the database, so they are not shown.
  *
+ * @example
+ * ```ts
+ * const { periodicJobs } = await (await fetch("/sqlane/api/periodic-jobs")).json()
+ * for (const p of periodicJobs) console.log(p.name, p.lastTickAt)
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -248,6 +324,11 @@ export class PeriodicJobView extends Schema.Class<PeriodicJobView>("sqlane/dashb
 /**
  * What `GET /api/periodic-jobs` returns.
  *
+ * @example
+ * ```ts
+ * const { periodicJobs } = yield* client.reads.periodicJobs()
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -258,6 +339,12 @@ export class PeriodicJobList extends Schema.Class<PeriodicJobList>("sqlane/dashb
 /**
  * A worker's row: id, host, pid, when it started, its heartbeat's age (ms), the job names it
  * handles and its running jobs.
+ *
+ * @example
+ * ```ts
+ * const { workers } = await (await fetch("/sqlane/api/workers")).json()
+ * const stale = workers.filter((w) => w.heartbeatAgeMs > 30_000)
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -276,6 +363,11 @@ export class WorkerView extends Schema.Class<WorkerView>("sqlane/dashboard/Worke
 /**
  * What `GET /api/workers` returns.
  *
+ * @example
+ * ```ts
+ * const { workers } = yield* client.reads.workers()
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -286,6 +378,13 @@ export class WorkerList extends Schema.Class<WorkerList>("sqlane/dashboard/Worke
 /**
  * What an action on one job or job name did: `changed` false when there was nothing to do (a job
  * not dead or cancelled for a retry, a name already paused…); `state` is the job's state before.
+ *
+ * @example
+ * ```ts
+ * const headers = { "x-sqlane-csrf": session.csrfToken }
+ * const outcome = await (await fetch("/sqlane/api/jobs/42/retry", { method: "POST", headers })).json()
+ * // { changed: true, state: "dead" }
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -299,6 +398,13 @@ export class ActionOutcome extends Schema.Class<ActionOutcome>("sqlane/dashboard
  * The body of a bulk action: the jobs a filter selects (`JobFilter`), and `confirm`: the count a
  * first call (without it) returned. At most `maxBulk` jobs are selected.
  *
+ * @example
+ * ```ts
+ * const body = { filter: { name: "send-email", state: "dead" } }
+ * const { count } = await post("/sqlane/api/bulk/retry", body) // nothing changes yet
+ * await post("/sqlane/api/bulk/retry", { ...body, confirm: count }) // retries them
+ * ```
+ *
  * @since 0.4.0
  * @category schemas
  */
@@ -310,6 +416,12 @@ export class BulkRequest extends Schema.Class<BulkRequest>("sqlane/dashboard/Bul
 /**
  * What a bulk action returns: without `confirm`, `count` (the jobs selected) and `done: false`;
  * with the right `confirm`, `done: true` and `changed` (the jobs it retried, cancelled or deleted).
+ *
+ * @example
+ * ```ts
+ * // first { count: 12, done: false, changed: 0 }, then { count: 12, done: true, changed: 12 }
+ * const summary = (o: DashboardApi.BulkOutcome) => (o.done ? `${o.changed} of ${o.count}` : `${o.count} selected`)
+ * ```
  *
  * @since 0.4.0
  * @category schemas
@@ -323,6 +435,11 @@ export class BulkOutcome extends Schema.Class<BulkOutcome>("sqlane/dashboard/Bul
 /**
  * The most jobs one bulk action selects: 10,000 (narrow the filter for more).
  *
+ * @example
+ * ```ts
+ * if (count > DashboardApi.maxBulk) console.log("narrow the filter")
+ * ```
+ *
  * @since 0.4.0
  * @category constants
  */
@@ -331,6 +448,12 @@ export const maxBulk = 10_000
 /**
  * Refused (403): the request's access does not allow it (`deny`, or an action in `read-only`), or
  * an action came without the CSRF token or from another origin.
+ *
+ * @example
+ * ```ts
+ * const response = await fetch("/sqlane/api/jobs/42/retry", { method: "POST" }) // no CSRF token
+ * // 403 { _tag: "Forbidden", reason: "csrf-token", message: "…" }
+ * ```
  *
  * @since 0.4.0
  * @category errors
@@ -343,6 +466,12 @@ export class Forbidden extends Schema.TaggedError<Forbidden>("sqlane/dashboard/F
 /**
  * A bulk action whose `confirm` is not the count of jobs its filter selects now (409): `count` is
  * the count now; send it back to act.
+ *
+ * @example
+ * ```ts
+ * // 409 { _tag: "ConfirmationMismatch", count: 12, confirm: 11 }: send { confirm: 12 } to act
+ * const retryAgain = (e: DashboardApi.ConfirmationMismatch) => ({ confirm: e.count })
+ * ```
  *
  * @since 0.4.0
  * @category errors
@@ -358,6 +487,13 @@ export class ConfirmationMismatch
  * A request the API cannot serve as asked (400): a bad time, a filter selecting more than
  * `maxBulk` jobs, a bulk filter without a job name or state.
  *
+ * @example
+ * ```ts
+ * // GET /sqlane/api/jobs?createdFrom=yesterday
+ * // 400 { _tag: "BadRequest", message: "createdFrom is not a time (ISO 8601): \"yesterday\"" }
+ * const isBad = (u: unknown) => Schema.is(DashboardApi.BadRequest)(u)
+ * ```
+ *
  * @since 0.4.0
  * @category errors
  */
@@ -367,6 +503,12 @@ export class BadRequest extends Schema.TaggedError<BadRequest>("sqlane/dashboard
 
 /**
  * The database failed (503), with its message.
+ *
+ * @example
+ * ```ts
+ * // 503 { _tag: "DatabaseError", message: "…" } while the database is unreachable
+ * const retryLater = (e: DashboardApi.DatabaseError) => e.message
+ * ```
  *
  * @since 0.4.0
  * @category errors
@@ -378,6 +520,12 @@ export class DatabaseError extends Schema.TaggedError<DatabaseError>("sqlane/das
 /**
  * The access check of the read endpoints: fails with `Forbidden` when the request's access is `deny`.
  *
+ * @example
+ * ```ts
+ * // Provided by Dashboard.layer / Dashboard.httpApp from their `authorize`
+ * const denied = Layer.succeed(DashboardApi.ReadAccess, new DashboardApi.Forbidden({ reason: "denied", message: "no" }))
+ * ```
+ *
  * @since 0.4.0
  * @category middleware
  */
@@ -388,6 +536,12 @@ export class ReadAccess extends HttpApiMiddleware.Tag<ReadAccess>()("sqlane/dash
 /**
  * The access check of the actions: fails with `Forbidden` unless the request's access is `allow`,
  * it is same-origin (`Origin`, `Sec-Fetch-Site`) and it carries the CSRF token.
+ *
+ * @example
+ * ```ts
+ * // Provided by Dashboard.layer / Dashboard.httpApp from their `authorize` and CSRF token
+ * const refuseAll = Layer.succeed(DashboardApi.ActionAccess, new DashboardApi.Forbidden({ reason: "read-only", message: "read-only" }))
+ * ```
  *
  * @since 0.4.0
  * @category middleware
@@ -401,6 +555,12 @@ const namePath = Schema.Struct({ name: Schema.String })
 
 /**
  * The read endpoints.
+ *
+ * @example
+ * ```ts
+ * const client = yield* HttpApiClient.make(DashboardApi.api, { baseUrl: "http://127.0.0.1:7070" })
+ * const page = yield* client.reads.jobs({ urlParams: { state: "dead", limit: 20 } })
+ * ```
  *
  * @since 0.4.0
  * @category api
@@ -428,6 +588,15 @@ export class Reads extends HttpApiGroup.make("reads")
 
 /**
  * The actions (POST): on one job, on one job name, and in bulk.
+ *
+ * @example
+ * ```ts
+ * const client = yield* HttpApiClient.make(DashboardApi.api, {
+ *   baseUrl: "http://127.0.0.1:7070",
+ *   transformClient: HttpClient.mapRequest(HttpClientRequest.setHeader("x-sqlane-csrf", token))
+ * })
+ * yield* client.actions.pause({ path: { name: "send-email" } })
+ * ```
  *
  * @since 0.4.0
  * @category api

@@ -62,6 +62,12 @@ export interface Options {
 /**
  * What the dashboard's handlers need: the services `QueueLive` provides.
  *
+ * @example
+ * ```ts
+ * // QueueLive provides them
+ * const Served = Dashboard.layer().pipe(Layer.provide(QueueLive().pipe(Layer.provideMerge(ClientLive))))
+ * ```
+ *
  * @since 0.4.0
  * @category models
  */

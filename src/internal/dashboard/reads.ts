@@ -75,7 +75,7 @@ const page = (admin: Admin.AdminShape, options: Admin.ListOptions, cursor: strin
 
 const states = ["pending", "running", "completed", "dead", "cancelled"] as const
 
-/** The handlers of `Api.Reads`, given how a request's access is decided and the CSRF token. */
+/** The handlers of `Api.Reads`, given how a request's access is decided and the CSRF token (for `session`). */
 export const layer = (access: Access) =>
   HttpApiBuilder.group(Api.api, "reads", (handlers) =>
     Effect.gen(function*() {
@@ -107,8 +107,9 @@ export const layer = (access: Access) =>
           }
           atLeast[state] = total >= countCap
         }
-        const paused = new Set((yield* driver.pausedList()).map((p) => nameKey(p.name)))
-        for (const p of (yield* driver.pausedList())) entry(p.name)
+        const pausedRows = yield* driver.pausedList()
+        const paused = new Set(pausedRows.map((p) => nameKey(p.name)))
+        for (const p of pausedRows) entry(p.name)
         for (const n of yield* admin.handledNames) entry(n)
         const all = Array.from(names.values())
         const firstDue = new Map<string, number>()
