@@ -14,7 +14,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
 import { Dashboard, Job, Queue } from "../../src/index.js"
@@ -62,8 +66,17 @@ const client = (base: string) => {
 }
 
 /** The dashboard mounted at /sqlane of an HttpLayerRouter server on an ephemeral port of 127.0.0.1. */
-const serve = (authorize?: Dashboard.Options["authorize"]) =>
+const serve = (authorize?: Dashboard.Options["authorize"], logs?: Array<{ message: string; annotations: Record<string, unknown> }>) =>
   Effect.gen(function*() {
+    // The server's fibers log with the logger of the fiber that builds it.
+    if (logs !== undefined) {
+      yield* Effect.locallyScopedWith(FiberRef.currentLoggers, HashSet.add(Logger.make(({ annotations, message }) => {
+        logs.push({
+          message: String(Array.isArray(message) ? message.join(" ") : message),
+          annotations: Object.fromEntries(HashMap.toEntries(annotations))
+        })
+      })))
+    }
     const context = yield* Layer.build(
       HttpLayerRouter.serve(Dashboard.layer({ basePath: "/sqlane", authorize }), { disableLogger: true, disableListenLog: true })
         .pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })))
@@ -173,12 +186,18 @@ export const dashboard = (target: Target) => {
           const ids: Array<string> = []
           for (let i = 0; i < 4; i++) ids.push(yield* queue.enqueue(Report, { n: i }))
           yield* setState(prefix, ids[0], "dead")
-          const api = client(yield* serve())
+          const logs: Array<{ message: string; annotations: Record<string, unknown> }> = []
+          const api = client(yield* serve(undefined, logs))
 
           const retried = yield* api.act(`/api/jobs/${ids[0]}/retry`)
           assert.strictEqual(retried.status, 200, retried.text)
           assert.deepStrictEqual(retried.body, { changed: true, state: "dead" })
           assert.strictEqual(yield* stateOf(prefix, ids[0]), "pending")
+          // The audit line: one per action, with its target and outcome.
+          const audit = logs.filter((l) => l.message.startsWith("sqlane dashboard: "))
+          assert.deepStrictEqual(audit.map((l) => [l.message, l.annotations.id, l.annotations.changed, l.annotations.before]), [
+            ["sqlane dashboard: retry", ids[0], true, "dead"]
+          ])
 
           const cancelled = yield* api.act(`/api/jobs/${ids[1]}/cancel`)
           assert.deepStrictEqual(cancelled.body, { changed: true, state: "pending" })
