@@ -68,6 +68,9 @@ export const dashboard = Command.make(
         // The value is not repeated: it may hold a password.
         return yield* new CliError({ message: "--basic-auth must be USER:PASS (a user, a colon, a password)" })
       }
+      if (Option.isNone(c.basicAuth) && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(c.host)) {
+        yield* Effect.logWarning(`sqlane dashboard: ${c.host} is reachable from other machines and no --basic-auth is set`)
+      }
       const app = yield* Dashboard.httpApp({ authorize: Effect.succeed(c.readOnly ? "read-only" : "allow") })
       const guarded = Option.match(c.basicAuth, { onNone: () => app, onSome: (credentials) => basicAuth(credentials)(app) })
       const announce = HttpServer.addressFormattedWith((address) =>
