@@ -11,6 +11,7 @@
  * sqlane pause NAME | sqlane resume NAME
  * sqlane limit [NAME [N] [--per-key K] [--clear]]
  * sqlane prune
+ * sqlane dashboard [--port 7070] [--host 127.0.0.1] [--read-only] [--basic-auth USER:PASS]
  * ```
  *
  * Every command takes `--database-url` (or `DATABASE_URL`: `postgres://…`, `mysql://…`,
@@ -21,6 +22,7 @@
  */
 import * as Command from "@effect/cli/Command"
 import { cancel, pause, resume, retry } from "./actions.js"
+import { dashboard } from "./dashboard.js"
 import { jobs, status } from "./jobs.js"
 import { limit } from "./limits.js"
 import { migrate, prune } from "./maintenance.js"
@@ -35,7 +37,7 @@ export { CliError } from "./CliError.js"
  */
 export const command = Command.make("sqlane").pipe(
   Command.withDescription("operate a sqlane job queue on PostgreSQL, MySQL or MariaDB"),
-  Command.withSubcommands([migrate, status, jobs, retry, cancel, pause, resume, limit, prune])
+  Command.withSubcommands([migrate, status, jobs, retry, cancel, pause, resume, limit, prune, dashboard])
 )
 
 /**

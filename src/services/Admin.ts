@@ -161,6 +161,14 @@ export interface ListOptions {
   readonly state?: "pending" | "running" | "completed" | "dead" | "cancelled" | undefined
   /** Only jobs with a smaller id (for paging: pass the last id of the previous page). */
   readonly beforeId?: string | undefined
+  /** Only the job of this id (a decimal string; another text selects none). */
+  readonly id?: string | undefined
+  /** Only jobs holding this unique key. */
+  readonly uniqueKey?: string | undefined
+  /** Only jobs created at or after this time. */
+  readonly createdFrom?: Date | undefined
+  /** Only jobs created before this time. */
+  readonly createdBefore?: Date | undefined
   /** Default 50, at most 10,000. */
   readonly limit?: number | undefined
 }
@@ -409,6 +417,11 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
             name: options.name,
             state: options.state,
             beforeId: options.beforeId !== undefined && /^\d{1,19}$/.test(options.beforeId) ? options.beforeId : undefined,
+            // An id that is not one selects no job (the id column could not compare it).
+            id: options.id === undefined ? undefined : /^\d{1,19}$/.test(options.id) ? options.id : "0",
+            uniqueKey: options.uniqueKey,
+            createdFromUs: options.createdFrom === undefined ? undefined : options.createdFrom.getTime() * 1000,
+            createdBeforeUs: options.createdBefore === undefined ? undefined : options.createdBefore.getTime() * 1000,
             limit: Math.min(10_000, Math.max(1, Math.floor(options.limit ?? 50)))
           }),
           (rows) => rows.map(toSummary)

@@ -1,7 +1,8 @@
 /**
  * Operations on jobs by id, by name and in bulk: `jobGet`, `jobCancel`, `jobRetry`,
  * `pausedInsert`/`pausedDelete`/`pausedList`, `jobList`, `jobStats`, `jobRetryByName`,
- * `jobKeyedIdsByName`, `jobProgressSet`/`jobProgressGet`, `jobPruneFinished`, `prunerLock`.
+ * `jobKeyedIdsByName`, `jobProgressSet`/`jobProgressGet`, `jobPruneFinished`, `prunerLock`,
+ * `jobDelete`, `jobCountByState`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -168,6 +169,64 @@ export const adminOps = (target: Target) => {
             lastError: null,
             progress: null
           }])
+        })))
+  })
+
+  describe("jobList filters", () => {
+    it.live(name("by id, unique key and creation time (from inclusive, before exclusive)"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const [a1, a2] = yield* driver.jobInsertMany([row("a"), row("a")], t0, undefined)
+          const [a3] = yield* driver.jobInsertMany([row("a")], t0 + s(10), undefined)
+          const { id: keyed } = yield* driver.jobInsertUnique(
+            { ...row("a"), uniqueKey: "k1", uniqueStates: stateBits.pending },
+            t0 + s(20),
+            undefined
+          )
+          const ids = (filter: Parameters<typeof driver.jobList>[0]) => Effect.map(driver.jobList(filter), (rows) => rows.map((r) => r.id))
+          assert.deepStrictEqual(yield* ids({ id: a2, limit: 10 }), [a2])
+          assert.deepStrictEqual(yield* ids({ uniqueKey: "k1", limit: 10 }), [keyed])
+          assert.deepStrictEqual(yield* ids({ uniqueKey: "k2", limit: 10 }), [])
+          assert.deepStrictEqual(yield* ids({ createdFromUs: t0 + s(10), limit: 10 }), [keyed, a3])
+          assert.deepStrictEqual(yield* ids({ createdBeforeUs: t0 + s(10), limit: 10 }), [a2, a1])
+          assert.deepStrictEqual(yield* ids({ createdFromUs: t0 + s(10), createdBeforeUs: t0 + s(20), limit: 10 }), [a3])
+        })))
+  })
+
+  describe("jobDelete", () => {
+    it.live(name("deletes a job that is not running; false for a running job or an id with no job"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const [pending] = yield* insert(driver, row("a", { runAtUs: t0 + s(60) }))
+          const [running] = yield* insert(driver, row("b"))
+          yield* claim(driver, "b")
+          const dead = yield* ended(driver, "c", "dead")
+          assert.isTrue(yield* driver.jobDelete(pending))
+          assert.isTrue(yield* driver.jobDelete(dead))
+          assert.isFalse(yield* driver.jobDelete(running))
+          assert.isFalse(yield* driver.jobDelete(pending))
+          assert.deepStrictEqual([yield* stateOf(driver, pending), yield* stateOf(driver, dead), yield* stateOf(driver, running)], [
+            undefined,
+            undefined,
+            "running"
+          ])
+        })))
+  })
+
+  describe("jobCountByState", () => {
+    it.live(name("counts per name of the jobs in a state, at most cap of them"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          yield* insert(driver, row("a"), row("a"), row("b"))
+          yield* ended(driver, "c", "dead")
+          const counts = (state: Parameters<typeof driver.jobCountByState>[0], cap: number) =>
+            Effect.map(driver.jobCountByState(state, cap), (rows) =>
+              Object.fromEntries(rows.map((r) => [r.name, r.count])))
+          assert.deepStrictEqual(yield* counts("pending", 100), { a: 2, b: 1 })
+          assert.deepStrictEqual(yield* counts("dead", 100), { c: 1 })
+          assert.deepStrictEqual(yield* counts("running", 100), {})
+          const capped = yield* driver.jobCountByState("pending", 2)
+          assert.strictEqual(capped.reduce((n, r) => n + r.count, 0), 2)
         })))
   })
 

@@ -1,5 +1,5 @@
 /**
- * The ticks of periodic jobs: `scheduleGet`, `scheduleFire`.
+ * The ticks of periodic jobs: `scheduleGet`, `scheduleFire`, `scheduleList`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -9,6 +9,21 @@ import { insert, row, s, t0, withDriver } from "./fixtures.js"
 
 export const schedulesOps = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
+
+  describe("scheduleList", () => {
+    it.live(name("the periodic jobs by name with their latest tick, at most limit"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(yield* driver.scheduleList(10), [])
+          yield* driver.scheduleFire("b", t0, t0 + s(1), Effect.void)
+          yield* driver.scheduleFire("a", t0 - s(60), t0 + s(2), Effect.void)
+          assert.deepStrictEqual(yield* driver.scheduleList(10), [
+            { name: "a", lastTickUs: t0 - s(60), updatedAtUs: t0 + s(2) },
+            { name: "b", lastTickUs: t0, updatedAtUs: t0 + s(1) }
+          ])
+          assert.deepStrictEqual((yield* driver.scheduleList(1)).map((r) => r.name), ["a"])
+        })))
+  })
 
   describe("scheduleGet", () => {
     it.live(name("undefined before the first tick, then the latest tick recorded"), () =>

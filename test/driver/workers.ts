@@ -1,7 +1,7 @@
 /**
  * Workers' rows, their session locks, and the jobs of lost workers: `workerRegister`,
  * `workerJobNames`, `workerHeartbeat`, `workerRelocking`, `workerRelocked`, `workerRemove`,
- * `workerPrune`, `jobStaleAttempts`, `jobListOrphaned`, `workerLockStatement` (with
+ * `workerPrune`, `workerList`, `jobStaleAttempts`, `jobListOrphaned`, `workerLockStatement` (with
  * `workerUnlockSql`), `workerLockName`, `workerLockHolder`.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -131,6 +131,22 @@ export const workersOps = (target: Target) => {
           // Its lock is still held: the heartbeat alone says it is lost.
           const lost = yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 100, "lost")
           assert.deepStrictEqual(lost.map((o) => [o.id, o.workerId, o.expired]), [[id, "busy", true]])
+        })))
+  })
+
+  describe("workerList", () => {
+    it.live(name("every worker row by id: host, pid, start, heartbeat and job names"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          yield* driver.workerRegister("w2", t0, "h2", 2, ["x", "y"])
+          yield* driver.workerRegister("w1", t0 - s(5), "h1", 1)
+          yield* driver.workerHeartbeat("w2", t0 + s(3))
+          const rows = yield* driver.workerList(10)
+          assert.deepStrictEqual(rows.map((r) => ({ ...r, jobNames: r.jobNames === null ? null : JSON.parse(r.jobNames) })), [
+            { id: "w1", host: "h1", pid: 1, startedAtUs: t0 - s(5), heartbeatAtUs: t0 - s(5), jobNames: [] },
+            { id: "w2", host: "h2", pid: 2, startedAtUs: t0, heartbeatAtUs: t0 + s(3), jobNames: ["x", "y"] }
+          ])
+          assert.deepStrictEqual((yield* driver.workerList(1)).map((r) => r.id), ["w1"])
         })))
   })
 

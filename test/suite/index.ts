@@ -7,6 +7,7 @@ import { inject, it } from "vitest"
 import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
+import { dashboard } from "./dashboard.js"
 import { fairShares } from "./fairShares.js"
 import { limits } from "./limits.js"
 import { rates } from "./rates.js"
@@ -44,6 +45,7 @@ export const suitesFor = (id: string) => {
     outage(target)
     testing(target)
     promise(target)
+    dashboard(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

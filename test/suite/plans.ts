@@ -3,7 +3,8 @@
  * (100,000 rows) and a backlog of 20,000 pending jobs in 10 names. The probe must be a loose index scan of the
  * pending-jobs index (reading only names with pending jobs), and the claim one index range per
  * (name, priority) group: no full scan of the jobs table and no sort of the backlog, before and
- * after the table's statistics are gathered.
+ * after the table's statistics are gathered. The dashboard's counts by state read at most their cap
+ * of rows, each through its state's index.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
@@ -88,6 +89,27 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
       new Map([["plan.fair", { running: undefined, runningPerKey: 3, fair: true }]])
     )
     const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
+    // The dashboard's counts by state read at most their cap of rows, through the state's index
+    // (before the statistics are gathered, PostgreSQL may read the state's whole range of it and
+    // sort it: still no scan of the table).
+    for (const state of ["pending", "running", "completed", "dead", "cancelled"] as const) {
+      const plan = yield* statements.explainCountByState(state, 10_000)
+      const text = plan.join("\n")
+      if (target.dialect === "pg") {
+        assert.include(text, "Limit", `count of ${state} (${when}) is not bounded:${show(plan)}`)
+        assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `count of ${state} (${when}) scans the table:${show(plan)}`)
+        assert.include(text, `${prefix}jobs_`, `count of ${state} (${when}) uses no index:${show(plan)}`)
+        // What is sorted is at most the cap of rows read (for the count per name), never the range below the Limit.
+        const read = text.slice(text.indexOf("Limit"))
+        if (when === "after ANALYZE") assert.notInclude(read, "Sort", `count of ${state} (${when}) sorts the range it reads:${show(plan)}`)
+      } else {
+        for (const r of plan.map((r) => JSON.parse(r) as Record<string, unknown>)) {
+          if (r.table !== `${prefix}jobs`) continue
+          assert.notStrictEqual(r.type, "ALL", `count of ${state} (${when}) scans the table:${show(plan)}`)
+          assert.include([`${prefix}jobs_pending`, `${prefix}jobs_finished`], r.key, `count of ${state} (${when}):${show(plan)}`)
+        }
+      }
+    }
     if (target.dialect === "pg") {
       for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         const text = plan.join("\n")

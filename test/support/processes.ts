@@ -116,3 +116,47 @@ export const runCliClosingEarly = (args: ReadonlyArray<string>, env: Record<stri
     child.on("close", (code, signal) => resume(Effect.succeed({ code: signal ?? code ?? -1, stdout, stderr })))
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+export interface CliServer {
+  /** The first line of stdout matching the pattern given (e.g. the address a server listens on). */
+  readonly line: string
+  /** What the command wrote to stderr so far. */
+  readonly stderr: () => string
+}
+
+/**
+ * Starts the `sqlane` command with `<args>` in a child process that keeps running (a server), and
+ * succeeds once a line of its stdout matches `ready`; fails when it exits first. Killed when the
+ * scope closes.
+ */
+export const spawnCliUntil = (
+  args: ReadonlyArray<string>,
+  ready: RegExp,
+  env: Record<string, string | undefined> = {}
+) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const childEnv: Record<string, string> = {}
+      for (const [k, v] of Object.entries({ ...process.env, DATABASE_URL: undefined, SQLANE_PREFIX: undefined, ...env })) {
+        if (v !== undefined) childEnv[k] = v
+      }
+      return spawn(process.execPath, [cliScript, ...args], { env: childEnv, stdio: ["ignore", "pipe", "pipe"] })
+    }),
+    (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+  ).pipe(
+    Effect.flatMap((child) =>
+      Effect.async<CliServer, Error>((resume) => {
+        let stdout = ""
+        let stderr = ""
+        child.stderr!.on("data", (d) => (stderr += d))
+        child.stdout!.on("data", (d) => {
+          stdout += d
+          const line = stdout.split("\n").find((l) => ready.test(l))
+          if (line !== undefined) resume(Effect.succeed({ line, stderr: () => stderr }))
+        })
+        child.on("close", (code, signal) =>
+          resume(Effect.fail(new Error(`sqlane exited (${signal ?? code}) before ${ready}: ${stdout}${stderr}`)))
+        )
+      })
+    )
+  )

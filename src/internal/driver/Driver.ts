@@ -12,6 +12,7 @@
  * @internal
  */
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import type * as Effect from "effect/Effect"
 import type { SetupError, UniqueKeyContended } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
@@ -33,10 +34,12 @@ import type {
   RateNameRow,
   RatePruneBatch,
   ProbeRow,
+  ScheduleRow,
   StaleEnds,
   StatsRow,
   UniqueInsertResult,
-  UniqueInsertRow
+  UniqueInsertRow,
+  WorkerRow
 } from "./rows.js"
 
 export type * from "./rows.js"
@@ -193,6 +196,8 @@ export interface Driver {
     keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
   ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
+  /** Deletes a job that is not running (cancel a running one first); returns whether it did. */
+  readonly jobDelete: (id: string) => Effect.Effect<boolean, SqlError>
   /** Cancels a pending or running job; returns whether it was. */
   readonly jobCancel: (id: string, nowUs: number) => Effect.Effect<boolean, SqlError>
   /**
@@ -262,6 +267,10 @@ export interface Driver {
   readonly workerRemove: (id: string) => Effect.Effect<void, SqlError>
   /** Deletes worker rows whose heartbeat is older than `cutoffUs` and that run no job. */
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
+  /** Every worker row (live ones, and ones that ended without closing, until pruned), by id; at most `limit`. */
+  readonly workerList: (limit: number) => Effect.Effect<ReadonlyArray<WorkerRow>, SqlError>
+  /** The periodic jobs that have enqueued a tick, by name, with their latest tick; at most `limit`. */
+  readonly scheduleList: (limit: number) => Effect.Effect<ReadonlyArray<ScheduleRow>, SqlError>
   /** The latest tick (µs) enqueued for a periodic job, if any. */
   readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
   /**
@@ -354,6 +363,15 @@ export interface Driver {
    * (for paging); at most `limit`.
    */
   readonly jobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<JobSummaryRow>, SqlError>
+  /**
+   * Jobs in `state` counted per job name, reading at most `cap` rows of that state through its index
+   * (pending: the pending index; running: the running index; finished states: the finished index).
+   * A total of `cap` means the state holds at least that many (the counts are then lower bounds).
+   */
+  readonly jobCountByState: (
+    state: "pending" | "running" | "completed" | "dead" | "cancelled",
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly count: number }>, SqlError>
   /**
    * Counts per job name and state; `due` and `oldestDueUs` over pending jobs with `run_at <= nowUs`;
    * `recent` counts jobs finished at or after `sinceUs` (completed within the retention window).
@@ -450,7 +468,17 @@ export interface Driver {
  * line or row), for tests that keep them free of full scans and sorts of the backlog. Not part of
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
+/** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
+export type JobsExplain = Omit<Explain, "explainCountByState"> & {
+  readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
+}
+
 export interface Explain {
+  /** The plan of `jobCountByState`. */
+  readonly explainCountByState: (
+    state: "pending" | "running" | "completed" | "dead" | "cancelled",
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
     ReadonlyArray<string>,
@@ -493,6 +521,7 @@ export type WorkersOps = Pick<
   | "workerRelocked"
   | "workerRemove"
   | "workerPrune"
+  | "workerList"
   | "workerLockStatement"
   | "workerUnlockSql"
   | "workerLockName"
@@ -501,10 +530,11 @@ export type WorkersOps = Pick<
   | "workerLockHolder"
   | "endConnection"
 >
-export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire">
+export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire" | "scheduleList">
 export type AdminOps = Pick<
   Driver,
   | "jobGet"
+  | "jobDelete"
   | "jobCancel"
   | "jobRetry"
   | "pausedList"
@@ -512,6 +542,7 @@ export type AdminOps = Pick<
   | "pausedDelete"
   | "jobList"
   | "jobStats"
+  | "jobCountByState"
   | "jobRetryByName"
   | "jobKeyedIdsByName"
   | "jobProgressSet"

@@ -227,7 +227,34 @@ export interface JobListFilter {
   readonly name?: string | undefined
   readonly state?: string | undefined
   readonly beforeId?: string | undefined
+  /** Only the job of this id. */
+  readonly id?: string | undefined
+  /** Only jobs holding this unique key (`unique_key`). */
+  readonly uniqueKey?: string | undefined
+  /** Only jobs created at or after this time (µs). */
+  readonly createdFromUs?: number | undefined
+  /** Only jobs created before this time (µs). */
+  readonly createdBeforeUs?: number | undefined
   readonly limit: number
+}
+
+/** A row of `<prefix>workers`, as `workerList` reads it. Times are µs. */
+export interface WorkerRow {
+  readonly id: string
+  readonly host: string
+  readonly pid: number
+  readonly startedAtUs: number
+  readonly heartbeatAtUs: number
+  /** The job names it has handlers for (JSON text of an array), if it published them. */
+  readonly jobNames: string | null
+}
+
+/** A row of `<prefix>schedules`, as `scheduleList` reads it. Times are µs. */
+export interface ScheduleRow {
+  readonly name: string
+  /** The latest tick enqueued; `null` when none was yet (the row of a first tick being written). */
+  readonly lastTickUs: number | null
+  readonly updatedAtUs: number
 }
 
 /** A job without its payload, errors and result, as `jobList` reads it. Times are µs. */

@@ -132,6 +132,8 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     workerRemove: cold(d.workerRemove),
     workerPrune: cold(d.workerPrune),
     scheduleGet: cold(d.scheduleGet),
+    scheduleList: cold(d.scheduleList),
+    workerList: cold(d.workerList),
     scheduleFire: (name, tickUs, nowUs, enqueue) =>
       // Its error is the enqueue's or a SqlError; only a transient SqlError is retried.
       withoutUnreadSpans(retryTransient(d.scheduleFire(name, tickUs, nowUs, enqueue) as Effect.Effect<any, SqlError, any>)),
@@ -149,6 +151,8 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     ratePrune: cold(d.ratePrune),
     jobList: cold(d.jobList),
     jobStats: cold(d.jobStats),
+    jobDelete: cold(d.jobDelete),
+    jobCountByState: cold(d.jobCountByState),
     jobRetryByName: cold(d.jobRetryByName),
     jobKeyedIdsByName: cold(d.jobKeyedIdsByName),
     jobProgressSet: cold(d.jobProgressSet),

@@ -22,6 +22,7 @@ import type {
   StaleEnds,
   StatsRow,
   UniqueInsertResult,
+  WorkerRow,
   WorkersOps
 } from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
@@ -306,6 +307,22 @@ interface WorkerRowsContext {
  * The statements on worker rows, alike on both databases but for how a worker id registered again
  * updates its row (`upsert`: PostgreSQL's `ON CONFLICT`, MySQL/MariaDB's `ON DUPLICATE KEY UPDATE`).
  */
+/** A job state as an SQL literal's text: only the five states pass (anything else is a defect). */
+export const stateLiteral = (state: string): string => {
+  if (!["pending", "running", "completed", "dead", "cancelled"].includes(state)) throw new Error(`not a job state: ${state}`)
+  return state
+}
+
+/** A row of `workerList` (times already as µs columns). */
+export const toWorker = (r: any): WorkerRow => ({
+  id: String(r.id),
+  host: String(r.host),
+  pid: num(r.pid),
+  startedAtUs: num(r.started_at_us),
+  heartbeatAtUs: num(r.heartbeat_at_us),
+  jobNames: r.job_names ?? null
+})
+
 export const workerRows = (
   ctx: WorkerRowsContext,
   upsert: string

@@ -7,8 +7,20 @@
 import * as Effect from "effect/Effect"
 import type { AdminOps } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
+import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import type { MysqlContext } from "./context.js"
+
+/**
+ * The first `cap` rows of a state, from an index led by state (pending: the pending index; the
+ * others: (state, finished_at), which holds the running rows too), counted per name: never more
+ * rows, however many the table holds.
+ */
+export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap: number) =>
+  ctx.sql`SELECT name, COUNT(*) AS n FROM (
+      SELECT name FROM ${ctx.jobs} FORCE INDEX (${ctx.sql(`${ctx.prefix}${state === "pending" ? "jobs_pending" : "jobs_finished"}`)})
+      WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
+      LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+    GROUP BY name`
 
 export const make = (ctx: MysqlContext): AdminOps => {
   const { claimedColumns, jobs, prefix, run, sql, ts, usOf } = ctx
@@ -17,6 +29,11 @@ export const make = (ctx: MysqlContext): AdminOps => {
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
             WHERE id = ${id} AND state IN ('pending', 'running')`.raw,
+        (r: any) => Number(r.affectedRows) > 0
+      ),
+    jobDelete: (id) =>
+      Effect.map(
+        sql`DELETE FROM ${jobs} WHERE id = ${id} AND state <> 'running'`.raw,
         (r: any) => Number(r.affectedRows) > 0
       ),
     jobRetry: (id, nowUs) =>
@@ -56,7 +73,11 @@ export const make = (ctx: MysqlContext): AdminOps => {
             WHERE ${sql.and([
           ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
           ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`])
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`]),
+          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}`]),
+          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
         ])}
             ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`, "unprepared"),
         (rows) => rows.map(toSummary)
@@ -70,6 +91,11 @@ export const make = (ctx: MysqlContext): AdminOps => {
               SUM(CASE WHEN finished_at >= ${ts(sinceUs)} THEN 1 ELSE 0 END) AS recent
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`, "unprepared"),
         (rows) => rows.map(toStats)
+      ),
+    jobCountByState: (state, cap) =>
+      Effect.map(
+        run(countByStateStatement(ctx)(state, cap), "unprepared"),
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: String(r.name), count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(

@@ -25,7 +25,7 @@ export type { MysqlOptions } from "./context.js"
 /** `database`: the database's name (`DATABASE()`), which scopes worker lock names. */
 export const make = (sql: SqlClient.SqlClient, prefix: string, database: string, options: MysqlOptions = {}): Driver => {
   const ctx = makeContext(sql, prefix, database, options)
-  const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
+  const { explainClaim, explainClaimKeyed, explainProbe, explainStatement, ...jobs } = Jobs.make(ctx)
   return {
     capabilities: {
       listenNotify: false,
@@ -50,6 +50,13 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
 
 /** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
 export const explain = (sql: SqlClient.SqlClient, prefix: string, options: MysqlOptions = {}): Explain => {
-  const { explainClaim, explainClaimKeyed, explainProbe } = Jobs.make(makeContext(sql, prefix, "", options))
-  return { explainClaim, explainClaimKeyed, explainProbe }
+  const ctx = makeContext(sql, prefix, "", options)
+  const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
+  const countByState = Admin.countByStateStatement(ctx)
+  return {
+    explainClaim,
+    explainClaimKeyed,
+    explainProbe,
+    explainCountByState: (state, cap) => explainStatement(countByState(state, cap))
+  }
 }

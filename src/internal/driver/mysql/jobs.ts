@@ -9,7 +9,7 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
 import * as MysqlText from "../../mysqlText.js"
-import type { ClaimedRow, Explain, Finish, Group, JobsOps, NameLimits } from "../Driver.js"
+import type { ClaimedRow, Finish, Group, JobsExplain, JobsOps, NameLimits } from "../Driver.js"
 import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
@@ -37,7 +37,7 @@ import * as FairKeys from "./fairShares.js"
 import * as Ends from "./ends.js"
 import * as Rates from "./rates.js"
 
-export const make = (ctx: MysqlContext): JobsOps & Explain => {
+export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
   const { claimedColumns, deleteCompleted, jobs, pendingIndex, prefix, run, runPlain, sql, ts, usOf } = ctx
   const windows = Rates.make(ctx)
   // With the index (state, name, priority, run_at, id) the probe is a loose index scan ("Using
@@ -358,6 +358,8 @@ export const make = (ctx: MysqlContext): JobsOps & Explain => {
           }))
         }
       ),
+    /** The plan of any statement of this driver (for the plans of other areas' statements). */
+    explainStatement: explain,
     explainProbe: () => explain(probeStatement()),
     explainClaim: (groups, limit, nowUs) =>
       Effect.map(

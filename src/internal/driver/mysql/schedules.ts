@@ -17,6 +17,17 @@ export const make = (ctx: MysqlContext): SchedulesOps => {
           WHERE name = ${name}`,
         (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
       ),
+    scheduleList: (limit) =>
+      Effect.map(
+        sql`SELECT name, ${sql.literal(usOf("last_tick_at"))} AS last_tick_us, ${sql.literal(usOf("updated_at"))} AS updated_at_us
+            FROM ${sql(`${prefix}schedules`)} ORDER BY name LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
+        (rows: ReadonlyArray<any>) =>
+          rows.map((r) => {
+            // A first tick's row holds a placeholder before its tick is written (-infinity, year 1000).
+            const last = num(r.last_tick_us)
+            return { name: String(r.name), lastTickUs: last < -2208988800000000 ? null : last, updatedAtUs: num(r.updated_at_us) }
+          })
+      ),
     scheduleFire: (name, tickUs, nowUs, enqueue) => {
       const schedules = sql(`${prefix}schedules`)
       return sql.withTransaction(Effect.gen(function*() {

@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { num, staleAttempts, toOrphaned, workerRows } from "../shared.js"
+import { num, staleAttempts, toOrphaned, toWorker, workerRows } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): WorkersOps => {
@@ -56,6 +56,13 @@ export const make = (ctx: MysqlContext): WorkersOps => {
     workerRemove: (id) =>
       Effect.zipRight(sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`, workerPrune(1)),
     workerPrune,
+    workerList: (limit) =>
+      Effect.map(
+        sql`SELECT id, host, pid, ${sql.literal(usOf("started_at"))} AS started_at_us,
+              ${sql.literal(usOf("heartbeat_at"))} AS heartbeat_at_us, job_names
+            FROM ${workers} ORDER BY id LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
+        (rows) => rows.map(toWorker)
+      ),
     workerLockStatement: (id) => ["SELECT GET_LOCK(?, 0)", [lockPrefix + id]],
     workerUnlockSql: "SELECT RELEASE_LOCK(?)",
     workerLockName: (id) => lockPrefix + id,

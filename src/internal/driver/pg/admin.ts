@@ -8,8 +8,21 @@ import * as Effect from "effect/Effect"
 import { uniqueGuard } from "../shared.js"
 import type { AdminOps } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, toJobRow, toStats, toSummary } from "../shared.js"
+import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import { type PgContext, pgLockSpace } from "./context.js"
+
+/**
+ * The first `cap` rows of a state, from its partial index (pending, running) or the finished index
+ * (state, finished_at), counted per name: never more rows, however many the table holds. The state
+ * is a literal, so that the planner matches the partial indexes, and the rows are taken in the
+ * order of the index (a scan of the table that stops at the cap could read every other row first).
+ */
+export const countByStateStatement = (ctx: PgContext) => (state: string, cap: number) =>
+  ctx.sql`SELECT name, COUNT(*) AS n FROM (
+      SELECT name FROM ${ctx.jobs} WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
+      ORDER BY ${ctx.sql.literal(state === "pending" ? "name" : state === "running" ? "worker_id" : "finished_at")}
+      LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
+    GROUP BY name`
 
 export const make = (ctx: PgContext): AdminOps => {
   const { claimedColumns, jobs, prefix, sql, ts, us } = ctx
@@ -18,6 +31,11 @@ export const make = (ctx: PgContext): AdminOps => {
       Effect.map(
         sql`UPDATE ${jobs} SET state = 'cancelled', finished_at = ${ts(nowUs)}, worker_id = NULL
             WHERE id = ${id}::bigint AND state IN ('pending', 'running') RETURNING id`,
+        (rows) => rows.length > 0
+      ),
+    jobDelete: (id) =>
+      Effect.map(
+        sql`DELETE FROM ${jobs} WHERE id = ${id}::bigint AND state <> 'running' RETURNING id`,
         (rows) => rows.length > 0
       ),
     jobRetry: (id, nowUs) =>
@@ -68,7 +86,11 @@ export const make = (ctx: PgContext): AdminOps => {
             WHERE ${sql.and([
           ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
           ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`])
+          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
+          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
+          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
         ])}
             ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
         (rows) => rows.map(toSummary)
@@ -83,6 +105,11 @@ export const make = (ctx: PgContext): AdminOps => {
               COUNT(*) FILTER (WHERE finished_at >= ${ts(sinceUs)}) AS recent
             FROM ${jobs} GROUP BY name, state ORDER BY name, state`,
         (rows) => rows.map(toStats)
+      ),
+    jobCountByState: (state, cap) =>
+      Effect.map(
+        countByStateStatement(ctx)(state, cap),
+        (rows: ReadonlyArray<any>) => rows.map((r) => ({ name: String(r.name), count: num(r.n) }))
       ),
     jobRetryByName: (name, state, nowUs, limit, finishedByUs) =>
       Effect.map(

@@ -22,7 +22,7 @@ export type { PgOptions } from "./context.js"
 /** `database`: the database's name (`current_database()`), which scopes worker lock names. */
 export const make = (sql: SqlClient.SqlClient, prefix: string, database: string, options: PgOptions = {}): Driver => {
   const ctx = makeContext(sql, prefix, database, options)
-  const { explainClaim, explainClaimKeyed, explainProbe, ...jobs } = Jobs.make(ctx)
+  const { explainClaim, explainClaimKeyed, explainProbe, explainStatement, ...jobs } = Jobs.make(ctx)
   return {
     capabilities: {
       listenNotify: options.listen !== undefined,
@@ -45,6 +45,13 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
 
 /** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
 export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions = {}): Explain => {
-  const { explainClaim, explainClaimKeyed, explainProbe } = Jobs.make(makeContext(sql, prefix, "", options))
-  return { explainClaim, explainClaimKeyed, explainProbe }
+  const ctx = makeContext(sql, prefix, "", options)
+  const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
+  const countByState = Admin.countByStateStatement(ctx)
+  return {
+    explainClaim,
+    explainClaimKeyed,
+    explainProbe,
+    explainCountByState: (state, cap) => explainStatement(countByState(state, cap))
+  }
 }

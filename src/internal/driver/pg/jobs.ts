@@ -7,7 +7,7 @@
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
-import type { Explain, Finish, Group, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import type { Finish, Group, JobsExplain, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
 import { byClaimOrder, keyedWindow, nameWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
@@ -21,7 +21,7 @@ interface KeyedRide {
   readonly freed: Statement.Fragment
 }
 
-export const make = (ctx: PgContext): JobsOps & Explain => {
+export const make = (ctx: PgContext): JobsOps & JobsExplain => {
   const { asyncCommit, claimedColumnsJ, claimedColumnsU, jobs, options, prefix, run, sql, ts, us } = ctx
   const windows = Rates.make(ctx)
   const { keyRateOpen } = windows
@@ -356,6 +356,8 @@ export const make = (ctx: PgContext): JobsOps & Explain => {
     },
     jobClaim: (groups, limit, nowUs, workerId) =>
       Effect.map(run(claimStatement(groups, limit, nowUs, workerId)), (rows) => rows.map(toClaimed).sort(byClaimOrder)),
+    /** The plan of any statement of this driver (for the plans of other areas' statements). */
+    explainStatement: explain,
     explainProbe: (names) =>
       // Both forms: the one that starts from the names and the scan of every group.
       Effect.zipWith(explain(probeNames(names)), explain(probeAll), (a, b) => [...a, ...b]),

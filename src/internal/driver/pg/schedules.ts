@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import type { SchedulesOps } from "../Driver.js"
 import { num } from "../shared.js"
-import type { PgContext } from "./context.js"
+import { type PgContext, usText } from "./context.js"
 
 export const make = (ctx: PgContext): SchedulesOps => {
   const { prefix, sql, ts, us } = ctx
@@ -15,6 +15,17 @@ export const make = (ctx: PgContext): SchedulesOps => {
       Effect.map(
         sql<{ us: string }>`SELECT ${us("last_tick_at")} AS us FROM ${sql(`${prefix}schedules`)} WHERE name = ${name}`,
         (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
+      ),
+    scheduleList: (limit) =>
+      Effect.map(
+        sql`SELECT name, ${sql.literal(usText("last_tick_at"))} AS last_tick_us, ${sql.literal(usText("updated_at"))} AS updated_at_us
+            FROM ${sql(`${prefix}schedules`)} ORDER BY name LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
+        (rows: ReadonlyArray<any>) =>
+          rows.map((r) => {
+            // A first tick's row holds a placeholder before its tick is written (-infinity, year 1000).
+            const last = num(r.last_tick_us)
+            return { name: String(r.name), lastTickUs: last < -2208988800000000 ? null : last, updatedAtUs: num(r.updated_at_us) }
+          })
       ),
     scheduleFire: (name, tickUs, nowUs, enqueue) => {
       const schedules = sql(`${prefix}schedules`)

@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { num, staleAttempts, toOrphaned, workerRows } from "../shared.js"
+import { num, staleAttempts, toOrphaned, toWorker, workerRows } from "../shared.js"
 import { numbers, type PgContext, pgLockSpace, usText } from "./context.js"
 
 export const make = (ctx: PgContext): WorkersOps => {
@@ -64,6 +64,13 @@ export const make = (ctx: PgContext): WorkersOps => {
     workerRemove: (id) =>
       Effect.zipRight(sql`UPDATE ${workers} SET heartbeat_at = ${ts(0)} WHERE id = ${id}`, workerPrune(1)),
     workerPrune,
+    workerList: (limit) =>
+      Effect.map(
+        sql`SELECT id, host, pid, ${sql.literal(usText("started_at"))} AS started_at_us,
+              ${sql.literal(usText("heartbeat_at"))} AS heartbeat_at_us, job_names
+            FROM ${workers} ORDER BY id LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
+        (rows) => rows.map(toWorker)
+      ),
     workerLockStatement: (id) => ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, lockPrefix + id]],
     workerUnlockSql: "SELECT pg_advisory_unlock($1, hashtext($2))",
     workerLockName: (id) => lockPrefix + id,

@@ -1,0 +1,422 @@
+/**
+ * The requests and responses of the dashboard's API (`DashboardApi`): each a `Schema`, shared by the
+ * server and any client derived from the API. Times are ISO 8601 strings (UTC), ages milliseconds,
+ * job ids decimal strings.
+ *
+ * @since 0.4.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * The states of a job.
+ *
+ * @example
+ * ```ts
+ * const dead = Schema.decodeUnknownSync(DashboardApi.JobState)("dead")
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobState = Schema.Literal("pending", "running", "completed", "dead", "cancelled")
+
+/**
+ * A job id: a decimal string of 1 to 19 digits.
+ *
+ * @example
+ * ```ts
+ * Schema.is(DashboardApi.JobId)("42") // true; "abc" and "-1" are not job ids
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.annotations({ identifier: "JobId" }))
+
+/**
+ * The access a request has: `allow` (read and act), `read-only` (read; actions are refused) or
+ * `deny` (nothing).
+ *
+ * @example
+ * ```ts
+ * const authorize = Effect.succeed<DashboardApi.Access>("read-only")
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const Access = Schema.Literal("allow", "read-only", "deny")
+
+/**
+ * What `Access` decodes to.
+ *
+ * @example
+ * ```ts
+ * const decide = (admin: boolean): DashboardApi.Access => (admin ? "allow" : "read-only")
+ * ```
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Access = typeof Access.Type
+
+/**
+ * What `GET /api/session` returns: the access granted, and the token every action must carry in
+ * the `x-sqlane-csrf` header.
+ *
+ * @example
+ * ```ts
+ * const session = await (await fetch("/sqlane/api/session")).json()
+ * await fetch("/sqlane/api/jobs/42/retry", { method: "POST", headers: { "x-sqlane-csrf": session.csrfToken } })
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class Session extends Schema.Class<Session>("sqlane/dashboard/Session")({
+  access: Schema.Literal("allow", "read-only"),
+  /** Send it back in the `x-sqlane-csrf` header of every action. */
+  csrfToken: Schema.String,
+  /** The header to send it in (`x-sqlane-csrf`). */
+  csrfHeader: Schema.String
+}) {}
+
+/**
+ * A count that stopped at a cap: `count` jobs were counted; `atLeast` is true when the cap was
+ * reached, so there are `count` or more.
+ *
+ * @example
+ * ```ts
+ * // { count: 10000, atLeast: true }: 10,000 jobs or more
+ * const text = (c: DashboardApi.BoundedCount) => `${c.count}${c.atLeast ? "+" : ""}`
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BoundedCount extends Schema.Class<BoundedCount>("sqlane/dashboard/BoundedCount")({
+  count: Schema.Number,
+  atLeast: Schema.Boolean
+}) {}
+
+/**
+ * One job name in the overview: its counts by state (each read up to `Overview.countCap` jobs of
+ * that state), whether it is paused, its concurrency and rate limits where set, and how long its
+ * oldest due job has waited.
+ *
+ * @example
+ * ```ts
+ * const overview = await (await fetch("/sqlane/api/overview")).json()
+ * for (const n of overview.names) console.log(n.name, n.pending.count, n.dead.count, n.paused)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class NameOverview extends Schema.Class<NameOverview>("sqlane/dashboard/NameOverview")({
+  name: Schema.String,
+  pending: BoundedCount,
+  running: BoundedCount,
+  completed: BoundedCount,
+  dead: BoundedCount,
+  cancelled: BoundedCount,
+  paused: Schema.Boolean,
+  /** When the oldest due job became due (ISO 8601), or null when none is due. */
+  oldestDueAt: Schema.NullOr(Schema.String),
+  /** How long the oldest due job has been due (ms), or null. */
+  oldestDueMs: Schema.NullOr(Schema.Number),
+  /**
+   * The name's limits as `sqlane status --json` shows them (running, runningPerKey, rate, slots in
+   * use…), or null when it has none.
+   */
+  limits: Schema.NullOr(Schema.Unknown)
+}) {}
+
+/**
+ * What `GET /api/overview` returns: every job name found among the counted jobs, the paused names
+ * and the names workers handle, sorted by name.
+ *
+ * @example
+ * ```ts
+ * const client = yield* HttpApiClient.make(DashboardApi.api, { baseUrl: "http://127.0.0.1:7070" })
+ * const { names } = yield* client.reads.overview()
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class Overview extends Schema.Class<Overview>("sqlane/dashboard/Overview")({
+  names: Schema.Array(NameOverview),
+  /** The most jobs of one state that were read to count them (so the counts are bounded). */
+  countCap: Schema.Number,
+  /** When the overview was read (ISO 8601). */
+  at: Schema.String
+}) {}
+
+/**
+ * A job as listed (no payload, result or error history: see `JobDetail`).
+ *
+ * @example
+ * ```ts
+ * const page = await (await fetch("/sqlane/api/jobs?state=running")).json()
+ * for (const job of page.jobs) console.log(job.id, job.name, job.claimedAt, job.workerId)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobSummary extends Schema.Class<JobSummary>("sqlane/dashboard/JobSummary")({
+  id: Schema.String,
+  name: Schema.String,
+  state: Schema.String,
+  attempts: Schema.Number,
+  priority: Schema.Number,
+  runAt: Schema.String,
+  createdAt: Schema.String,
+  claimedAt: Schema.NullOr(Schema.String),
+  finishedAt: Schema.NullOr(Schema.String),
+  workerId: Schema.NullOr(Schema.String),
+  lastError: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * A page of jobs, newest first; `nextCursor` fetches the next page (null: this is the last).
+ *
+ * @example
+ * ```ts
+ * let cursor: string | null = null
+ * do {
+ *   const page = await (await fetch(`/sqlane/api/jobs?limit=100${cursor ? `&cursor=${cursor}` : ""}`)).json()
+ *   cursor = page.nextCursor
+ * } while (cursor !== null)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobPage extends Schema.Class<JobPage>("sqlane/dashboard/JobPage")({
+  jobs: Schema.Array(JobSummary),
+  nextCursor: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * The filters of `GET /api/jobs` (URL parameters): job name, state, id, unique key, creation time
+ * range (`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601), and the page: `cursor` (a
+ * page's `nextCursor`) and `limit` (1–500, default 50).
+ *
+ * @example
+ * ```ts
+ * const filter: typeof DashboardApi.JobFilter.Type = { name: "send-email", state: "dead", createdFrom: "2026-01-01T00:00:00Z" }
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const JobFilter = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  state: Schema.optional(JobState),
+  id: Schema.optional(JobId),
+  uniqueKey: Schema.optional(Schema.String),
+  createdFrom: Schema.optional(Schema.String),
+  createdBefore: Schema.optional(Schema.String)
+})
+
+/** The page of a job list: `cursor` (a page's `nextCursor`) and `limit` (1–500, default 50). @internal */
+export const PageParams = {
+  cursor: Schema.optional(JobId),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500)))
+}
+
+/**
+ * One attempt's error, as the job stores it.
+ *
+ * @example
+ * ```ts
+ * const { errors } = await (await fetch("/sqlane/api/jobs/42")).json()
+ * for (const e of errors) console.log(`#${e.attempt} ${e.kind}: ${e.message}`)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class AttemptErrorView extends Schema.Class<AttemptErrorView>("sqlane/dashboard/AttemptError")({
+  attempt: Schema.Number,
+  at: Schema.String,
+  kind: Schema.String,
+  tag: Schema.NullOr(Schema.String),
+  message: Schema.String,
+  stack: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * What `GET /api/jobs/:id` returns: the job with its payload and result as JSON text, every
+ * attempt's error, its progress and the trace id of the span that enqueued it.
+ *
+ * @example
+ * ```ts
+ * const detail = await (await fetch("/sqlane/api/jobs/42")).json()
+ * const payload = JSON.parse(detail.payload) // data: show it as text, never as markup
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class JobDetail extends Schema.Class<JobDetail>("sqlane/dashboard/JobDetail")({
+  job: JobSummary,
+  /** The payload as JSON text. */
+  payload: Schema.String,
+  /** The result as JSON text, or null. */
+  result: Schema.NullOr(Schema.String),
+  errors: Schema.Array(AttemptErrorView),
+  progress: Schema.NullOr(Schema.Struct({
+    value: Schema.Number,
+    message: Schema.NullOr(Schema.String),
+    attempt: Schema.Number,
+    at: Schema.String
+  })),
+  /** The trace id (32 hex digits) of the span that enqueued the job, when a tracer was installed. */
+  traceId: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * A periodic job that has enqueued a tick: its name and latest tick. The expression and time zone
+ * live in the app's code (`PeriodicJob.make`), not in the database, so they are not shown.
+ *
+ * @example
+ * ```ts
+ * const { periodicJobs } = await (await fetch("/sqlane/api/periodic-jobs")).json()
+ * for (const p of periodicJobs) console.log(p.name, p.lastTickAt)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class PeriodicJobView extends Schema.Class<PeriodicJobView>("sqlane/dashboard/PeriodicJob")({
+  name: Schema.String,
+  lastTickAt: Schema.NullOr(Schema.String),
+  updatedAt: Schema.String
+}) {}
+
+/**
+ * What `GET /api/periodic-jobs` returns.
+ *
+ * @example
+ * ```ts
+ * const { periodicJobs } = yield* client.reads.periodicJobs()
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class PeriodicJobList extends Schema.Class<PeriodicJobList>("sqlane/dashboard/PeriodicJobList")({
+  periodicJobs: Schema.Array(PeriodicJobView)
+}) {}
+
+/**
+ * A worker's row: id, host, pid, when it started, its heartbeat's age (ms), the job names it
+ * handles and its running jobs.
+ *
+ * @example
+ * ```ts
+ * const { workers } = await (await fetch("/sqlane/api/workers")).json()
+ * const stale = workers.filter((w) => w.heartbeatAgeMs > 30_000)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class WorkerView extends Schema.Class<WorkerView>("sqlane/dashboard/Worker")({
+  id: Schema.String,
+  host: Schema.String,
+  pid: Schema.Number,
+  startedAt: Schema.String,
+  heartbeatAgeMs: Schema.Number,
+  jobNames: Schema.Array(Schema.String),
+  /** Ids of its running jobs (at most 1,000 running jobs are read over all workers). */
+  runningJobs: Schema.Array(Schema.String)
+}) {}
+
+/**
+ * What `GET /api/workers` returns.
+ *
+ * @example
+ * ```ts
+ * const { workers } = yield* client.reads.workers()
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class WorkerList extends Schema.Class<WorkerList>("sqlane/dashboard/WorkerList")({
+  workers: Schema.Array(WorkerView)
+}) {}
+
+/**
+ * What an action on one job or job name did: `changed` false when there was nothing to do (a job
+ * not dead or cancelled for a retry, a name already paused…); `state` is the job's state before.
+ *
+ * @example
+ * ```ts
+ * const headers = { "x-sqlane-csrf": session.csrfToken }
+ * const outcome = await (await fetch("/sqlane/api/jobs/42/retry", { method: "POST", headers })).json()
+ * // { changed: true, state: "dead" }
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class ActionOutcome extends Schema.Class<ActionOutcome>("sqlane/dashboard/ActionOutcome")({
+  changed: Schema.Boolean,
+  state: Schema.NullOr(Schema.String)
+}) {}
+
+/**
+ * The body of a bulk action: the jobs a filter selects (`JobFilter`), and `confirm`: the count a
+ * first call (without it) returned. At most `maxBulk` jobs are selected.
+ *
+ * @example
+ * ```ts
+ * const body = { filter: { name: "send-email", state: "dead" } }
+ * const { count } = await post("/sqlane/api/bulk/retry", body) // nothing changes yet
+ * await post("/sqlane/api/bulk/retry", { ...body, confirm: count }) // retries them
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BulkRequest extends Schema.Class<BulkRequest>("sqlane/dashboard/BulkRequest")({
+  filter: JobFilter,
+  confirm: Schema.optional(Schema.Number)
+}) {}
+
+/**
+ * What a bulk action returns: without `confirm`, `count` (the jobs selected) and `done: false`;
+ * with the right `confirm`, `done: true` and `changed` (the jobs it retried, cancelled or deleted).
+ *
+ * @example
+ * ```ts
+ * // first { count: 12, done: false, changed: 0 }, then { count: 12, done: true, changed: 12 }
+ * const summary = (o: DashboardApi.BulkOutcome) => (o.done ? `${o.changed} of ${o.count}` : `${o.count} selected`)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class BulkOutcome extends Schema.Class<BulkOutcome>("sqlane/dashboard/BulkOutcome")({
+  count: Schema.Number,
+  done: Schema.Boolean,
+  changed: Schema.Number
+}) {}
+
+/**
+ * The most jobs one bulk action selects: 10,000 (narrow the filter for more).
+ *
+ * @example
+ * ```ts
+ * if (count > DashboardApi.maxBulk) console.log("narrow the filter")
+ * ```
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const maxBulk = 10_000
