@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs"
 
 /** The public modules: the package root and the subpath modules written for users to import. */
-const entryPoints = ["src/index.ts", "src/testing.ts", "src/promise.ts"].filter((file) => existsSync(file))
+const entryPoints = ["src/index.ts", "src/testing.ts", "src/promise.ts", "src/dashboard.ts"].filter((file) => existsSync(file))
 
 /** @type {Partial<import("typedoc").TypeDocOptions>} */
 export default {

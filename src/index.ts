@@ -37,10 +37,6 @@ export * as Admin from "./services/Admin.js"
 export * as Pruner from "./services/Pruner.js"
 /** @since 0.1.0 */
 export * as Events from "./services/Events.js"
-/** @since 0.4.0 */
-export * as Dashboard from "./dashboard/Dashboard.js"
-/** @since 0.4.0 */
-export * as DashboardApi from "./dashboard/Api.js"
 /** @since 0.1.0 */
 export { QueueLive } from "./layers/QueueLive.js"
 /** @since 0.1.0 */
