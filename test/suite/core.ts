@@ -29,7 +29,7 @@ import * as MysqlText from "../../src/internal/mysqlText.js"
 import { endKey } from "../../src/internal/driver/shared.js"
 import { Admin, Errors, Events, Job, Migrations, Notifier, Queue, Worker } from "../../src/index.js"
 import { waitFor } from "../../src/testing.js"
-import { countJobs, dropTables, holdJobRow, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
+import { countingRides, countJobs, dropTables, holdJobRow, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { clientLayer, type Target, uniquePrefix } from "../support/targets.js"
 
 import { Noop } from "../support/jobs.js"
@@ -725,25 +725,11 @@ export const core = (target: Target) => {
     it.live(name("with a backlog, most claims ride on end writes, and the slots are never over-filled"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          // On both dialects: a Claimer wrapper that counts the jobs claimed with the writes of ends
-          // (on MySQL/MariaDB the ride is the ends written in the claim's transaction).
+          // On both dialects: count the jobs claimed with the writes of ends (on MySQL/MariaDB the
+          // ride is the ends written in the claim's transaction).
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const jobs = sql(prefix + "jobs")
-          let rode = 0
-          const spying = Layer.effect(
-            Claimer.Claimer,
-            Effect.map(Claimer.make, (claimer) => ({
-              ...claimer,
-              finishAndClaim: (...args: Parameters<typeof claimer.finishAndClaim>) =>
-                Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
-            }))
-          )
-          const services = yield* Layer.build(
-            Completer.layer.pipe(
-              Layer.provideMerge(spying),
-              Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
-            )
-          )
+          const { rode, services } = yield* countingRides
           const total = 200
           let ran = 0
           let inHandler = 0
@@ -772,7 +758,7 @@ export const core = (target: Target) => {
           }
           assert.strictEqual(ran, total)
           // The first claim (4 jobs) is the loop's own; nearly every later one rides.
-          assert.isAtLeast(rode, total * 0.8, `${rode} of ${total} jobs were claimed with an end write`)
+          assert.isAtLeast(rode(), total * 0.8, `${rode()} of ${total} jobs were claimed with an end write`)
           assert.isAtMost(maxClaimed, 4)
           assert.isAtMost(maxInHandler, 4)
         })), 60_000)

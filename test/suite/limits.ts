@@ -16,11 +16,9 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { Admin, Claimer, Errors, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
-import { Facts } from "../../src/internal/facts.js"
-import * as Completer from "../../src/services/Completer.js"
 import { nowMicros } from "../../src/internal/time.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
-import { countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
+import { countingRides, countJobs, realSleep, testLayer, waitUntil, withQueue } from "../support/helpers.js"
 import { awaitExit, runCli, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 import { Limited, limitedLimits } from "../support/jobs.js"
@@ -283,22 +281,7 @@ export const limits = (target: Target) => {
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const ledger = yield* runsLedger(prefix)
-          // A Claimer wrapper that counts the jobs claimed with the writes of ends.
-          let rode = 0
-          const spying = Layer.effect(
-            Claimer.Claimer,
-            Effect.map(Claimer.make, (claimer) => ({
-              ...claimer,
-              finishAndClaim: (...args: Parameters<typeof claimer.finishAndClaim>) =>
-                Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
-            }))
-          )
-          const services = yield* Layer.build(
-            Completer.layer.pipe(
-              Layer.provideMerge(spying),
-              Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
-            )
-          )
+          const { rode, services } = yield* countingRides
           const queue = yield* Queue.Queue
           // Worker a alone, its jobs short: its claims ride on the writes of its ends.
           let running = 0
@@ -316,7 +299,7 @@ export const limits = (target: Target) => {
           yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 45), 60_000, "45 jobs completed")
           yield* Scope.close(first, Exit.void)
           // Its first claim is its own; most later ones ride (none did before limited names could).
-          assert.isAtLeast(rode, 45 / 2, `${rode} of 45 jobs were claimed with an end write`)
+          assert.isAtLeast(rode(), 45 / 2, `${rode()} of 45 jobs were claimed with an end write`)
           assert.strictEqual(mostRunning, 3)
           yield* Worker.make({ handlers: [recording(Capped, prefix, "a", 5)], concurrency: 5 })
           // With worker b beside it, in a pool of its own: a riding worker leaves a freed slot to the

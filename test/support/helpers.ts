@@ -4,6 +4,10 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import { QueueLive } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
+import { Facts } from "../../src/internal/facts.js"
+import * as Claimer from "../../src/services/Claimer.js"
+import * as Completer from "../../src/services/Completer.js"
 import type { QueueOptions } from "../../src/services/QueueConfig.js"
 import { clientLayer, type Target, uniquePrefix } from "./targets.js"
 
@@ -107,3 +111,27 @@ export const ledgerOf = (prefix: string) =>
         Effect.orDie(sql`INSERT INTO ${ledger} (job_id, worker) VALUES (${jobId}, ${worker})`)
     }
   })
+
+/**
+ * A Completer on a Claimer that counts the jobs claimed with the writes of ends (claims riding on
+ * them; on MySQL/MariaDB the ends written in the claim's transaction): the services to give a
+ * `Worker.make`, and the count so far. Built in the caller's scope, on its `Database` and `Facts`.
+ */
+export const countingRides = Effect.gen(function*() {
+  let rode = 0
+  const spying = Layer.effect(
+    Claimer.Claimer,
+    Effect.map(Claimer.make, (claimer) => ({
+      ...claimer,
+      finishAndClaim: (...args: Parameters<typeof claimer.finishAndClaim>) =>
+        Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
+    }))
+  )
+  const services = yield* Layer.build(
+    Completer.layer.pipe(
+      Layer.provideMerge(spying),
+      Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
+    )
+  )
+  return { services, rode: () => rode }
+})
