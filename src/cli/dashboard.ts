@@ -30,6 +30,27 @@ const sameText = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** Loopback addresses: a server bound to one answers only requests addressed to a loopback name. */
+const loopback = /^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$/
+
+/**
+ * Answers 421 to a request whose `Host` is not a loopback name, when the server is bound to a
+ * loopback address: a web page whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends
+ * its own name, and is refused before it can read the CSRF token or act.
+ */
+const loopbackHostOnly = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const host = (request.headers["host"] ?? "").toLowerCase()
+    const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d+$/, "")
+    if (!loopback.test(name)) {
+      return HttpServerResponse.unsafeJson({ _tag: "MisdirectedRequest", message: "this dashboard answers requests to localhost only" }, {
+        status: 421
+      })
+    }
+    return yield* app
+  })
+
 /** Answers 401 (with `WWW-Authenticate: Basic`) to a request without these credentials. */
 const basicAuth = (credentials: string) => <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.gen(function*() {
@@ -68,11 +89,12 @@ export const dashboard = Command.make(
         // The value is not repeated: it may hold a password.
         return yield* new CliError({ message: "--basic-auth must be USER:PASS (a user, a colon, a password)" })
       }
-      if (Option.isNone(c.basicAuth) && !/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(c.host)) {
+      if (Option.isNone(c.basicAuth) && !loopback.test(c.host)) {
         yield* Effect.logWarning(`sqlane dashboard: ${c.host} is reachable from other machines and no --basic-auth is set`)
       }
       const app = yield* Dashboard.httpApp({ authorize: Effect.succeed(c.readOnly ? "read-only" : "allow") })
-      const guarded = Option.match(c.basicAuth, { onNone: () => app, onSome: (credentials) => basicAuth(credentials)(app) })
+      const authed = Option.match(c.basicAuth, { onNone: () => app, onSome: (credentials) => basicAuth(credentials)(app) })
+      const guarded = loopback.test(c.host) ? loopbackHostOnly(authed) : authed
       const announce = HttpServer.addressFormattedWith((address) =>
         Console.log(
           `sqlane dashboard: listening on ${address}/api/ (OpenAPI at ${address}/api/openapi.json)` +

@@ -371,8 +371,10 @@ export class ActionOutcome extends Schema.Class<ActionOutcome>("sqlane/dashboard
 }) {}
 
 /**
- * The body of a bulk action: the jobs a filter selects (`JobFilter`), and `confirm`: the count a
- * first call (without it) returned. At most `maxBulk` jobs are selected.
+ * The body of a bulk action: the jobs a filter selects (`JobFilter`, with a job name, a state, an id
+ * or a unique key; an unknown key is refused), and `confirm`: the count a first call (without it)
+ * returned. At most `maxBulk` jobs are selected. A confirmed action runs to its end even when the
+ * client goes away (each job is one statement: about 1 ms a job).
  *
  * @example
  * ```ts
@@ -385,7 +387,8 @@ export class ActionOutcome extends Schema.Class<ActionOutcome>("sqlane/dashboard
  * @category schemas
  */
 export class BulkRequest extends Schema.Class<BulkRequest>("sqlane/dashboard/BulkRequest")({
-  filter: JobFilter,
+  // An unknown filter key (a typo) is refused, not dropped: dropped, it would select every job.
+  filter: JobFilter.annotations({ parseOptions: { onExcessProperty: "error" } }),
   confirm: Schema.optional(Schema.Number)
 }) {}
 

@@ -20,6 +20,7 @@ import * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
+import * as http from "node:http"
 import { createServer } from "node:http"
 import { Dashboard } from "../../src/dashboard.js"
 import { Job, Queue } from "../../src/index.js"
@@ -229,10 +230,31 @@ export const dashboard = (target: Target) => {
           assert.strictEqual(wrong.status, 409, wrong.text)
           assert.deepStrictEqual([wrong.body._tag, wrong.body.count], ["ConfirmationMismatch", 2])
           assert.strictEqual(yield* stateOf(prefix, ids[2]), "dead")
+          // A filter with a typo, or none, selects nothing: refused, not read as "every job".
+          const typo = yield* api.act("/api/bulk/retry", { filter: { name: "dash.report", status: "dead" } })
+          assert.strictEqual(typo.status, 400, typo.text)
+          const empty = yield* api.act("/api/bulk/delete", { filter: {} })
+          assert.strictEqual(empty.status, 400, empty.text)
           const done = yield* api.act("/api/bulk/retry", { filter, confirm: 2 })
           assert.deepStrictEqual(done.body, { count: 2, done: true, changed: 2 })
           assert.deepStrictEqual([yield* stateOf(prefix, ids[2]), yield* stateOf(prefix, ids[3])], ["pending", "pending"])
         })))
+
+    it.live(name("overview past the count cap: each name's pending jobs counted up to the cap, the others' states as lower bounds"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          // More pending jobs of one name than the cap (10,000), and a few of a name after it in
+          // name order (the order of a capped read of the pending index).
+          for (let i = 0; i < 11; i++) yield* queue.enqueueMany(Mail, Array.from({ length: 1000 }, (_, n) => ({ to: `${n}` })))
+          yield* queue.enqueueMany(Report, [{ n: 1 }, { n: 2 }, { n: 3 }])
+          const base = yield* serve()
+          const overview = yield* client(base).get("/api/overview")
+          assert.strictEqual(overview.status, 200, overview.text)
+          const byName = (n: string) => overview.body.names.find((x: any) => x.name === n)
+          assert.deepStrictEqual(byName("dash.mail").pending, { count: 10_000, atLeast: true })
+          assert.deepStrictEqual(byName("dash.report").pending, { count: 3, atLeast: false })
+        })), 120_000)
 
     it.live(name("refusals: read-only, denied, cross-origin and token-less actions"), () =>
       withQueue(target, (prefix) =>
@@ -313,6 +335,20 @@ export const dashboard = (target: Target) => {
           assert.deepStrictEqual([refused.status, refused.body.reason], [403, "read-only"])
           const spec = yield* Effect.promise(() => fetch(`${base}/api/openapi.json`, { headers: auth }).then((r) => r.status))
           assert.strictEqual(spec, 200)
+          // Bound to 127.0.0.1, it answers requests addressed to a loopback name only (DNS rebinding:
+          // a page whose name resolves to 127.0.0.1 sends its own name).
+          const port = Number(new URL(base).port)
+          const hostAs = (host: string) =>
+            Effect.async<number>((resume) => {
+              const req = http.request({ host: "127.0.0.1", port, path: "/api/session", headers: { ...auth, host } }, (res) => {
+                res.resume()
+                resume(Effect.succeed(res.statusCode ?? 0))
+              })
+              req.on("error", () => resume(Effect.succeed(-1)))
+              req.end()
+            })
+          assert.strictEqual(yield* hostAs(`evil.example:${port}`), 421)
+          assert.strictEqual(yield* hostAs(`localhost:${port}`), 200)
         })))
   })
 }

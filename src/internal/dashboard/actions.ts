@@ -76,6 +76,10 @@ export const layer = HttpApiBuilder.group(Api.api, "actions", (handlers) =>
 
     const bulk = (action: "retry" | "cancel" | "delete", request: Api.BulkRequest) =>
       Effect.gen(function*() {
+        const f = request.filter
+        if (f.name === undefined && f.state === undefined && f.id === undefined && f.uniqueKey === undefined) {
+          return yield* new Api.BadRequest({ message: "a bulk action's filter needs a job name, a state, an id or a unique key" })
+        }
         const ids = yield* select(request.filter)
         if (request.confirm === undefined) return new Api.BulkOutcome({ count: ids.length, done: false, changed: 0 })
         if (request.confirm !== ids.length) {
@@ -118,5 +122,9 @@ export const layer = HttpApiBuilder.group(Api.api, "actions", (handlers) =>
           { filter: JSON.stringify(payload.filter) },
           (o: Api.BulkOutcome) => ({ count: o.count, done: o.done, changed: o.changed }),
           bulk(path.action, payload)
-        ).pipe(Effect.catchTag("SqlError", databaseError)))
+        ).pipe(
+          Effect.catchTag("SqlError", databaseError),
+          // A client that goes away (a proxy's timeout) does not cut the action short, nor its audit line.
+          Effect.uninterruptible
+        ))
   }))

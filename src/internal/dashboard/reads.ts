@@ -75,6 +75,9 @@ const page = (admin: Admin.AdminShape, options: Admin.ListOptions, cursor: strin
 
 const states = ["pending", "running", "completed", "dead", "cancelled"] as const
 
+/** Pending jobs due by this instant (µs; 2200-01-01, within a JS number's exact range) count as pending. */
+const pendingUntilUs = 7_258_118_400_000_000
+
 /** The handlers of `Api.Reads`, given how a request's access is decided and the CSRF token (for `session`). */
 export const layer = (access: Access) =>
   HttpApiBuilder.group(Api.api, "reads", (handlers) =>
@@ -111,9 +114,20 @@ export const layer = (access: Access) =>
         const paused = new Set(pausedRows.map((p) => nameKey(p.name)))
         for (const p of pausedRows) entry(p.name)
         for (const n of yield* admin.handledNames) entry(n)
+        // Every name with pending jobs (one index entry per name and priority), and its oldest due job.
+        const groups = yield* driver.jobPendingGroups()
+        for (const g of groups) entry(g.name)
         const all = Array.from(names.values())
+        // The capped read of a state takes its jobs in index order (pending: by name), so past the
+        // cap a name's count may be short or missing: pending jobs are then counted name by name,
+        // each up to the cap (the pending index has the name first); other states' counts are shown
+        // as lower bounds.
+        const pendingByName = atLeast.pending
+        if (pendingByName) {
+          for (const r of yield* driver.jobCountDue(all, pendingUntilUs, countCap)) entry(r.name).pending = r.due
+        }
         const firstDue = new Map<string, number>()
-        for (const p of yield* driver.jobProbe(all)) {
+        for (const p of groups) {
           if (p.nextUs > nowUs) continue
           const key = nameKey(p.name)
           firstDue.set(key, Math.min(firstDue.get(key) ?? Infinity, p.nextUs))
@@ -121,7 +135,7 @@ export const layer = (access: Access) =>
         const limits = yield* Limits.ofNames(driver, all, nameKey, nowUs)
         const limitsByKey = new Map(Array.from(limits, ([n, l]) => [nameKey(n), l]))
         const bounded = (state: (typeof states)[number], n: number) =>
-          new Api.BoundedCount({ count: n, atLeast: atLeast[state] && n > 0 })
+          new Api.BoundedCount({ count: n, atLeast: state === "pending" && pendingByName ? n >= countCap : atLeast[state] })
         return new Api.Overview({
           countCap,
           at: microsToDate(nowUs).toISOString(),

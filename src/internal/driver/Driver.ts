@@ -103,6 +103,8 @@ export interface Driver {
    * scan: reads one index entry per (name, priority) with pending jobs, nothing else.
    */
   readonly jobProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ProbeRow>, SqlError>
+  /** `jobProbe` of every job name: each (name, priority) with pending jobs, and its earliest `run_at`. */
+  readonly jobPendingGroups: () => Effect.Effect<ReadonlyArray<ProbeRow>, SqlError>
   /**
    * Claims up to `limit` due jobs of `groups`, ordered by priority, `run_at`, id: marks them
    * `running`, counts the attempt, records the worker. Returns them in claim order. Each group
@@ -500,6 +502,7 @@ export type InsertOps = Pick<Driver, "jobInsertMany" | "jobInsertUnique" | "jobN
 export type JobsOps = Pick<
   Driver,
   | "jobProbe"
+  | "jobPendingGroups"
   | "jobClaim"
   | "jobClaimKeyed"
   | "jobClaimRated"

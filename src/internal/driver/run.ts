@@ -108,6 +108,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     jobInsertMany: hot(d.jobInsertMany),
     jobInsertUnique: hot(d.jobInsertUnique),
     jobProbe: hot(d.jobProbe),
+    jobPendingGroups: cold(d.jobPendingGroups),
     jobClaim: hot(d.jobClaim),
     jobClaimKeyed: hot(d.jobClaimKeyed),
     jobClaimRated: hot(d.jobClaimRated),

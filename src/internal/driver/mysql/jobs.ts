@@ -346,6 +346,11 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
       ))
   }
   return {
+    jobPendingGroups: () =>
+      Effect.map(
+        run(probeStatement(), "unprepared"),
+        (rows) => rows.map((r) => ({ name: r.name, priority: num(r.priority), nextUs: num(r.next_us) }))
+      ),
     jobProbe: (names) =>
       Effect.map(
         run(probeStatement(), "unprepared"),

@@ -337,6 +337,8 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     )
   }
   return {
+    jobPendingGroups: () =>
+      Effect.map(run(probeAll), (rows) => rows.map((r) => ({ name: r.name, priority: num(r.priority), nextUs: num(r.next_us) }))),
     jobProbe: (names) => {
       const perName = probePerName(names)
       return Effect.map(
