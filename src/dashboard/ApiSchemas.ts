@@ -31,7 +31,12 @@ export const JobState = Schema.Literal("pending", "running", "completed", "dead"
  * @since 0.4.0
  * @category schemas
  */
-export const JobId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.annotations({ identifier: "JobId" }))
+export const JobId = Schema.String.pipe(
+  Schema.pattern(/^\d{1,19}$/),
+  // Ids are 64-bit signed integers in both databases: a larger number is a bad request, not a query.
+  Schema.filter((s) => BigInt(s) <= 9_223_372_036_854_775_807n, { message: () => "a job id is at most 9223372036854775807" }),
+  Schema.annotations({ identifier: "JobId" })
+)
 
 /**
  * The access a request has: `allow` (read and act), `read-only` (read; actions are refused) or
