@@ -150,6 +150,10 @@ export const dashboard = (target: Target) => {
           const badTime = yield* api.get("/api/jobs?createdFrom=yesterday")
           assert.strictEqual(badTime.status, 400)
           assert.strictEqual(badTime.body._tag, "BadRequest")
+          for (const time of ["1", "-271821-04-20T00:00:00Z", "+020000-01-01T00:00:00Z"]) {
+            const outOfRange = yield* api.get(`/api/jobs?createdBefore=${encodeURIComponent(time)}`)
+            assert.strictEqual(outOfRange.status, 400, `${time}: ${outOfRange.text}`)
+          }
           // Ids past a 64-bit integer are bad requests on both databases (not a failed query).
           for (const path of ["/api/jobs/9223372036854775808", "/api/jobs?id=9999999999999999999", "/api/jobs?cursor=9223372036854775808"]) {
             const tooBig = yield* api.get(path)

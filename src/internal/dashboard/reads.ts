@@ -41,12 +41,15 @@ export const summaryView = (j: Admin.JobSummary) =>
     lastError: j.lastError ?? null
   })
 
-/** An ISO 8601 time of a filter, or `BadRequest`. */
+/** An ISO 8601 time of a filter (a date, with a time of day and a zone if given), or `BadRequest`. */
 const timeParam = (label: string, text: string | undefined) => {
   if (text === undefined) return Effect.succeed(undefined)
-  const d = new Date(text)
-  return Number.isNaN(d.getTime())
-    ? Effect.fail(new Api.BadRequest({ message: `${label} is not a time (ISO 8601): ${JSON.stringify(text)}` }))
+  // A date first (not a bare number, which `Date` would read as a year), within years 1–9999 (what
+  // both databases store).
+  const d = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN)
+  const year = d.getUTCFullYear()
+  return Number.isNaN(d.getTime()) || year < 1 || year > 9999
+    ? Effect.fail(new Api.BadRequest({ message: `${label} is not a time (ISO 8601, years 1–9999): ${JSON.stringify(text)}` }))
     : Effect.succeed(d)
 }
 
