@@ -157,6 +157,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     /** Rides cut short by limits since this worker last left a slot to others; the ride in flight leaves one. */
     let boundRides = 0
     let yielding = false
+    /** The last ride left a slot to others: the next takes back no more than its own ends free. */
+    let yielded = false
     /** A claim made with a write is in flight, or its answer not yet taken: the loop must not claim beside it. */
     let rideInFlight = false
     let rideGroups: ReadonlyArray<Group> = []
@@ -182,7 +184,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // Leave a slot only while later ends of this worker will carry the ride on.
         yielding = rideBound && ++boundRides >= yieldEvery && slots.running() > ended
         if (yielding) boundRides = 0
-        const limit = yielding ? ended - 1 : slots.free(true, ended)
+        const limit = yielding ? ended - 1 : yielded ? Math.min(ended, slots.free(true, ended)) : slots.free(true, ended)
+        yielded = yielding
         if (groups.length === 0 || limit < 0 || (limit === 0 && !yielding)) return pass()
         slots.claimStarted(true)
         rideInFlight = true
