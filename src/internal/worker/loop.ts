@@ -313,7 +313,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
               if (wake === undefined || wake.probe) probeNext = true
               else if (wake.groups.length > 0) due = mergeGroups(due, wake.groups)
               const graceMs = Math.min(50, 2 + 2 * (slots.attemptMs() ?? 0))
-              const releasedOnly = wake !== undefined && !wake.probe && wake.groups.length === 0
+              const releasedOnly = wake?.released === true && !wake.probe && wake.groups.length === 0
               const answer = releasedOnly
                 ? yield* Effect.raceFirst(Queue.take(answers), Effect.as(wallSleep(graceMs), undefined))
                 : undefined
