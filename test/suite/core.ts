@@ -1064,20 +1064,32 @@ export const core = (target: Target) => {
         Effect.gen(function*() {
           // Five enqueues in one transaction: three NOTIFY at its commit, the other two trail by
           // `hintDelay` (20 ms). A process that closes sooner (a script) used to drop the trailing one.
-          const t = testLayer(target, { pollInterval: "1 hour" })
-          const listener = new Pg.Client({ connectionString: target.url })
-          const payloads: Array<string> = []
-          listener.on("notification", (n) => payloads.push(n.payload ?? ""))
-          yield* Effect.promise(() => listener.connect())
-          yield* Effect.promise(() => listener.query(`LISTEN "${t.prefix}jobs"`))
-          yield* Effect.scoped(Effect.gen(function*() {
-            const sql = yield* SqlClient.SqlClient
-            const queue = yield* Queue.Queue
-            yield* sql.withTransaction(Effect.forEach([1, 2, 3, 4, 5], (i) => queue.enqueue(Noop, { i }), { discard: true }))
-          }).pipe(Effect.provide(t.layer)))
-          yield* realSleep(500)
-          yield* Effect.promise(() => listener.end())
-          yield* dropTables(t.prefix).pipe(Effect.provide(t.client))
+          // The five must fall within one limiter window (wall-clock): a run the machine stalled past
+          // it is not a verdict, and is tried again.
+          let payloads: Array<string> = []
+          for (let tries = 0; tries < 10; tries++) {
+            const t = testLayer(target, { pollInterval: "1 hour" })
+            const listener = new Pg.Client({ connectionString: target.url })
+            const heard: Array<string> = []
+            listener.on("notification", (n) => heard.push(n.payload ?? ""))
+            yield* Effect.promise(() => listener.connect())
+            yield* Effect.promise(() => listener.query(`LISTEN "${t.prefix}jobs"`))
+            let took = 0
+            yield* Effect.scoped(Effect.gen(function*() {
+              const sql = yield* SqlClient.SqlClient
+              const queue = yield* Queue.Queue
+              yield* sql.withTransaction(Effect.gen(function*() {
+                const t0 = Date.now()
+                yield* Effect.forEach([1, 2, 3, 4, 5], (i) => queue.enqueue(Noop, { i }), { discard: true })
+                took = Date.now() - t0
+              }))
+            }).pipe(Effect.provide(t.layer)))
+            yield* realSleep(500)
+            yield* Effect.promise(() => listener.end())
+            yield* dropTables(t.prefix).pipe(Effect.provide(t.client))
+            payloads = heard
+            if (took < Notifier.notifyWindowMillis) break
+          }
           // PostgreSQL sends one NOTIFY for the three alike in the transaction; the trailing one follows.
           assert.strictEqual(payloads.length, 2, JSON.stringify(payloads))
         }))
