@@ -324,7 +324,7 @@ export const dashboard = (target: Target) => {
             /listening on/,
             env
           )
-          assert.match(server.line, /listening on http:\/\/127\.0\.0\.1:\d+\/api\/.*read-only, basic auth/)
+          assert.match(server.line, /listening on http:\/\/127\.0\.0\.1:\d+\/ \(the API at http:\/\/127\.0\.0\.1:\d+\/api\/.*read-only, basic auth/)
           assert.notInclude(server.line + server.stderr(), "s3cret-pass")
           const base = /(http:\/\/127\.0\.0\.1:\d+)/.exec(server.line)![1]
           const auth = { authorization: `Basic ${Buffer.from("ops:s3cret-pass").toString("base64")}` }
