@@ -152,12 +152,18 @@ const act = async <A>(path: string, body?: unknown): Promise<A> => {
 
 const segment = encodeURIComponent
 
+/** A server without `GET api/stats` is asked again a minute later, not on every poll. */
+let statsMissingUntil = 0
+
 export const api = {
   overview: () => request<Overview>("api/overview"),
   /** The stats of the last hour, or null where the server has no such endpoint (404). */
-  stats: () =>
-    request<Stats>("api/stats").catch((e: unknown) => {
-      if (e instanceof ApiError && e.status === 404) return null
+  stats: (): Promise<Stats | null> =>
+    Date.now() < statsMissingUntil ? Promise.resolve(null) : request<Stats>("api/stats").catch((e: unknown) => {
+      if (e instanceof ApiError && e.status === 404) {
+        statsMissingUntil = Date.now() + 60_000
+        return null
+      }
       throw e
     }),
   jobs: (filter: JobFilter, cursor?: string, limit = 50) => request<JobPage>(`api/jobs${query({ ...filter, cursor, limit })}`),

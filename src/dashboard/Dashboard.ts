@@ -166,16 +166,16 @@ export const layer = (
     Effect.gen(function*() {
       const basePath = (options.basePath ?? "/sqlane").replace(/\/+$/, "")
       const app = yield* httpApp(options)
-      // A relative redirect (`sqlane/` from `/sqlane`), so that it holds behind a proxy that moves the path.
-      if (basePath !== "") {
-        const last = basePath.slice(basePath.lastIndexOf("/") + 1)
-        yield* router.add("GET", basePath as `/${string}`, HttpServerResponse.redirect(`./${last}/`, { status: 308 }))
-      }
-      yield* router.add("*", `${basePath}/*` as `/${string}`, (request) =>
-        Effect.provideService(
+      // `<basePath>` (no slash) is redirected to `<basePath>/`, relatively (`sqlane/` from `/sqlane`),
+      // so that it holds behind a proxy that moves the path.
+      const redirect = HttpServerResponse.redirect(`./${basePath.slice(basePath.lastIndexOf("/") + 1)}/`, { status: 308 })
+      const handle = (request: HttpServerRequest.HttpServerRequest) =>
+        request.url.split("?")[0] === basePath ? Effect.succeed(redirect) : Effect.provideService(
           app,
           HttpServerRequest.HttpServerRequest,
           request.modify({ url: request.url.slice(basePath.length) || "/" })
-        ))
+        )
+      if (basePath !== "") yield* router.add("GET", basePath as `/${string}`, handle)
+      yield* router.add("*", `${basePath}/*` as `/${string}`, handle)
     })
   )

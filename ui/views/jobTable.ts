@@ -27,5 +27,5 @@ export const Pager = (props: { cursors: ReadonlyArray<string>; next: string | nu
     <button type="button" disabled=${props.cursors.length === 0} onClick=${() => props.onChange([])}>First page</button>
     <button type="button" disabled=${props.cursors.length === 0} onClick=${() => props.onChange(props.cursors.slice(0, -1))}>Previous</button>
     <span>page ${props.cursors.length + 1}</span>
-    <button type="button" data-action="next-page" disabled=${props.next === null} onClick=${() => props.next !== null && props.onChange([...props.cursors, props.next])}>Next</button>
+    <button type="button" data-page="next" disabled=${props.next === null} onClick=${() => props.next !== null && props.onChange([...props.cursors, props.next])}>Next</button>
   </div>`
