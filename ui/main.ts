@@ -76,4 +76,6 @@ const App = () => {
   <//>`
 }
 
-render(html`<${App} />`, document.getElementById("app")!)
+const root = document.getElementById("app")!
+root.textContent = "" // the "Loading…" of index.html
+render(html`<${App} />`, root)

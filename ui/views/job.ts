@@ -49,8 +49,8 @@ export const JobView = ({ id }: { id: string }) => {
       <dt>priority</dt><dd>${j.priority}</dd>
       <dt>worker</dt><dd>${j.workerId ?? "—"}</dd>
       <dt>trace id</dt><dd class="mono">${d.traceId ?? "—"}</dd>
-      <dt>progress</dt><dd>${d.progress === null ? "—" : html`<progress max="1" value=${d.progress.value}></progress>
-        ${" "}${Math.round(d.progress.value * 100)}%${d.progress.message === null ? "" : ` — ${d.progress.message}`} (attempt ${d.progress.attempt}, ${ago(d.progress.at)})`}</dd>
+      <dt>progress</dt><dd data-testid="progress">${d.progress === null ? "—" : html`${d.progress.value >= 0 && d.progress.value <= 100 ? html`<progress max="100" value=${d.progress.value}></progress> ` : null}
+        ${String(d.progress.value)}${d.progress.message === null ? "" : ` — ${d.progress.message}`} (attempt ${d.progress.attempt}, ${ago(d.progress.at)})`}</dd>
     </dl>
     <h2>Timeline</h2>
     <ol class="timeline">
