@@ -23,8 +23,8 @@ const JobActions = ({ detail, refresh }: { detail: JobDetail; refresh: () => voi
       return outcome.changed ? `Job ${id} ${verb[action]} (was ${outcome.state})` : `Job ${id} not ${verb[action]}: it is ${outcome.state ?? "gone"}`
     }, refresh)
   return html`<div class="actions">
-    <button type="button" data-action="retry" disabled=${busy || state === "running" || state === "pending"} onClick=${() => act("retry")}>Retry</button>
-    <button type="button" data-action="cancel" disabled=${busy || state === "completed" || state === "cancelled" || state === "dead"} onClick=${() => act("cancel")}>Cancel</button>
+    <button type="button" data-action="retry" disabled=${busy || (state !== "dead" && state !== "cancelled")} onClick=${() => act("retry")}>Retry</button>
+    <button type="button" data-action="cancel" disabled=${busy || (state !== "pending" && state !== "running")} onClick=${() => act("cancel")}>Cancel</button>
     <${ConfirmButton} label="Delete" action="delete" question=${`Delete job ${id}?`} disabled=${busy || state === "running"} onConfirm=${() => act("delete")} />
   </div>`
 }
