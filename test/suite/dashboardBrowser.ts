@@ -156,6 +156,11 @@ export const dashboardBrowser = (target: Target) => {
           assert.strictEqual(yield* promise(() => reportRow.locator('[data-count="dead"]').textContent()), "1")
           assert.strictEqual(yield* promise(() => page.locator('tr[data-name="ui.bulk"] [data-count="dead"]').textContent()), "55")
           yield* promise(() => page.locator('[data-testid="throughput-chart"] canvas, [data-testid="no-stats"]:text("No data.")').first().waitFor())
+          // Live: a job enqueued meanwhile shows in the counts without a reload.
+          yield* promise(() => page.evaluate("window.__sameDocument = true"))
+          yield* queue.enqueue(Report, { n: 3 })
+          yield* promise(() => reportRow.locator('[data-count="pending"]').filter({ hasText: "3" }).waitFor())
+          assert.isTrue(yield* promise(() => page.evaluate("window.__sameDocument")))
 
           // Pause a name, then resume it.
           yield* promise(() => reportRow.locator('button[data-action="pause"]').click())
