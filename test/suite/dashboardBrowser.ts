@@ -258,6 +258,43 @@ export const dashboardBrowser = (target: Target) => {
           assert.deepStrictEqual([redirected.status(), redirected.headers()["location"]], [308, "./sqlane/"])
         })))
 
+    it.live(name("the overview's chart and pickup latency from GET api/stats, and No data without it"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueue(Report, { n: 1 })
+          const base = yield* serve
+          const { page, problems } = yield* open({ "x-role": "admin" })
+          // The statistics in the shape GET api/stats answers with (60 zero-filled minutes, oldest first).
+          const since = Date.parse("2026-01-01T10:00:00Z")
+          const points = Array.from({ length: 60 }, (_, i) => ({
+            minute: new Date(since + i * 60_000).toISOString(),
+            completed: i % 5,
+            failed: i === 30 ? 2 : 0
+          }))
+          const stats = {
+            since: new Date(since).toISOString(),
+            names: [{ name: "ui.report", points, pickupMs: { p50: 12, p95: 40, p99: 1500, count: 120 } }]
+          }
+          yield* promise(() => page.route("**/api/stats", (route) => route.fulfill({ json: stats })))
+          yield* promise(() => page.goto(base))
+          const row = page.locator('tr[data-name="ui.report"]')
+          yield* promise(() => row.locator("td", { hasText: "12 ms / 40 ms / 1.5 s" }).waitFor())
+          yield* promise(() => page.locator('[data-testid="throughput-chart"] canvas').waitFor())
+          assert.deepStrictEqual(
+            yield* promise(() => page.locator('[data-testid="throughput-chart"] .u-legend .u-label').allTextContents()),
+            ["Time", "completed", "failed"]
+          )
+          assert.deepStrictEqual(problems, [])
+
+          // A server without the endpoint (404): "No data", and the rest of the overview as before.
+          yield* promise(() => page.unroute("**/api/stats"))
+          yield* promise(() => page.route("**/api/stats", (route) => route.fulfill({ status: 404, json: { _tag: "RouteNotFound" } })))
+          yield* promise(() => page.reload())
+          yield* promise(() => page.locator('[data-testid="no-stats"]', { hasText: "No data." }).waitFor())
+          yield* promise(() => row.locator("td", { hasText: "no data" }).waitFor())
+        })))
+
     it.live(name("payloads, error messages and job names that look like markup render as inert text"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

@@ -32,26 +32,27 @@ type BulkAction = keyof typeof bulkVerb
 
 const Bulk = ({ filter, refresh }: { filter: JobFilter; refresh: () => void }) => {
   const { busy, run, canAct } = useRun()
-  const [asking, setAsking] = useState<{ action: BulkAction; count: number } | undefined>()
+  // The question holds the filter it counted: Confirm acts on that one, whatever the form shows now.
+  const [asking, setAsking] = useState<{ action: BulkAction; count: number; filter: JobFilter } | undefined>()
   if (!canAct) return null
   const selective = filter.name !== undefined || filter.state !== undefined || filter.id !== undefined || filter.uniqueKey !== undefined
   if (!selective) return html`<p class="note">Bulk actions need a filter by name, state, id or unique key.</p>`
   const count = (action: BulkAction) =>
     run(async () => {
       const outcome = await api.bulk(action, filter)
-      setAsking({ action, count: outcome.count })
+      setAsking({ action, count: outcome.count, filter })
       return `${outcome.count} job${outcome.count === 1 ? "" : "s"} match this filter`
     })
-  const confirm = (action: BulkAction, expected: number) =>
+  const confirm = (action: BulkAction, expected: number, counted: JobFilter) =>
     run(async () => {
       setAsking(undefined)
       try {
-        const outcome = await api.bulk(action, filter, expected)
+        const outcome = await api.bulk(action, counted, expected)
         return `${outcome.changed} of ${outcome.count} jobs ${bulkVerb[action]}`
       } catch (e) {
         // The filter now selects another number of jobs: ask again with that count.
         if (e instanceof ApiError && e.status === 409 && typeof e.body.count === "number") {
-          setAsking({ action, count: e.body.count })
+          setAsking({ action, count: e.body.count, filter: counted })
           return `The filter now selects ${e.body.count} jobs: confirm again`
         }
         throw e
@@ -63,7 +64,7 @@ const Bulk = ({ filter, refresh }: { filter: JobFilter; refresh: () => void }) =
       html`<button type="button" data-action=${`bulk-${a}`} disabled=${busy} onClick=${() => count(a)}>${a[0].toUpperCase() + a.slice(1)}…</button>`)}
     ${asking === undefined ? null : html`<span class="confirm" role="group">
       <span data-testid="bulk-question">${asking.count} job${asking.count === 1 ? "" : "s"} will be ${bulkVerb[asking.action]}, confirm?</span>
-      <button type="button" class="danger" data-action="confirm" disabled=${busy || asking.count === 0} onClick=${() => confirm(asking.action, asking.count)}>Confirm</button>
+      <button type="button" class="danger" data-action="confirm" disabled=${busy || asking.count === 0} onClick=${() => confirm(asking.action, asking.count, asking.filter)}>Confirm</button>
       <button type="button" data-action="dismiss" onClick=${() => setAsking(undefined)}>Cancel</button>
     </span>`}
   </div>`
@@ -95,7 +96,7 @@ export const JobsView = ({ params }: { params: URLSearchParams }) => {
       <button type="submit">Filter</button>
       <button type="button" onClick=${() => go("/jobs")}>Clear</button>
     </form>
-    <${Bulk} filter=${filter} refresh=${page.refresh} />
+    <${Bulk} key=${key} filter=${filter} refresh=${page.refresh} />
     <${Failure} error=${page.error} />
     ${page.data === undefined ? (page.error === undefined ? html`<${Loading} />` : null) : html`
       <${JobTable} page=${page.data} />

@@ -72,12 +72,12 @@ export const OverviewView = () => {
       </table></div>
       <p class="note">Counts read at most ${overview.data.countCap.toLocaleString("en-US")} jobs per state (+: at least).</p>`}
     <h2>Completed and failed per minute, last hour</h2>
-    ${stats.data === undefined || stats.data === null || series === undefined
+    ${stats.data === undefined || stats.data === null || stats.data.names.length === 0
       ? html`<p class="empty" data-testid="no-stats">${stats.data === undefined && stats.error === undefined ? "Loading…" : "No data."}</p>`
       : html`<label>Job name <select value=${chartName} onChange=${(e: Event) => setChartName((e.target as HTMLSelectElement).value)}>
           <option value="">all names</option>
           ${stats.data.names.map((n) => html`<option value=${n.name}>${n.name}</option>`)}
         </select></label>
-        <${ThroughputChart} series=${series} />`}
+        ${series === undefined ? html`<p class="empty" data-testid="no-stats">No data.</p>` : html`<${ThroughputChart} series=${series} />`}`}
   </section>`
 }
