@@ -9,11 +9,15 @@
  *   permanent (`isPermanent`), so that job dead-letters at once.
  * - One worker (concurrency 20) runs it all; the summary reads the final state from the database
  *   and checks the dead letter and the rolled-back orders with `Queue.get`.
+ * - While it runs, the dashboard (`sqlane/dashboard`) is served on http://127.0.0.1:7070/ (or
+ *   `DASHBOARD_PORT`; a free port when that one is taken): watch the jobs, the retries and the dead
+ *   letter there.
  *
  * Database: `DATABASE_URL=postgres://…` or `mysql://…` (`mariadb://…`). Without it an embedded
  * PostgreSQL 18 is started in a temporary directory and stopped at the end, on error and on Ctrl-C.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { MysqlClient } from "@effect/sql-mysql2"
@@ -24,10 +28,12 @@ import {
 } from "effect"
 import { createConnection } from "mysql2/promise"
 import type { ChildProcess } from "node:child_process"
+import { createServer } from "node:http"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Dashboard } from "../src/dashboard.js"
 import { Job, Queue, QueueLive, Worker } from "../src/index.js"
 
 // ─── Jobs ────────────────────────────────────────────────────────────────────────────────────────
@@ -236,6 +242,25 @@ const AppTables = Layer.effectDiscard(Effect.gen(function*() {
 
 const AppLive = QueueLive({ prefix: "example_" }).pipe(Layer.provide(AppTables), Layer.provideMerge(Database))
 
+// ─── The dashboard ───────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The dashboard on 127.0.0.1 (this machine only) for as long as the example runs: on DASHBOARD_PORT
+ * (default 7070), or on a free port when that one is taken. Prints its address.
+ */
+const serveDashboard = Effect.gen(function*() {
+  const app = yield* Dashboard.httpApp()
+  const port = yield* Config.integer("DASHBOARD_PORT").pipe(Config.withDefault(7070))
+  const on = (port: number) =>
+    Layer.build(
+      Layer.mergeAll(
+        HttpServer.serve(app),
+        Layer.effectDiscard(HttpServer.addressFormattedWith((address) => Console.log(`Dashboard at ${address}/`)))
+      ).pipe(Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })))
+    )
+  yield* on(port).pipe(Effect.catchTag("ServeError", () => on(0)))
+})
+
 // ─── Main ────────────────────────────────────────────────────────────────────────────────────────
 
 const jobCounts = Effect.gen(function*() {
@@ -271,6 +296,7 @@ const main = Effect.gen(function*() {
     orElse: () => sql<{ version: string }>`SELECT VERSION() AS version`
   })
   yield* Console.log(`Database: ${version}. ${orders} checkouts, 8 at a time; one worker, concurrency 20.`)
+  yield* serveDashboard
 
   // A short shutdown timeout: on Ctrl-C the example should not wait 30 s for its 5–30 ms jobs. Quiet
   // logs: the summary reports the retries and the dead letter (by default each failed attempt logs a

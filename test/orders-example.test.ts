@@ -71,6 +71,13 @@ describe("examples/orders.ts", () => {
     const app = startExample()
     try {
       await waitFor("the example runs jobs", () => /jobs \d+\/\d+ completed/.test(app.output()), app.output)
+      // The dashboard it serves meanwhile: its page, and the API's overview of the example's jobs.
+      const dashboard = /Dashboard at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(app.output())?.[1]
+      assert.isDefined(dashboard, app.output())
+      const page = await fetch(dashboard!)
+      assert.deepStrictEqual([page.status, page.headers.get("content-type")], [200, "text/html; charset=utf-8"])
+      const overview = (await (await fetch(`${dashboard}api/overview`)).json()) as { names: Array<{ name: string }> }
+      assert.include(overview.names.map((n) => n.name), "send-confirmation-email")
       const ours = Array.from(dataDirs()).filter((d) => !before.has(d))
       assert.strictEqual(ours.length, 1, "the example's data directory")
       assert.isAbove(serversOn(ours).length, 0, "its embedded server runs")

@@ -201,6 +201,11 @@ if (pg) {
       // What the package holds: the build, its bin, docs and license; no TypeScript sources.
       const files = await readdir(path.join(appDir, "node_modules", "sqlane"))
       assert.deepStrictEqual(files.sort(), ["LICENSE", "README.md", "bin", "dist", "docs", "package.json"])
+      // The dashboard's browser UI, built: its page and assets beside the compiled modules.
+      const ui = path.join(appDir, "node_modules", "sqlane", "dist", "dashboard-ui")
+      assert.isTrue(await exists(path.join(ui, "index.html")), "dist/dashboard-ui/index.html packed")
+      const uiAssets = await readdir(path.join(ui, "assets"))
+      assert.isTrue(uiAssets.some((f) => f.endsWith(".js")) && uiAssets.some((f) => f.endsWith(".css")), uiAssets.join(", "))
 
       await writeFile(path.join(appDir, "tsconfig.json"), JSON.stringify(tsconfig))
       await writeFile(path.join(appDir, "app.ts"), app)

@@ -1,6 +1,6 @@
 /**
- * `sqlane dashboard`: serves the dashboard's JSON API (and its OpenAPI document) over HTTP on its
- * own, bound to 127.0.0.1 unless told otherwise, optionally read-only and behind basic auth.
+ * `sqlane dashboard`: serves the dashboard (its browser UI, JSON API and OpenAPI document) over
+ * HTTP on its own, bound to 127.0.0.1 unless told otherwise, optionally read-only and behind basic auth.
  *
  * @since 0.4.0
  */
@@ -97,7 +97,7 @@ export const dashboard = Command.make(
       const guarded = loopback.test(c.host) ? loopbackHostOnly(authed) : authed
       const announce = HttpServer.addressFormattedWith((address) =>
         Console.log(
-          `sqlane dashboard: listening on ${address}/api/ (OpenAPI at ${address}/api/openapi.json)` +
+          `sqlane dashboard: listening on ${address}/ (the API at ${address}/api/, OpenAPI at ${address}/api/openapi.json)` +
             (c.readOnly ? ", read-only" : "") + (Option.isSome(c.basicAuth) ? ", basic auth" : "")
         )
       )
@@ -114,4 +114,4 @@ export const dashboard = Command.make(
       Effect.provide(QueueLive({ prefix: c.prefix, migrate: false })),
       Effect.provide(Layer.unwrapEffect(connect(c)))
     )
-).pipe(Command.withDescription("serve the dashboard's JSON API over HTTP (127.0.0.1:7070 unless told)"))
+).pipe(Command.withDescription("serve the dashboard (browser UI and JSON API) over HTTP (127.0.0.1:7070 unless told)"))

@@ -1,8 +1,14 @@
 /**
- * Serving the dashboard's JSON API (`DashboardApi`): mounted under a base path of an app's own
- * HTTP server (`layer`, on @effect/platform's `HttpLayerRouter`), or as an `HttpApp` to serve any
- * other way (`httpApp`; `sqlane dashboard` serves it standalone). Beside the API, under the same
- * access, `GET <basePath>/api/openapi.json` serves its OpenAPI document.
+ * Serving the dashboard: its browser UI at `<basePath>/` and its JSON API (`DashboardApi`) below
+ * `<basePath>/api/`, mounted under a base path of an app's own HTTP server (`layer`, on
+ * @effect/platform's `HttpLayerRouter`), or as an `HttpApp` to serve any other way (`httpApp`;
+ * `sqlane dashboard` serves it standalone). Beside the API, under the same access,
+ * `GET <basePath>/api/openapi.json` serves its OpenAPI document.
+ *
+ * **UI**: the page (`<basePath>/`, revalidated on every load) and its content-hashed assets
+ * (`<basePath>/assets/…`, cached for a year) use relative URLs only, so they work under any base
+ * path. Every response carries a Content-Security-Policy (`default-src 'self'`, no inline script)
+ * and `X-Content-Type-Options: nosniff`.
  *
  * **Access**: `authorize` decides per request: `"allow"` (read and act), `"read-only"` (actions
  * answer 403 `Forbidden` with reason `read-only`) or `"deny"` (everything answers 403). **CSRF**:
@@ -28,6 +34,7 @@ import type { Database } from "../internal/Database.js"
 import * as Access from "../internal/dashboard/access.js"
 import * as Actions from "../internal/dashboard/actions.js"
 import * as Reads from "../internal/dashboard/reads.js"
+import * as Ui from "../internal/dashboard/ui.js"
 import type { Admin } from "../services/Admin.js"
 import type { Queue } from "../services/Queue.js"
 import * as Api from "./Api.js"
@@ -75,9 +82,15 @@ export type Requirements = Admin | Queue | Database
 
 const openApiPath = "/api/openapi.json"
 
+const forbidden = HttpServerResponse.json(new Api.Forbidden({ reason: "denied", message: "access denied" }), {
+  status: 403
+}).pipe(Effect.orDie)
+
 /**
- * The dashboard as an `HttpApp` answering at the root (`/api/…`): the API, and its OpenAPI document
- * at `/api/openapi.json`. Serve it with `HttpServer.serve`, or mount it yourself (`layer` does).
+ * The dashboard as an `HttpApp` answering at the root: the browser UI at `/` (and its assets at
+ * `/assets/…`), the API at `/api/…`, and its OpenAPI document at `/api/openapi.json`. Serve it
+ * with `HttpServer.serve`, or mount it yourself (`layer` does). A `"deny"` of `authorize` answers
+ * 403 to the page as to the API.
  *
  * @example
  * ```ts
@@ -105,23 +118,26 @@ export const httpApp = (
       )
     )
     const spec = OpenApi.fromApi(Api.api)
+    const files = Ui.load()
     return Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.method === "GET" && request.url.split("?")[0] === openApiPath) {
-        if ((yield* access.decide) === "deny") {
-          return yield* HttpServerResponse.json(new Api.Forbidden({ reason: "denied", message: "access denied" }), {
-            status: 403
-          }).pipe(Effect.orDie)
-        }
+      const path = request.url.split("?")[0]
+      if (request.method === "GET" && path === openApiPath) {
+        if ((yield* access.decide) === "deny") return yield* forbidden
         return yield* HttpServerResponse.json(spec).pipe(Effect.orDie)
       }
+      if ((request.method === "GET" || request.method === "HEAD") && !path.startsWith("/api/")) {
+        const page = Ui.respond(files, path)
+        if (page !== undefined) return (yield* access.decide) === "deny" ? yield* forbidden : page
+      }
       return yield* api
-    })
+    }).pipe(Effect.map(HttpServerResponse.setHeaders(Ui.securityHeaders)))
   })
 
 /**
  * Mounts the dashboard under `options.basePath` (default `/sqlane`) of the app's `HttpLayerRouter`:
- * requests to `<basePath>/…` reach the dashboard with the base path cut off. It asks the router
+ * requests to `<basePath>/…` reach the dashboard with the base path cut off, and `<basePath>`
+ * itself redirects to `<basePath>/` (the page's relative URLs need the slash). It asks the router
  * for the platform services every `HttpApp` of @effect/platform may use (a Node server's layer
  * provides them).
  *
@@ -150,11 +166,16 @@ export const layer = (
     Effect.gen(function*() {
       const basePath = (options.basePath ?? "/sqlane").replace(/\/+$/, "")
       const app = yield* httpApp(options)
-      yield* router.add("*", `${basePath}/*` as `/${string}`, (request) =>
-        Effect.provideService(
+      // `<basePath>` (no slash) is redirected to `<basePath>/`, relatively (`sqlane/` from `/sqlane`),
+      // so that it holds behind a proxy that moves the path.
+      const redirect = HttpServerResponse.redirect(`./${basePath.slice(basePath.lastIndexOf("/") + 1)}/`, { status: 308 })
+      const handle = (request: HttpServerRequest.HttpServerRequest) =>
+        request.url.split("?")[0] === basePath ? Effect.succeed(redirect) : Effect.provideService(
           app,
           HttpServerRequest.HttpServerRequest,
           request.modify({ url: request.url.slice(basePath.length) || "/" })
-        ))
+        )
+      if (basePath !== "") yield* router.add("GET", basePath as `/${string}`, handle)
+      yield* router.add("*", `${basePath}/*` as `/${string}`, handle)
     })
   )

@@ -324,7 +324,7 @@ export const dashboard = (target: Target) => {
             /listening on/,
             env
           )
-          assert.match(server.line, /listening on http:\/\/127\.0\.0\.1:\d+\/api\/.*read-only, basic auth/)
+          assert.match(server.line, /listening on http:\/\/127\.0\.0\.1:\d+\/ \(the API at http:\/\/127\.0\.0\.1:\d+\/api\/.*read-only, basic auth/)
           assert.notInclude(server.line + server.stderr(), "s3cret-pass")
           const base = /(http:\/\/127\.0\.0\.1:\d+)/.exec(server.line)![1]
           const auth = { authorization: `Basic ${Buffer.from("ops:s3cret-pass").toString("base64")}` }
@@ -345,6 +345,25 @@ export const dashboard = (target: Target) => {
           assert.deepStrictEqual([refused.status, refused.body.reason], [403, "read-only"])
           const spec = yield* Effect.promise(() => fetch(`${base}/api/openapi.json`, { headers: auth }).then((r) => r.status))
           assert.strictEqual(spec, 200)
+          // The browser UI at /: the page (revalidated each load, under the CSP) and its hashed assets (cached).
+          assert.strictEqual(yield* Effect.promise(() => fetch(`${base}/`).then((r) => r.status)), 401)
+          const page = yield* Effect.promise(async () => {
+            const r = await fetch(`${base}/`, { headers: auth })
+            return { status: r.status, headers: r.headers, text: await r.text() }
+          })
+          assert.deepStrictEqual(
+            [page.status, page.headers.get("content-type"), page.headers.get("cache-control"), page.headers.get("x-content-type-options")],
+            [200, "text/html; charset=utf-8", "no-cache", "nosniff"]
+          )
+          assert.match(page.headers.get("content-security-policy") ?? "", /^default-src 'self'; script-src 'self';/)
+          const script = /<script type="module" src="(assets\/app-[\w-]+\.js)"><\/script>/.exec(page.text)?.[1]
+          assert.isDefined(script, page.text)
+          const asset = yield* Effect.promise(async () => {
+            const r = await fetch(`${base}/${script}`, { headers: auth })
+            return [r.status, r.headers.get("content-type"), r.headers.get("cache-control"), (await r.arrayBuffer()).byteLength > 1000]
+          })
+          assert.deepStrictEqual(asset, [200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", true])
+          assert.strictEqual(yield* Effect.promise(() => fetch(`${base}/assets/nope.js`, { headers: auth }).then((r) => r.status)), 404)
           // Bound to 127.0.0.1, it answers requests addressed to a loopback name only (DNS rebinding:
           // a page whose name resolves to 127.0.0.1 sends its own name).
           const port = Number(new URL(base).port)

@@ -8,6 +8,7 @@ import { driverSuite } from "../driver/index.js"
 import { badInput } from "./badInput.js"
 import { core } from "./core.js"
 import { dashboard } from "./dashboard.js"
+import { dashboardBrowser } from "./dashboardBrowser.js"
 import { fairShares } from "./fairShares.js"
 import { limits } from "./limits.js"
 import { rates } from "./rates.js"
@@ -46,6 +47,7 @@ export const suitesFor = (id: string) => {
     testing(target)
     promise(target)
     dashboard(target)
+    dashboardBrowser(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -51,6 +51,18 @@ const compileCli = async (): Promise<{ script: string; remove: () => Promise<voi
   }
 }
 
+/**
+ * Builds the dashboard's browser UI (scripts/build-ui.mjs) into build/dashboard-ui, where the
+ * sources find it, and into the compiled CLI's directory (`outDir`), where its modules do.
+ */
+const buildUi = async (outDir: string) => {
+  await new Promise<void>((resolve, reject) =>
+    execFile(process.execPath, [path.join(repo, "scripts", "build-ui.mjs")], { cwd: repo }, (error, stdout, stderr) =>
+      error ? reject(new Error(`building the dashboard UI failed: ${stdout}${stderr}`)) : resolve())
+  )
+  await fs.promises.cp(path.join(repo, "build", "dashboard-ui"), path.join(outDir, "dashboard-ui"), { recursive: true })
+}
+
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = net.createServer()
@@ -179,6 +191,7 @@ export default async function setup(project: TestProject) {
   console.log(`sqlane test databases: ${targets.map((t) => t.id).join(", ") || "none"}`)
   const cli = await compileCli()
   teardown.push(cli.remove)
+  await buildUi(path.dirname(path.dirname(cli.script)))
   project.provide("cliScript", cli.script)
   project.provide("targets", targets)
   project.provide("skipped", skipped)
