@@ -25,6 +25,7 @@ import { Database } from "../internal/Database.js"
 import * as DriverPackages from "../internal/driverPackages.js"
 import * as Facts from "../internal/facts.js"
 import { makeReachability } from "../internal/outage.js"
+import * as Stats from "../internal/stats.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
 import * as MysqlSession from "../internal/driver/mysql/session.js"
 import * as PgDriver from "../internal/driver/pg/index.js"
@@ -57,11 +58,14 @@ export type Services =
   | QueueConfig.QueueConfig
   | Database
   | Facts.Facts
+  | Stats.Stats
 
 const services = Layer.mergeAll(Queue.layer, Completer.layer).pipe(
   Layer.provideMerge(Claimer.layer),
   Layer.provideMerge(Events.layer),
   Layer.provideMerge(Facts.layer),
+  // Built before the Completer, closed after it: the ends it writes at close are counted, then flushed.
+  Layer.provideMerge(Stats.layer),
   Layer.provideMerge(Notifier.layer),
   (base) => Layer.provideMerge(Admin.layer, base),
   (base) => Layer.merge(base, Pruner.layer)

@@ -36,6 +36,7 @@ import type {
   ProbeRow,
   ScheduleRow,
   StaleEnds,
+  StatsMinuteRow,
   StatsRow,
   UniqueInsertResult,
   UniqueInsertRow,
@@ -353,6 +354,25 @@ export interface Driver {
     limit: number
   ) => Effect.Effect<RatePruneBatch, SqlError>
 
+  // --- Per-minute stats (`<prefix>stats`) ---------------------------------------------------
+  /**
+   * Adds counts to the rows of `<prefix>stats`, each (minute, name) created at 0 if missing, in one
+   * statement per 500 rows (`INSERT … ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE` adding the
+   * values). The rows are written in primary-key order, so that two processes adding to the same
+   * rows lock them in the same order.
+   */
+  readonly statsAdd: (rows: ReadonlyArray<StatsMinuteRow>) => Effect.Effect<void, SqlError>
+  /**
+   * The rows of `<prefix>stats` of the minutes at or after `sinceUs` (µs), oldest first, at most
+   * `limit`: one range of the primary key (minute, name).
+   */
+  readonly statsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<StatsMinuteRow>, SqlError>
+  /**
+   * Deletes at most `limit` rows of `<prefix>stats` whose minute began before `cutoffUs`, oldest
+   * first (the start of the primary key). Returns how many it deleted.
+   */
+  readonly statsPrune: (cutoffUs: number, limit: number) => Effect.Effect<number, SqlError>
+
   // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */
   readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
@@ -555,5 +575,6 @@ export type AdminOps = Pick<
 >
 export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse" | "slotsHeld">
 export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
+export type StatsOps = Pick<Driver, "statsAdd" | "statsRead" | "statsPrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

@@ -18,6 +18,7 @@ import * as Limits from "./limits.js"
 import * as Migrations from "./migrations.js"
 import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
+import * as Stats from "./stats.js"
 import * as Workers from "./workers.js"
 
 export type { MysqlOptions } from "./context.js"
@@ -41,6 +42,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Admin.make(ctx),
     ...Limits.make(ctx),
     ...Rates.ops(ctx),
+    ...Stats.make(ctx),
     ...Migrations.make(ctx),
     // No notifications between sessions: the Notifier reads the newest job id instead.
     channelListen: () => Effect.fail(new ListenError("MySQL/MariaDB have no LISTEN")),

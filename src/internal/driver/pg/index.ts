@@ -15,6 +15,7 @@ import * as Listen from "./listen.js"
 import * as Migrations from "./migrations.js"
 import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
+import * as Stats from "./stats.js"
 import * as Workers from "./workers.js"
 
 export type { PgOptions } from "./context.js"
@@ -38,6 +39,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Admin.make(ctx),
     ...Limits.make(ctx),
     ...Rates.ops(ctx),
+    ...Stats.make(ctx),
     ...Migrations.make(ctx),
     ...Listen.make(ctx)
   }
