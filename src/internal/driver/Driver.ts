@@ -491,7 +491,7 @@ export interface Driver {
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
 /** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
-export type JobsExplain = Omit<Explain, "explainCountByState"> & {
+export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead"> & {
   readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
 }
 
@@ -501,6 +501,8 @@ export interface Explain {
     state: "pending" | "running" | "completed" | "dead" | "cancelled",
     cap: number
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /** The plan of `statsRead`. */
+  readonly explainStatsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
     ReadonlyArray<string>,

@@ -50,7 +50,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
   }
 }
 
-/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+/** The plans of the probe, the claims and the dashboard's reads as this driver runs them (`Explain`): for tests only. */
 export const explain = (sql: SqlClient.SqlClient, prefix: string, options: MysqlOptions = {}): Explain => {
   const ctx = makeContext(sql, prefix, "", options)
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
@@ -59,6 +59,7 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: Mysql
     explainClaim,
     explainClaimKeyed,
     explainProbe,
-    explainCountByState: (state, cap) => explainStatement(countByState(state, cap))
+    explainCountByState: (state, cap) => explainStatement(countByState(state, cap)),
+    explainStatsRead: (sinceUs, limit) => explainStatement(Stats.readStatement(ctx)(sinceUs, limit))
   }
 }

@@ -18,11 +18,19 @@ const chunk = 500
 const inKeyOrder = (rows: ReadonlyArray<StatsMinuteRow>) =>
   [...rows].sort((a, b) => a.minuteUs - b.minuteUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
+const counted = ["completed", "failed", ...pickupColumns]
+const columnList = ["minute_us", "name", ...counted].join(", ")
+
+/** `statsRead`'s statement: one range of the primary key (minute_us, name), in its order. */
+export const readStatement = (ctx: MysqlContext) => (sinceUs: number, limit: number) =>
+  ctx.sql<Record<string, unknown>>`SELECT ${ctx.sql.literal(columnList)} FROM ${ctx.sql(`${ctx.prefix}stats`)}
+    WHERE minute_us >= ${sinceUs}
+    ORDER BY minute_us, name LIMIT ${ctx.sql.literal(String(Math.max(1, Math.floor(limit))))}`
+
 export const make = (ctx: MysqlContext): StatsOps => {
   const { prefix, sql } = ctx
   const stats = sql(`${prefix}stats`)
-  const counted = ["completed", "failed", ...pickupColumns]
-  const columns = sql.literal(["minute_us", "name", ...counted].join(", "))
+  const columns = sql.literal(columnList)
   const additions = sql.literal(counted.map((c) => `${c} = ${c} + VALUES(${c})`).join(", "))
   const upsert = (rows: ReadonlyArray<StatsMinuteRow>) =>
     sql`INSERT INTO ${stats} (${columns}) VALUES ${
@@ -41,12 +49,7 @@ export const make = (ctx: MysqlContext): StatsOps => {
         ? Effect.asVoid(statements[0])
         : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
     },
-    statsRead: (sinceUs, limit) =>
-      Effect.map(
-        sql`SELECT ${columns} FROM ${stats} WHERE minute_us >= ${sinceUs}
-          ORDER BY minute_us, name LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}`,
-        (rows: ReadonlyArray<any>) => rows.map(toStatsMinuteRow)
-      ),
+    statsRead: (sinceUs, limit) => Effect.map(readStatement(ctx)(sinceUs, limit), (rows) => rows.map(toStatsMinuteRow)),
     // A range at the start of the primary key: the rows a flush writes (the current minutes) are far
     // from it.
     statsPrune: (cutoffUs, limit) =>

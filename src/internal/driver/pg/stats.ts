@@ -16,11 +16,19 @@ const chunk = 500
 const inKeyOrder = (rows: ReadonlyArray<StatsMinuteRow>) =>
   [...rows].sort((a, b) => a.minuteUs - b.minuteUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
+const counted = ["completed", "failed", ...pickupColumns]
+const columnList = ["minute_us", "name", ...counted].join(", ")
+
+/** `statsRead`'s statement: one range of the primary key (minute_us, name), in its order. */
+export const readStatement = (ctx: PgContext) => (sinceUs: number, limit: number) =>
+  ctx.sql<Record<string, unknown>>`SELECT ${ctx.sql.literal(columnList)} FROM ${ctx.sql(`${ctx.prefix}stats`)}
+    WHERE minute_us >= ${sinceUs}::bigint
+    ORDER BY minute_us, name LIMIT ${ctx.sql.literal(String(Math.max(1, Math.floor(limit))))}`
+
 export const make = (ctx: PgContext): StatsOps => {
   const { prefix, sql } = ctx
   const stats = sql(`${prefix}stats`)
-  const counted = ["completed", "failed", ...pickupColumns]
-  const columns = sql.literal(["minute_us", "name", ...counted].join(", "))
+  const columns = sql.literal(columnList)
   const additions = sql.literal(counted.map((c) => `${c} = s.${c} + EXCLUDED.${c}`).join(", "))
   /** One upsert: each column as an array (one parameter), unnested into rows; a row there is added to. */
   const upsert = (rows: ReadonlyArray<StatsMinuteRow>) => {
@@ -46,12 +54,7 @@ export const make = (ctx: PgContext): StatsOps => {
         ? Effect.asVoid(statements[0])
         : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
     },
-    statsRead: (sinceUs, limit) =>
-      Effect.map(
-        sql`SELECT ${columns} FROM ${stats} WHERE minute_us >= ${sinceUs}::bigint
-          ORDER BY minute_us, name LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}`,
-        (rows: ReadonlyArray<any>) => rows.map(toStatsMinuteRow)
-      ),
+    statsRead: (sinceUs, limit) => Effect.map(readStatement(ctx)(sinceUs, limit), (rows) => rows.map(toStatsMinuteRow)),
     statsPrune: (cutoffUs, limit) =>
       Effect.map(
         sql<{ n: string }>`WITH d AS (
