@@ -3,7 +3,8 @@
  * the ends and starts of a worker's attempts counted per job name and minute and flushed every
  * `statsInterval`; two processes (two `QueueLive`s) adding to the same minute, one of them at close;
  * pickup percentiles read from the buckets; a flush that fails keeping its counts for the next; the
- * counts kept in memory bounded; the Pruner deleting rows older than a day.
+ * counts kept in memory bounded; nothing counted with `statsInterval` infinite; the Pruner deleting
+ * rows older than a day.
  */
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -11,6 +12,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
@@ -237,6 +239,21 @@ export const stats = (target: Target) => {
           assert.strictEqual(rows.length, 6_000)
           assert.isTrue(rows.every((r) => r.minuteUs === (t + minuteMs) * 1000 && r.completed === 1))
         }), { pollInterval: "1 hour", statsInterval: "1 hour" }))
+
+    it.live(name("statsInterval infinite: nothing is counted, nothing written"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const Mail = Job.make(`${prefix}mail`, { payload: Schema.Struct({ i: Schema.Number }) })
+          yield* Worker.make({ handlers: [Job.handler(Mail, () => Effect.void)] })
+          const queue = yield* Queue.Queue
+          const id = yield* queue.enqueue(Mail, { i: 1 })
+          yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"))
+          const stats = yield* Stats.Stats
+          stats.ended(Mail.name, "completed", Date.now())
+          yield* stats.flush
+          const { driver } = yield* Database
+          assert.deepStrictEqual(yield* driver.statsRead(0, 100), [])
+        }), { pollInterval: "1 hour", statsInterval: Duration.infinity }))
 
     it.live(name("the Pruner deletes stats rows older than a day, and keeps the others"), () =>
       withQueue(target, () =>
