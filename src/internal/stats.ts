@@ -186,14 +186,8 @@ export const make: Effect.Effect<StatsShape, never, Database | QueueConfig | Sco
       ))
     const failed = (cause: Cause.Cause<unknown>, retrying = true) =>
       reachability.failed("stats", "sqlane: adding to the per-minute stats failed; the counts are kept for the next flush", cause, retrying)
-    yield* Effect.gen(function*() {
-      while (true) {
-        yield* wallSleep(intervalMs)
-        yield* Effect.catchAllCause(counts.flush, (cause) => failed(cause))
-      }
-    }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Stats" }), (loop) => forkScopedBounded(loop, 100))
-    // Runs after the loop's fiber stopped (finalizers run in reverse order), and after the Completer
-    // wrote its last ends (the layer is built before it).
+    // Added before the loop is forked, so it runs after the loop's fiber stopped (finalizers run in
+    // reverse order); and after the Completer wrote its last ends (the layer is built before it).
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(reachability.recheck(300), (answers) =>
         !answers || counts.size() === 0 ? Effect.void : bounded(counts.flush, 1000).pipe(
@@ -204,6 +198,12 @@ export const make: Effect.Effect<StatsShape, never, Database | QueueConfig | Sco
           Effect.catchAllCause((cause) => failed(cause, false))
         )).pipe(Effect.annotateLogs({ package: "sqlane", module: "Stats" }))
     )
+    yield* Effect.gen(function*() {
+      while (true) {
+        yield* wallSleep(intervalMs)
+        yield* Effect.catchAllCause(counts.flush, (cause) => failed(cause))
+      }
+    }).pipe(Effect.annotateLogs({ package: "sqlane", module: "Stats" }), (loop) => forkScopedBounded(loop, 100))
     return { ended: counts.ended, started: counts.started, flush: counts.flush } satisfies StatsShape
   }
 )

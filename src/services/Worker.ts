@@ -269,7 +269,8 @@ export const make = <R>(
     const clock = yield* Effect.clock
     const completer = yield* Completer
     const notifier = yield* Notifier
-    // The per-minute stats of the process (internal/stats.ts), which `QueueLive` provides.
+    // The per-minute stats of the process (internal/stats.ts), which `QueueLive` provides; a worker
+    // given services without them counts none.
     const stats = Option.getOrElse(yield* Effect.serviceOption(Stats.Stats), () => Stats.off)
     const concurrency = options.concurrency ?? 10
     const workerId = options.id ?? crypto.randomUUID()
