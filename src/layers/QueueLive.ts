@@ -2,8 +2,8 @@
  * `QueueLive`: the layer a user provides. Given a `SqlClient` from `@effect/sql-pg` or
  * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (with `migrate: false`, it
  * fails with `SchemaNotMigrated` when any is pending), builds the driver of that database and on it
- * `Queue`, `Claimer`, `Completer`, `Admin`, `Events` and a `Notifier`, whose wake-ups between
- * processes follow the driver's capabilities:
+ * `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, the per-minute stats its workers add to
+ * (`statsInterval`) and a `Notifier`, whose wake-ups between processes follow the driver's capabilities:
  *
  * - PostgreSQL through @effect/sql-pg's `PgClient`: `LISTEN/NOTIFY`;
  * - MySQL 8.0+ / MariaDB 10.6+ (and a PostgreSQL client without `PgClient`'s settings): the insert
