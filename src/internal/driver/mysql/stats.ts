@@ -50,12 +50,12 @@ export const make = (ctx: MysqlContext): StatsOps => {
         : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
     },
     statsRead: (sinceUs, limit) => Effect.map(readStatement(ctx)(sinceUs, limit), (rows) => rows.map(toStatsMinuteRow)),
-    // A range at the start of the primary key: the rows a flush writes (the current minutes) are far
-    // from it.
+    // A range at the start of the primary key, in its order (so a statement-based replica deletes the
+    // same rows): the rows a flush writes (the current minutes) are far from it.
     statsPrune: (cutoffUs, limit) =>
       Effect.map(
         sql`DELETE FROM ${stats} WHERE minute_us < ${cutoffUs}
-          ORDER BY minute_us LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}`.raw,
+          ORDER BY minute_us, name LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}`.raw,
         (result: any) => Number(result.affectedRows)
       )
   }

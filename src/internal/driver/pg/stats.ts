@@ -60,7 +60,7 @@ export const make = (ctx: PgContext): StatsOps => {
         sql<{ n: string }>`WITH d AS (
             DELETE FROM ${stats} WHERE (minute_us, name) IN (
               SELECT minute_us, name FROM ${stats} WHERE minute_us < ${cutoffUs}::bigint
-              ORDER BY minute_us LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))})
+              ORDER BY minute_us, name LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))})
             RETURNING 1)
           SELECT COUNT(*) AS n FROM d`,
         (rows) => num(rows[0]?.n ?? 0)
