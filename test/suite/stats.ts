@@ -105,6 +105,9 @@ export const stats = (target: Target) => {
               if (p.completed + p.failed > 0) assert.isTrue(m + minuteMs > startedMs && m <= endedMs, p.minute)
             }
           }
+          // The endpoint is in the OpenAPI document.
+          const spec = yield* get("/api/openapi.json")
+          assert.property(spec.body.paths, "/api/stats")
           // Picked up within seconds: every percentile is a bucket bound, at most 10 s.
           for (const p of [mail.pickupMs.p50, mail.pickupMs.p95, mail.pickupMs.p99]) {
             assert.include(pickupBoundsMs, p)
