@@ -81,6 +81,8 @@ export const makeCounts = (driver: Pick<Driver, "statsAdd">, drop: (cells: numbe
   /** The minute counted last and its names: most ends fall in the minute of the previous one. */
   let lastMinute = NaN
   let lastNames: Map<string, Cell> | undefined
+  /** Whether a failed flush's cells are being put back (trimmed once, at the end). */
+  let restoring = false
 
   const cellOf = (name: string, nowMs: number): Cell => {
     const minute = nowMs - (nowMs % minuteMs)
@@ -99,28 +101,31 @@ export const makeCounts = (driver: Pick<Driver, "statsAdd">, drop: (cells: numbe
       cell = newCell()
       names.set(name, cell)
       cells++
-      if (cells > maxCells) trim()
+      if (cells > maxCells && !restoring) trim()
     }
     return cell
   }
 
-  /** Drops the oldest minutes until at most `maxCells` cells are left. */
+  /** Drops the oldest minutes until at most `maxCells` cells are left; the newest is kept, whatever its size. */
   const trim = () => {
+    const order = Array.from(minutes.keys()).sort((a, b) => a - b)
     let dropped = 0
-    for (const minute of Array.from(minutes.keys()).sort((a, b) => a - b)) {
-      if (cells <= maxCells) break
-      const names = minutes.get(minute)!
-      // The minute being counted is kept, whatever its size.
-      if (names === lastNames) continue
-      minutes.delete(minute)
+    for (let i = 0; i < order.length - 1 && cells > maxCells; i++) {
+      const names = minutes.get(order[i])!
+      minutes.delete(order[i])
       cells -= names.size
       dropped += names.size
+      if (names === lastNames) {
+        lastMinute = NaN
+        lastNames = undefined
+      }
     }
     if (dropped > 0) drop(dropped)
   }
 
   /** Adds the cells of a flush that failed back to those counted since. */
   const restore = (taken: Map<number, Map<string, Cell>>) => {
+    restoring = true
     for (const [minute, names] of taken) {
       for (const [name, cell] of names) {
         const into = cellOf(name, minute)
@@ -129,6 +134,8 @@ export const makeCounts = (driver: Pick<Driver, "statsAdd">, drop: (cells: numbe
         for (let i = 0; i < cell.pickup.length; i++) into.pickup[i] += cell.pickup[i]
       }
     }
+    restoring = false
+    if (cells > maxCells) trim()
   }
 
   const flush: Effect.Effect<void, SqlError> = Effect.suspend(() => {

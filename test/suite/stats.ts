@@ -224,23 +224,34 @@ export const stats = (target: Target) => {
           assert.deepStrictEqual(yield* driver.statsRead(0, 100), rows)
         }), { pollInterval: "1 hour", statsInterval: "1 hour" }))
 
-    it.live(name("the counts kept in memory are bounded: the oldest minutes are dropped first"), () =>
-      withQueue(target, () =>
+    it.live(name("the counts kept in memory are bounded: the oldest minutes are dropped first, also of a failed flush"), () =>
+      withQueue(target, (prefix) =>
         Effect.gen(function*() {
           const { driver } = yield* Database
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           const dropped: Array<number> = []
           const counts = Stats.makeCounts(driver, (n) => dropped.push(n))
           const t = Date.UTC(2026, 0, 15, 12, 0, 0)
-          // 2 minutes of 6,000 names: the first minute is dropped when the second passes the bound.
-          for (let m = 0; m < 2; m++) {
-            for (let i = 0; i < 6_000; i++) counts.ended(`n${i}`, "completed", t + m * minuteMs)
+          const count = (minute: number, names: number) => {
+            for (let i = 0; i < names; i++) counts.ended(`n${i}`, "completed", t + minute * minuteMs)
           }
+          // 2 minutes of 6,000 names: the first minute is dropped when the second passes the bound.
+          count(0, 6_000)
+          count(1, 6_000)
           assert.deepStrictEqual(dropped, [6_000])
           assert.strictEqual(counts.size(), 6_000)
+          // A flush fails: its minute comes back, and is the oldest dropped when a third passes the bound.
+          yield* sql`ALTER TABLE ${sql(prefix + "stats")} RENAME TO ${sql(prefix + "stats_away")}`
+          assert.strictEqual((yield* Effect.either(counts.flush))._tag, "Left")
+          assert.strictEqual(counts.size(), 6_000)
+          count(2, 5_000)
+          assert.deepStrictEqual(dropped, [6_000, 6_000])
+          assert.strictEqual(counts.size(), 5_000)
+          yield* sql`ALTER TABLE ${sql(prefix + "stats_away")} RENAME TO ${sql(prefix + "stats")}`
           yield* counts.flush
           const rows = yield* driver.statsRead(0, 20_000)
-          assert.strictEqual(rows.length, 6_000)
-          assert.isTrue(rows.every((r) => r.minuteUs === (t + minuteMs) * 1000 && r.completed === 1))
+          assert.strictEqual(rows.length, 5_000)
+          assert.isTrue(rows.every((r) => r.minuteUs === (t + 2 * minuteMs) * 1000 && r.completed === 1))
         }), { pollInterval: "1 hour", statsInterval: "1 hour" }))
 
     it.live(name("statsInterval infinite: nothing is counted, nothing written"), () =>
