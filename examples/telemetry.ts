@@ -119,7 +119,7 @@ const Database = Layer.unwrapEffect(Effect.map(Config.option(Config.string("DATA
  */
 const dropTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  for (const table of ["jobs", "workers", "schedules", "paused", "limits", "rates", "migrations"]) {
+  for (const table of ["jobs", "workers", "schedules", "paused", "limits", "rates", "stats", "migrations"]) {
     yield* sql`DROP TABLE IF EXISTS ${sql(`telemetry_${table}`)}`
   }
 }).pipe(Effect.withTracerEnabled(false)) // not part of the example's traces

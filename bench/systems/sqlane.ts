@@ -28,7 +28,7 @@ const client = (env: Env, pool: number) =>
 export const prefix = (env: Env) => `${env.ns}_`
 
 /** sqlane's tables, without their prefix. */
-export const sqlaneTables = ["jobs", "migrations", "workers", "schedules", "paused", "limits", "rates"] as const
+export const sqlaneTables = ["jobs", "migrations", "workers", "schedules", "paused", "limits", "rates", "stats"] as const
 
 /** sqlane's log lines go to stderr: stdout is the benchmark's markdown. */
 export const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))

@@ -101,8 +101,9 @@ export const prune = Command.make(
       yield* Console.log(
         result.ran
           ? `deleted ${result.deleted.completed} completed, ${result.deleted.dead} dead, ${result.deleted.cancelled} cancelled job(s) in ${result.batches} batch(es)` +
-            (result.rateRows > 0 ? `, and ${result.rateRows} old rate window row(s)` : "")
+            (result.rateRows > 0 ? `, and ${result.rateRows} old rate window row(s)` : "") +
+            (result.statsRows > 0 ? `, and ${result.statsRows} old per-minute stats row(s)` : "")
           : "another pruner is running; nothing done"
       )
     })
-).pipe(Command.withDescription("delete finished jobs older than their retention, and old rate window rows, in batches"))
+).pipe(Command.withDescription("delete finished jobs older than their retention, and old rate window and stats rows, in batches"))

@@ -16,6 +16,7 @@
  * GET  /api/dead-letters?name&cursor   → JobPage (jobs in state dead)
  * GET  /api/periodic-jobs              → PeriodicJobList
  * GET  /api/workers                    → WorkerList
+ * GET  /api/stats                      → StatsView (per job name: completed and failed per minute, pickup percentiles)
  * POST /api/jobs/:id/retry|cancel|delete    → ActionOutcome
  * POST /api/names/:name/pause|resume         → ActionOutcome
  * POST /api/bulk/retry|cancel|delete         → BulkOutcome (first the count, then the action)
@@ -42,6 +43,7 @@ import {
   PageParams,
   PeriodicJobList,
   Session,
+  StatsView,
   WorkerList
 } from "./ApiSchemas.js"
 
@@ -78,6 +80,7 @@ export class Reads extends HttpApiGroup.make("reads")
   )
   .add(HttpApiEndpoint.get("periodicJobs", "/periodic-jobs").addSuccess(PeriodicJobList))
   .add(HttpApiEndpoint.get("workers", "/workers").addSuccess(WorkerList))
+  .add(HttpApiEndpoint.get("stats", "/stats").addSuccess(StatsView))
   .addError(BadRequest, { status: 400 })
   .addError(DatabaseError, { status: 503 })
   .middleware(ReadAccess)

@@ -428,3 +428,85 @@ export class BulkOutcome extends Schema.Class<BulkOutcome>("sqlane/dashboard/Bul
  * @category constants
  */
 export const maxBulk = 10_000
+
+/**
+ * One minute of a job name in `GET /api/stats`: the attempts of the name whose success (`completed`)
+ * or failure (`failed`: retried or dead-lettered) was written in that UTC minute, by every process.
+ *
+ * @example
+ * ```ts
+ * // { minute: "2026-12-06T04:10:00.000Z", completed: 1520, failed: 3 }
+ * const errorRate = (p: DashboardApi.StatsPoint) => p.failed / Math.max(1, p.completed + p.failed)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class StatsPoint extends Schema.Class<StatsPoint>("sqlane/dashboard/StatsPoint")({
+  /** The start of the minute (ISO 8601, UTC). */
+  minute: Schema.String,
+  completed: Schema.Number,
+  failed: Schema.Number
+}) {}
+
+/**
+ * Pickup-latency percentiles of a job name over the last hour (ms from a job becoming due to its
+ * attempt starting), bucket-bounded: each is the upper bound of the bucket it falls in (1, 2, 5, 10,
+ * 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000 ms), so the
+ * true value is at most that; above the last bound it reads 3600000 (an hour or more). `count`: the
+ * attempts started in the hour; the percentiles are null when it is 0.
+ *
+ * @example
+ * ```ts
+ * const text = (p: DashboardApi.PickupPercentiles) => (p.p95 === null ? "–" : `p95 ≤ ${p.p95} ms`)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class PickupPercentiles extends Schema.Class<PickupPercentiles>("sqlane/dashboard/PickupPercentiles")({
+  p50: Schema.NullOr(Schema.Number),
+  p95: Schema.NullOr(Schema.Number),
+  p99: Schema.NullOr(Schema.Number),
+  count: Schema.Number
+}) {}
+
+/**
+ * One job name in `GET /api/stats`: a point per minute of the last hour (60, oldest first, minutes
+ * without any counted as 0, the last one the current minute), and its pickup-latency percentiles
+ * over the hour.
+ *
+ * @example
+ * ```ts
+ * const stats = await (await fetch("/sqlane/api/stats")).json()
+ * for (const n of stats.names) console.log(n.name, n.points.at(-1).completed, n.pickupMs.p99)
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class NameStats extends Schema.Class<NameStats>("sqlane/dashboard/NameStats")({
+  name: Schema.String,
+  points: Schema.Array(StatsPoint),
+  pickupMs: PickupPercentiles
+}) {}
+
+/**
+ * What `GET /api/stats` returns: per job name with counts in the last hour (sorted by name), what
+ * the workers of every process did in each minute, from the table `<prefix>stats`. `since` is the
+ * start of the first minute (ISO 8601, UTC). The workers add their counts every `statsInterval` (5 s
+ * by default), so the current minute fills as they do.
+ *
+ * @example
+ * ```ts
+ * const { since, names } = await (await fetch("/sqlane/api/stats")).json()
+ * const completedInHour = names.map((n) => n.points.reduce((sum, p) => sum + p.completed, 0))
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export class StatsView extends Schema.Class<StatsView>("sqlane/dashboard/Stats")({
+  since: Schema.String,
+  names: Schema.Array(NameStats)
+}) {}

@@ -2,8 +2,8 @@
  * `QueueLive`: the layer a user provides. Given a `SqlClient` from `@effect/sql-pg` or
  * `@effect/sql-mysql2`, it checks the server, runs sqlane's migrations (with `migrate: false`, it
  * fails with `SchemaNotMigrated` when any is pending), builds the driver of that database and on it
- * `Queue`, `Claimer`, `Completer`, `Admin`, `Events` and a `Notifier`, whose wake-ups between
- * processes follow the driver's capabilities:
+ * `Queue`, `Claimer`, `Completer`, `Admin`, `Events`, the per-minute stats its workers add to
+ * (`statsInterval`) and a `Notifier`, whose wake-ups between processes follow the driver's capabilities:
  *
  * - PostgreSQL through @effect/sql-pg's `PgClient`: `LISTEN/NOTIFY`;
  * - MySQL 8.0+ / MariaDB 10.6+ (and a PostgreSQL client without `PgClient`'s settings): the insert
@@ -25,6 +25,7 @@ import { Database } from "../internal/Database.js"
 import * as DriverPackages from "../internal/driverPackages.js"
 import * as Facts from "../internal/facts.js"
 import { makeReachability } from "../internal/outage.js"
+import * as Stats from "../internal/stats.js"
 import * as MysqlDriver from "../internal/driver/mysql/index.js"
 import * as MysqlSession from "../internal/driver/mysql/session.js"
 import * as PgDriver from "../internal/driver/pg/index.js"
@@ -57,11 +58,14 @@ export type Services =
   | QueueConfig.QueueConfig
   | Database
   | Facts.Facts
+  | Stats.Stats
 
 const services = Layer.mergeAll(Queue.layer, Completer.layer).pipe(
   Layer.provideMerge(Claimer.layer),
   Layer.provideMerge(Events.layer),
   Layer.provideMerge(Facts.layer),
+  // Built before the Completer, closed after it: the ends it writes at close are counted, then flushed.
+  Layer.provideMerge(Stats.layer),
   Layer.provideMerge(Notifier.layer),
   (base) => Layer.provideMerge(Admin.layer, base),
   (base) => Layer.merge(base, Pruner.layer)

@@ -15,6 +15,10 @@
  * {@link rateRowGraceMillis} ago and whose hold ended that long ago, `pruneBatchSize` keys of the name
  * read per statement. A deleted row's window was over: the next claim of its key starts a new one.
  *
+ * A pass also deletes the rows of the per-minute stats (`<prefix>stats`) whose minute began more than
+ * {@link statsRetentionMillis} ago, `pruneBatchSize` rows per statement from the start of its
+ * primary key (the oldest minutes).
+ *
  * Every `QueueLive` runs {@link background} (unless `prune: false`): one pruning loop per process and
  * prefix, however many workers it runs; `sqlane prune` runs {@link run} once.
  *
@@ -69,6 +73,21 @@ export const maxBatchSize: number = QueueConfigModule.maxPruneBatchSize
 export const rateRowGraceMillis: number = 3_600_000
 
 /**
+ * How long the rows of the per-minute stats (`<prefix>stats`) are kept (24 hours, in ms): a pruning
+ * pass deletes the rows whose minute began longer ago than this (by Effect's `Clock`).
+ *
+ * @example
+ * ```ts
+ * // The oldest minute a pass keeps
+ * const keptFromMs = Date.now() - Pruner.statsRetentionMillis
+ * ```
+ *
+ * @since 0.4.0
+ * @category pruning
+ */
+export const statsRetentionMillis: number = 86_400_000
+
+/**
  * What one pruning pass did.
  *
  * @example
@@ -91,6 +110,8 @@ export interface PruneResult {
   readonly largestBatch: number
   /** Rows of the rate windows (`<prefix>rates`) deleted (see {@link rateRowGraceMillis}). */
   readonly rateRows: number
+  /** Rows of the per-minute stats (`<prefix>stats`) deleted (see {@link statsRetentionMillis}). */
+  readonly statsRows: number
 }
 
 /**
@@ -127,7 +148,14 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
       return taken
     }))
     if (!got) {
-      return { ran: false, deleted: { completed: 0, dead: 0, cancelled: 0 }, batches: 0, largestBatch: 0, rateRows: 0 }
+      return {
+        ran: false,
+        deleted: { completed: 0, dead: 0, cancelled: 0 },
+        batches: 0,
+        largestBatch: 0,
+        rateRows: 0,
+        statsRows: 0
+      }
     }
     return yield* Effect.gen(function*() {
       const nowUs = yield* nowMicros
@@ -148,7 +176,8 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
         }
       }
       const rateRows = yield* pruneRates(driver, nowUs, config.pruneBatchSize)
-      return { ran: true, deleted, batches, largestBatch, rateRows }
+      const statsRows = yield* pruneStats(driver, nowUs - statsRetentionMillis * 1000, config.pruneBatchSize)
+      return { ran: true, deleted, batches, largestBatch, rateRows, statsRows }
     }).pipe(
       // Every statement of the pass runs on the lock's connection (autocommit, one statement or two
       // per batch): a pass uses one connection of the pool, never waits for a second one.
@@ -181,6 +210,18 @@ const pruneRates = (driver: Driver, nowUs: number, batchSize: number): Effect.Ef
       }
     }
     return deleted
+  })
+
+/** Deletes the stats rows of the minutes before `cutoffUs`, `batchSize` per statement; returns how many it deleted. */
+const pruneStats = (driver: Driver, cutoffUs: number, batchSize: number): Effect.Effect<number, SqlError> =>
+  Effect.gen(function*() {
+    let deleted = 0
+    while (true) {
+      const n = yield* driver.statsPrune(cutoffUs, batchSize)
+      deleted += n
+      if (n < batchSize) return deleted
+      yield* Effect.yieldNow()
+    }
   })
 
 /**
@@ -217,6 +258,9 @@ export const background: Effect.Effect<never, never, SqlClient.SqlClient | Datab
       }
       if (result !== undefined && result.rateRows > 0) {
         yield* Effect.logDebug(`sqlane: pruned ${result.rateRows} rate window row(s)`)
+      }
+      if (result !== undefined && result.statsRows > 0) {
+        yield* Effect.logDebug(`sqlane: pruned ${result.statsRows} per-minute stats row(s)`)
       }
     }
   }

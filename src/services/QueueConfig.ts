@@ -57,6 +57,11 @@ export interface QueueConfigShape {
    * enqueues (see `QueueOptions.insertCheckInterval`); infinite: never.
    */
   readonly insertCheckInterval: Duration.Duration
+  /**
+   * How often this process adds what its workers counted to the per-minute stats (`<prefix>stats`,
+   * see `QueueOptions.statsInterval`); infinite: never (nothing is counted).
+   */
+  readonly statsInterval: Duration.Duration
 }
 
 /**
@@ -181,6 +186,17 @@ export interface QueueOptions {
    * Source: Solid Queue's workers poll every 0.1 s by default (`polling_interval`).
    */
   readonly insertCheckInterval?: Duration.DurationInput | undefined
+  /**
+   * Default 5 seconds, at least 100 ms; `Duration.infinity` turns the stats off. The workers of a
+   * `QueueLive` count, per job name and UTC minute, the attempts completed, the attempts failed, and
+   * the pickup latency of the attempts started (the value of `sqlane_job_pickup_latency_ms`, in
+   * fixed buckets), in memory; this often (and when the `QueueLive` closes) the counts are added to
+   * the table `<prefix>stats` in one statement, which every process adds to (the dashboard's
+   * `GET /api/stats` reads it). A process that crashes loses what it counted since its last flush.
+   * A flush that fails is logged, and its counts are kept for the next (the newest 10,000 (name,
+   * minute) rows at most). The Pruner deletes rows older than 24 hours.
+   */
+  readonly statsInterval?: Duration.DurationInput | undefined
 }
 
 /**
@@ -228,7 +244,8 @@ export const make = (options: QueueOptions = {}): QueueConfigShape => ({
   pruneBatchSize: Number.isFinite(options.pruneBatchSize) ? Math.min(maxPruneBatchSize, Math.max(1, Math.floor(options.pruneBatchSize!)))
     : 1000,
   durableClaims: options.durableClaims ?? false,
-  insertCheckInterval: Duration.decode(options.insertCheckInterval ?? "100 millis")
+  insertCheckInterval: Duration.decode(options.insertCheckInterval ?? "100 millis"),
+  statsInterval: Duration.decode(options.statsInterval ?? "5 seconds")
 })
 
 /**
@@ -247,9 +264,9 @@ export const layer = (options: QueueOptions = {}): Layer.Layer<QueueConfig> =>
   Layer.succeed(QueueConfig, make(options))
 
 /**
- * Why `options` cannot run, or `undefined`: every duration must decode and be finite (retention and
- * `insertCheckInterval` may be infinite), the intervals longer than 0 (`insertCheckInterval` at least
- * 10 ms), and `leaseTimeout` longer than twice `heartbeatInterval` — a lease shorter than the
+ * Why `options` cannot run, or `undefined`: every duration must decode and be finite (retention,
+ * `insertCheckInterval` and `statsInterval` may be infinite), the intervals longer than 0
+ * (`insertCheckInterval` at least 10 ms, `statsInterval` at least 100 ms), and `leaseTimeout` longer than twice `heartbeatInterval` — a lease shorter than the
  * heartbeat makes live workers look lost between heartbeats, and their running jobs are taken and run
  * again while they still run. `QueueLive` fails with a `SetupError` carrying this message.
  *
@@ -266,6 +283,7 @@ export const optionsProblem = (options: QueueOptions): string | undefined => {
     ["rescueInterval", options.rescueInterval ?? "500 millis", "positive"],
     ["pruneInterval", options.pruneInterval ?? "1 minute", "positive"],
     ["insertCheckInterval", options.insertCheckInterval ?? "100 millis", "positive-or-off"],
+    ["statsInterval", options.statsInterval ?? "5 seconds", "positive-or-off"],
     ["retention.completed", options.retention?.completed ?? "1 day", "retention"],
     ["retention.dead", options.retention?.dead ?? "7 days", "retention"],
     ["retention.cancelled", options.retention?.cancelled ?? "7 days", "retention"]
@@ -280,6 +298,9 @@ export const optionsProblem = (options: QueueOptions): string | undefined => {
   }
   if (millis.insertCheckInterval !== undefined && millis.insertCheckInterval < 10) {
     return `insertCheckInterval must be at least 10 ms (or Duration.infinity: off), got ${millis.insertCheckInterval} ms`
+  }
+  if (millis.statsInterval !== undefined && millis.statsInterval < 100) {
+    return `statsInterval must be at least 100 ms (or Duration.infinity: off), got ${millis.statsInterval} ms`
   }
   if (millis.leaseTimeout <= 2 * millis.heartbeatInterval) {
     return `leaseTimeout (${millis.leaseTimeout} ms) must be longer than twice heartbeatInterval ` +

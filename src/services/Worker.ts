@@ -33,6 +33,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
@@ -40,6 +41,7 @@ import { durationMillis } from "../internal/options.js"
 import * as Limits from "../internal/limits.js"
 import type { NameLimits } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
+import * as Stats from "../internal/stats.js"
 import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
 import { nowMicros } from "../internal/time.js"
@@ -267,6 +269,9 @@ export const make = <R>(
     const clock = yield* Effect.clock
     const completer = yield* Completer
     const notifier = yield* Notifier
+    // The per-minute stats of the process (internal/stats.ts), which `QueueLive` provides; a worker
+    // given services without them counts none.
+    const stats = Option.getOrElse(yield* Effect.serviceOption(Stats.Stats), () => Stats.off)
     const concurrency = options.concurrency ?? 10
     const workerId = options.id ?? crypto.randomUUID()
     const handlers = new Map<string, Handler<R>>(options.handlers.map((h) => [h.job.name, h]))
@@ -350,7 +355,9 @@ export const make = <R>(
         const nowMs = clock.unsafeCurrentTimeMillis()
         // Never throws: a start that fails fails its own attempt.
         attempts.start(row)
-        ofJobName(row.name).pickupLatency.unsafeUpdate(Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000), [])
+        const pickupMs = Math.max(0, nowMs - Math.max(row.runAtUs, row.createdAtUs) / 1000)
+        ofJobName(row.name).pickupLatency.unsafeUpdate(pickupMs, [])
+        stats.started(row.name, pickupMs, nowMs)
       },
       release: (row) => release(row)
     })
@@ -398,9 +405,10 @@ export const make = <R>(
     })
     loop = claims
 
-    /** Counts a written attempt's end in the job name's metrics. */
+    /** Counts a written attempt's end in the job name's metrics and the process's per-minute stats. */
     const count = (name: string, outcome: Outcome) => {
       const metrics = ofJobName(name)
+      if (outcome.state !== "released") stats.ended(name, outcome.state, clock.unsafeCurrentTimeMillis())
       switch (outcome.state) {
         case "completed":
           return metrics.completed.unsafeUpdate(1, [])

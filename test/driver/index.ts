@@ -14,6 +14,7 @@ import { jobsOps } from "./jobs.js"
 import { ratesOps } from "./rates.js"
 import { schedulesOps } from "./schedules.js"
 import { sessionOps } from "./session.js"
+import { statsOps } from "./stats.js"
 import { workersOps } from "./workers.js"
 
 export const driverSuite = (target: Target) => {
@@ -26,5 +27,6 @@ export const driverSuite = (target: Target) => {
     schedulesOps(target)
     adminOps(target)
     ratesOps(target)
+    statsOps(target)
   })
 }

@@ -100,7 +100,7 @@ export const sessionOps = (target: Target) => {
           yield* sql`CREATE TABLE ${sql(`${other}jobs`)} (id integer)`
           assert.deepStrictEqual(
             (yield* tablesOf(prefix)).filter((t) => !t.startsWith(other)),
-            ["jobs", "limits", "migrations", "paused", "rates", "schedules", "workers"].map((t) => prefix + t)
+            ["jobs", "limits", "migrations", "paused", "rates", "schedules", "stats", "workers"].map((t) => prefix + t)
           )
           yield* driver.migrationDropAll()
           assert.deepStrictEqual(yield* tablesOf(prefix), [`${other}jobs`])

@@ -514,7 +514,9 @@ export const badInput = (target: Target) => {
           [{ pollInterval: "banana" as never }, "pollInterval must be a duration"],
           [{ heartbeatInterval: NaN }, "heartbeatInterval must be a finite duration, got NaN"],
           [{ insertCheckInterval: 0 }, "insertCheckInterval must be longer than 0"],
-          [{ insertCheckInterval: "5 millis" }, "insertCheckInterval must be at least 10 ms"]
+          [{ insertCheckInterval: "5 millis" }, "insertCheckInterval must be at least 10 ms"],
+          [{ statsInterval: 0 }, "statsInterval must be longer than 0"],
+          [{ statsInterval: "50 millis" }, "statsInterval must be at least 100 ms"]
         ]
         for (const [options, message] of cases) {
           const exit = yield* Effect.exit(Effect.scoped(Layer.build(testLayer(target, options).layer)))

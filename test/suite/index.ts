@@ -23,6 +23,7 @@ import { promise } from "./promise.js"
 import { rescue } from "./rescue.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
+import { stats } from "./stats.js"
 import { testing } from "./testing.js"
 
 export const suitesFor = (id: string) => {
@@ -48,6 +49,7 @@ export const suitesFor = (id: string) => {
     promise(target)
     dashboard(target)
     dashboardBrowser(target)
+    stats(target)
   } else {
     const reason = inject("skipped").find((s) => s.id === id)?.reason ?? "not configured"
     it.skip(`[${id}] not reachable: ${reason}`, () => {})

@@ -4,7 +4,8 @@
  * pending-jobs index (reading only names with pending jobs), and the claim one index range per
  * (name, priority) group: no full scan of the jobs table and no sort of the backlog, before and
  * after the table's statistics are gathered. The dashboard's counts by state read at most their cap
- * of rows, each through its state's index.
+ * of rows, each through its state's index; its read of the last hour of the per-minute stats is one
+ * range of their primary key, with a day of minutes of 100 names in the table.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
@@ -221,5 +222,46 @@ export const plans = (target: Target) => {
           })),
       120_000
     )
+
+    it.live(name("the last hour of the per-minute stats is one range of their primary key, with a day of 100 names"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const stats = sql(`${prefix}stats`)
+          const minuteUs = 60_000_000
+          const currentUs = Math.floor((yield* nowMicros) / minuteUs) * minuteUs
+          // 1,440 minutes of 100 names: 144,000 rows.
+          if (target.dialect === "pg") {
+            yield* sql`INSERT INTO ${stats} (minute_us, name, completed)
+              SELECT ${currentUs}::bigint - m * ${minuteUs}::bigint, 'plan.stats.' || n, 1
+              FROM generate_series(0, 1439) AS m, generate_series(0, 99) AS n`
+            yield* sql`ANALYZE ${stats}`
+          } else {
+            yield* sql`INSERT INTO ${stats} (minute_us, name, completed)
+              WITH RECURSIVE seq (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < 999)
+              SELECT ${currentUs} - ((a.i * 144 + b.i) DIV 100) * ${minuteUs}, CONCAT('plan.stats.', (a.i * 144 + b.i) MOD 100), 1
+              FROM seq a CROSS JOIN seq b WHERE b.i < 144`.unprepared
+            yield* sql`ANALYZE TABLE ${stats}`.unprepared
+          }
+          const statements = yield* explainer(target, prefix)
+          const plan = yield* statements.explainStatsRead(currentUs - 59 * minuteUs, 120_000)
+          const show = `\n${plan.join("\n")}`
+          if (target.dialect === "pg") {
+            const text = plan.join("\n")
+            // An index scan of the range, or a bitmap of it (then the hour's rows alone are sorted).
+            assert.match(text, new RegExp(`Index Scan (using|on) ${prefix}stats_pkey`), `the stats read does not use the primary key:${show}`)
+            assert.match(text, /Index Cond: \(minute_us >= /, `the stats read is not a range of the minutes:${show}`)
+            assert.notInclude(text, "Seq Scan", `the stats read scans the table:${show}`)
+          } else {
+            const rows = plan.map((r) => JSON.parse(r) as Record<string, unknown>).filter((r) => r.table === `${prefix}stats`)
+            assert.strictEqual(rows.length, 1, show)
+            assert.strictEqual(rows[0].key, "PRIMARY", `the stats read does not use the primary key:${show}`)
+            assert.strictEqual(rows[0].type, "range", `the stats read is not one range:${show}`)
+            assert.notInclude(String(rows[0].Extra ?? ""), "filesort", `the stats read sorts:${show}`)
+          }
+          // And the read answers: 60 minutes of 100 names.
+          const { driver } = yield* Database
+          assert.strictEqual((yield* driver.statsRead(currentUs - 59 * minuteUs, 120_000)).length, 6_000)
+        })), 120_000)
   })
 }

@@ -64,7 +64,7 @@ export const withQueue = <A, E>(
 export const dropTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits", "rates"]) {
+    for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits", "rates", "stats"]) {
       yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)
     }
   })

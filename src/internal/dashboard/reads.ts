@@ -1,6 +1,7 @@
 /**
  * The dashboard's read endpoints: the session, the overview per job name (counts read up to a cap
- * per state), the job list and detail, dead letters, periodic jobs and workers. They run on the
+ * per state), the job list and detail, dead letters, periodic jobs, workers, and the last hour's
+ * per-minute stats (internal/dashboard/stats.ts). They run on the
  * `Admin` service and, where it has no operation for them, on the driver.
  *
  * @internal
@@ -17,6 +18,7 @@ import * as Pauses from "../pauses.js"
 import { microsToDate, nowMicros } from "../time.js"
 import { decodeTraceContext } from "../tracing.js"
 import type { Access } from "./access.js"
+import * as Stats from "./stats.js"
 
 /** The most jobs of one state the overview reads to count them. */
 export const countCap = 10_000
@@ -275,4 +277,6 @@ export const layer = (access: Access) =>
             Effect.catchTag("SqlError", databaseError)
           ))
         .handle("workers", () => Effect.catchTag(workers, "SqlError", databaseError))
+        .handle("stats", () =>
+          nowMicros.pipe(Effect.flatMap((nowUs) => Stats.lastHour(driver, nowUs)), Effect.catchTag("SqlError", databaseError)))
     }))

@@ -36,6 +36,7 @@ import type {
   ProbeRow,
   ScheduleRow,
   StaleEnds,
+  StatsMinuteRow,
   StatsRow,
   UniqueInsertResult,
   UniqueInsertRow,
@@ -353,6 +354,25 @@ export interface Driver {
     limit: number
   ) => Effect.Effect<RatePruneBatch, SqlError>
 
+  // --- Per-minute stats (`<prefix>stats`) ---------------------------------------------------
+  /**
+   * Adds counts to the rows of `<prefix>stats`, each (minute, name) created at 0 if missing, in one
+   * statement per 500 rows (`INSERT … ON CONFLICT DO UPDATE` / `ON DUPLICATE KEY UPDATE` adding the
+   * values). The rows are written in primary-key order, so that two processes adding to the same
+   * rows lock them in the same order.
+   */
+  readonly statsAdd: (rows: ReadonlyArray<StatsMinuteRow>) => Effect.Effect<void, SqlError>
+  /**
+   * The rows of `<prefix>stats` of the minutes at or after `sinceUs` (µs), oldest first, at most
+   * `limit`: one range of the primary key (minute, name).
+   */
+  readonly statsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<StatsMinuteRow>, SqlError>
+  /**
+   * Deletes at most `limit` rows of `<prefix>stats` whose minute began before `cutoffUs`, oldest
+   * first (the start of the primary key). Returns how many it deleted.
+   */
+  readonly statsPrune: (cutoffUs: number, limit: number) => Effect.Effect<number, SqlError>
+
   // --- Operations: CLI, pause/resume, retention, progress ----------------------------------
   /** The job names paused in `<prefix>paused`. */
   readonly pausedList: () => Effect.Effect<ReadonlyArray<PausedRow>, SqlError>
@@ -471,7 +491,7 @@ export interface Driver {
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
 /** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
-export type JobsExplain = Omit<Explain, "explainCountByState"> & {
+export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead"> & {
   readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
 }
 
@@ -481,6 +501,8 @@ export interface Explain {
     state: "pending" | "running" | "completed" | "dead" | "cancelled",
     cap: number
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /** The plan of `statsRead`. */
+  readonly explainStatsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainProbe: (names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError>
   readonly explainClaim: (groups: ReadonlyArray<Group>, limit: number, nowUs: number) => Effect.Effect<
     ReadonlyArray<string>,
@@ -555,5 +577,6 @@ export type AdminOps = Pick<
 >
 export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse" | "slotsHeld">
 export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
+export type StatsOps = Pick<Driver, "statsAdd" | "statsRead" | "statsPrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">
 export type NotificationsOps = Pick<Driver, "channelListen" | "channelNotify">

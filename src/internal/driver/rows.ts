@@ -282,3 +282,23 @@ export interface StatsRow {
   readonly oldestDueUs: number | null
   readonly recent: number
 }
+
+/**
+ * One row of `<prefix>stats`: what the workers of every process counted for a job name in one UTC
+ * minute. Written by adding (`statsAdd`: each process adds what it counted since its last flush).
+ */
+export interface StatsMinuteRow {
+  readonly name: string
+  /** The start of the minute (µs since the epoch, a multiple of 60,000,000). */
+  readonly minuteUs: number
+  /** Attempts whose success was written. */
+  readonly completed: number
+  /** Attempts whose failure was written (retried or dead-lettered). */
+  readonly failed: number
+  /**
+   * Attempts started, by pickup latency: `pickup[i]` counts those of at most `pickupBoundsMs[i]` ms
+   * (and more than the bound before it); the last entry, one past the bounds, those above the last
+   * bound (driver/shared.ts).
+   */
+  readonly pickup: ReadonlyArray<number>
+}

@@ -20,6 +20,7 @@ import type {
   NameLimits,
   OrphanedRow,
   StaleEnds,
+  StatsMinuteRow,
   StatsRow,
   UniqueInsertResult,
   WorkerRow,
@@ -371,7 +372,7 @@ export const migrationList = (sql: SqlClient.SqlClient, prefix: string, currentS
   })
 
 /** The tables sqlane's migrations create for a prefix (its migrations table last). */
-export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "rates", "migrations"] as const
+export const tableNames = ["jobs", "workers", "schedules", "paused", "limits", "rates", "stats", "migrations"] as const
 
 /** `migrationDropAll`, the same statements on both databases. */
 export const migrationDropAll = (sql: SqlClient.SqlClient, prefix: string) => () =>
@@ -406,6 +407,27 @@ export const toStats = (r: any): StatsRow => ({
   due: num(r.due ?? 0),
   oldestDueUs: numOrNull(r.oldest_due_us),
   recent: num(r.recent ?? 0)
+})
+
+/**
+ * The upper bounds (ms) of the pickup-latency buckets of `<prefix>stats`, in order; one bucket more
+ * counts what is above the last. Fixed: each bucket is a column (migration 14), and processes add
+ * their counts bucket by bucket.
+ */
+export const pickupBoundsMs: ReadonlyArray<number> = [
+  1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000
+]
+
+/** The columns of the pickup buckets (`pickup_le_<bound>`, then `pickup_more`), in bucket order. */
+export const pickupColumns: ReadonlyArray<string> = [...pickupBoundsMs.map((b) => `pickup_le_${b}`), "pickup_more"]
+
+/** A row of `<prefix>stats` as both drivers read it. */
+export const toStatsMinuteRow = (r: any): StatsMinuteRow => ({
+  name: r.name,
+  minuteUs: num(r.minute_us),
+  completed: num(r.completed),
+  failed: num(r.failed),
+  pickup: pickupColumns.map((c) => num(r[c]))
 })
 
 /** The pruner's lock name for a table prefix (at most 53 characters: MySQL allows 64). */

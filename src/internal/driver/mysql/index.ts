@@ -18,6 +18,7 @@ import * as Limits from "./limits.js"
 import * as Migrations from "./migrations.js"
 import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
+import * as Stats from "./stats.js"
 import * as Workers from "./workers.js"
 
 export type { MysqlOptions } from "./context.js"
@@ -41,6 +42,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Admin.make(ctx),
     ...Limits.make(ctx),
     ...Rates.ops(ctx),
+    ...Stats.make(ctx),
     ...Migrations.make(ctx),
     // No notifications between sessions: the Notifier reads the newest job id instead.
     channelListen: () => Effect.fail(new ListenError("MySQL/MariaDB have no LISTEN")),
@@ -48,7 +50,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
   }
 }
 
-/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+/** The plans of the probe, the claims and the dashboard's reads as this driver runs them (`Explain`): for tests only. */
 export const explain = (sql: SqlClient.SqlClient, prefix: string, options: MysqlOptions = {}): Explain => {
   const ctx = makeContext(sql, prefix, "", options)
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
@@ -57,6 +59,7 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: Mysql
     explainClaim,
     explainClaimKeyed,
     explainProbe,
-    explainCountByState: (state, cap) => explainStatement(countByState(state, cap))
+    explainCountByState: (state, cap) => explainStatement(countByState(state, cap)),
+    explainStatsRead: (sinceUs, limit) => explainStatement(Stats.readStatement(ctx)(sinceUs, limit))
   }
 }

@@ -163,6 +163,24 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     // without a key under NULL, so those of a name with fair shares are one range too).
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
       ADD KEY ${sql(`${prefix}jobs_pending_key`)} (state, name, priority, limit_key, run_at, id)`
+  }),
+  "14_stats": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL; names compare as the jobs' names do (utf8mb4_bin).
+    yield* sql`CREATE TABLE ${sql(`${prefix}stats`)} (
+      minute_us BIGINT NOT NULL,
+      name VARCHAR(255) NOT NULL,
+      completed INT NOT NULL DEFAULT 0,
+      failed INT NOT NULL DEFAULT 0,
+      pickup_le_1 INT NOT NULL DEFAULT 0, pickup_le_2 INT NOT NULL DEFAULT 0, pickup_le_5 INT NOT NULL DEFAULT 0,
+      pickup_le_10 INT NOT NULL DEFAULT 0, pickup_le_25 INT NOT NULL DEFAULT 0, pickup_le_50 INT NOT NULL DEFAULT 0,
+      pickup_le_100 INT NOT NULL DEFAULT 0, pickup_le_250 INT NOT NULL DEFAULT 0, pickup_le_500 INT NOT NULL DEFAULT 0,
+      pickup_le_1000 INT NOT NULL DEFAULT 0, pickup_le_2500 INT NOT NULL DEFAULT 0, pickup_le_5000 INT NOT NULL DEFAULT 0,
+      pickup_le_10000 INT NOT NULL DEFAULT 0, pickup_le_30000 INT NOT NULL DEFAULT 0, pickup_le_60000 INT NOT NULL DEFAULT 0,
+      pickup_le_300000 INT NOT NULL DEFAULT 0, pickup_le_900000 INT NOT NULL DEFAULT 0, pickup_le_3600000 INT NOT NULL DEFAULT 0,
+      pickup_more INT NOT NULL DEFAULT 0,
+      PRIMARY KEY (minute_us, name)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   })
 })
 

@@ -15,6 +15,7 @@ import * as Listen from "./listen.js"
 import * as Migrations from "./migrations.js"
 import * as Rates from "./rates.js"
 import * as Schedules from "./schedules.js"
+import * as Stats from "./stats.js"
 import * as Workers from "./workers.js"
 
 export type { PgOptions } from "./context.js"
@@ -38,12 +39,13 @@ export const make = (sql: SqlClient.SqlClient, prefix: string, database: string,
     ...Admin.make(ctx),
     ...Limits.make(ctx),
     ...Rates.ops(ctx),
+    ...Stats.make(ctx),
     ...Migrations.make(ctx),
     ...Listen.make(ctx)
   }
 }
 
-/** The plans of the probe and the claims as this driver runs them (`Explain`): for tests only. */
+/** The plans of the probe, the claims and the dashboard's reads as this driver runs them (`Explain`): for tests only. */
 export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOptions = {}): Explain => {
   const ctx = makeContext(sql, prefix, "", options)
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
@@ -52,6 +54,7 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOpt
     explainClaim,
     explainClaimKeyed,
     explainProbe,
-    explainCountByState: (state, cap) => explainStatement(countByState(state, cap))
+    explainCountByState: (state, cap) => explainStatement(countByState(state, cap)),
+    explainStatsRead: (sinceUs, limit) => explainStatement(Stats.readStatement(ctx)(sinceUs, limit))
   }
 }

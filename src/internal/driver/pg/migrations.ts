@@ -170,6 +170,28 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     // Partial: jobs without a concurrency key add no entry.
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_pending_key`)} ON ${sql(`${prefix}jobs`)} (name, priority, limit_key, run_at, id)
       WHERE state = 'pending' AND limit_key IS NOT NULL`
+  }),
+  "14_stats": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // Per job name and UTC minute (minute_us: its start, µs since the epoch), what the workers of
+    // every process counted: attempts completed, attempts failed, and attempts started by pickup
+    // latency, one column per bucket (pickup_le_<ms>, then pickup_more). Each process adds its
+    // counts every few seconds. The minute leads the key: the last hour is one range of it, and
+    // pruning deletes from its start.
+    yield* sql`CREATE TABLE ${sql(`${prefix}stats`)} (
+      minute_us bigint NOT NULL,
+      name text NOT NULL,
+      completed integer NOT NULL DEFAULT 0,
+      failed integer NOT NULL DEFAULT 0,
+      pickup_le_1 integer NOT NULL DEFAULT 0, pickup_le_2 integer NOT NULL DEFAULT 0, pickup_le_5 integer NOT NULL DEFAULT 0,
+      pickup_le_10 integer NOT NULL DEFAULT 0, pickup_le_25 integer NOT NULL DEFAULT 0, pickup_le_50 integer NOT NULL DEFAULT 0,
+      pickup_le_100 integer NOT NULL DEFAULT 0, pickup_le_250 integer NOT NULL DEFAULT 0, pickup_le_500 integer NOT NULL DEFAULT 0,
+      pickup_le_1000 integer NOT NULL DEFAULT 0, pickup_le_2500 integer NOT NULL DEFAULT 0, pickup_le_5000 integer NOT NULL DEFAULT 0,
+      pickup_le_10000 integer NOT NULL DEFAULT 0, pickup_le_30000 integer NOT NULL DEFAULT 0, pickup_le_60000 integer NOT NULL DEFAULT 0,
+      pickup_le_300000 integer NOT NULL DEFAULT 0, pickup_le_900000 integer NOT NULL DEFAULT 0, pickup_le_3600000 integer NOT NULL DEFAULT 0,
+      pickup_more integer NOT NULL DEFAULT 0,
+      PRIMARY KEY (minute_us, name)
+    )`
   })
 })
 
