@@ -163,6 +163,17 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     // without a key under NULL, so those of a name with fair shares are one range too).
     yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
       ADD KEY ${sql(`${prefix}jobs_pending_key`)} (state, name, priority, limit_key, run_at, id)`
+  }),
+  "14_list_indexes": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // The job lists, as on PostgreSQL. InnoDB writes a secondary index only when its columns change:
+    // (unique_key, id) once per job (every job has an entry, NULL for those without a key), the two
+    // holding the state on every state change. Added in place, without blocking writes (MySQL 8.0,
+    // MariaDB 10.6+).
+    yield* sql`ALTER TABLE ${sql(`${prefix}jobs`)}
+      ADD KEY ${sql(`${prefix}jobs_name_state`)} (name, state, id),
+      ADD KEY ${sql(`${prefix}jobs_state`)} (state, id),
+      ADD KEY ${sql(`${prefix}jobs_unique_key`)} (unique_key, id)`
   })
 })
 

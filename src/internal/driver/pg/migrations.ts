@@ -170,6 +170,20 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     // Partial: jobs without a concurrency key add no entry.
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_pending_key`)} ON ${sql(`${prefix}jobs`)} (name, priority, limit_key, run_at, id)
       WHERE state = 'pending' AND limit_key IS NOT NULL`
+  }),
+  "14_list_indexes": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // The job lists (the dashboard's, `sqlane list`), newest first with keyset pages on id: each
+    // filter is one index range in id order. A name and a state: one range of (name, state, id); a
+    // name alone: one range per state, merged; a state alone: one range of (state, id); a unique key:
+    // (unique_key, id), partial (jobs without a key add no entry); a created-time range: an id range
+    // (see driver/createdIds.ts). Every state change already writes a new entry in each full index
+    // (state is in the partial indexes' predicates, so no update of it is HOT): each adds one entry
+    // per enqueue, claim and end. Built as the migrations before (writes to the table wait meanwhile).
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_name_state`)} ON ${jobs} (name, state, id)`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_state`)} ON ${jobs} (state, id)`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_unique_key`)} ON ${jobs} (unique_key, id) WHERE unique_key IS NOT NULL`
   })
 })
 
