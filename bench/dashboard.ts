@@ -7,7 +7,7 @@
  * port of 127.0.0.1 and times every endpoint and filter over HTTP (`--calls` calls each, after one
  * call not counted). Prints a markdown table, writes the figures as JSON, and drops the tables.
  *
- *   npx tsx bench/dashboard.ts --db postgres-15|mariadb-10.11 [--jobs 1000000] [--calls 5] [--out file.json]
+ *   npx tsx bench/dashboard.ts --db postgres-15|mariadb-10.11 [--jobs 1000000] [--calls 5] [--out file.json] [--keep]
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -32,6 +32,8 @@ const db = arg("db", "postgres-15") as DbId
 const total = Number(arg("jobs", "1000000"))
 const calls = Number(arg("calls", "5"))
 const out = arg("out", "")
+/** Keeps the tables (to look at plans), printing their prefix: drop them with `DROP TABLE` afterwards. */
+const keep = process.argv.includes("--keep")
 
 const target = await open(db)
 const env = { target, ns: `dash_${process.pid}` }
@@ -40,7 +42,7 @@ const a = admin(target)
 const drop = async () => {
   await sqlane.drop(env).catch(() => {})
 }
-register(drop)
+if (!keep) register(drop)
 
 const dayUs = 86_400_000_000
 const startUs = (Date.now() - 10 * 86_400_000) * 1000
@@ -227,6 +229,7 @@ try {
     console.log(`| ${r.label} | ${r.status} | ${r.rows ?? r.count ?? ""} | ${r.medianMs} | ${r.maxMs} |`)
   }
 } finally {
-  await drop()
+  if (keep) process.stderr.write(`kept the tables ${prefix(env)}*\n`)
+  else await drop()
   await a.close()
 }

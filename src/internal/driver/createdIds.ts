@@ -19,31 +19,52 @@ import * as Effect from "effect/Effect"
 /** How far out of order with its id a job's `created_at` may be and still be listed (µs): a minute. */
 export const createdSkewUs = 60_000_000
 
-/** The first job with an id at or above a given one: its id and `created_at` (µs). */
-export type FirstAtOrAfter = (id: string) => Effect.Effect<{ readonly id: string; readonly createdAtUs: number } | undefined, SqlError>
+/**
+ * For each id given, the first job with an id at or above it: its id and `created_at` (µs), or
+ * `undefined` when there is none; in the order given (one statement).
+ */
+export type FirstAtOrAfter = (
+  ids: ReadonlyArray<string>
+) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly createdAtUs: number } | undefined>, SqlError>
+
+/** Ids looked up per statement: each round narrows the range searched to a 64th. */
+export const probes = 64
 
 /**
  * The smallest id of a job created at or after `atUs`, searched over ids below `endId` (the newest
- * id plus one); `undefined` when no job is (given `created_at` rises with the id).
+ * id plus one); `undefined` when no job is (given `created_at` rises with the id). Each round looks
+ * up `probes` evenly spaced ids and keeps the stretch between the last job found created before
+ * `atUs` and the next id looked up: about 4 statements for a million ids.
  */
 const firstIdCreatedAt = (first: FirstAtOrAfter, atUs: number, endId: bigint) =>
   Effect.gen(function*() {
+    // Every job below `lo` was created before `atUs`, and there is none in [hi, found).
     let lo = 0n
     let hi = endId
     let found: bigint | undefined
-    // Invariant: every job below `lo` was created before `atUs`; `found` (when set) is at `hi` or above
-    // and was created at or after it.
     while (lo < hi) {
-      const mid = (lo + hi) / 2n
-      const row = yield* first(String(mid))
-      if (row === undefined || BigInt(row.id) >= hi) {
-        hi = mid
-      } else if (row.createdAtUs >= atUs) {
-        found = BigInt(row.id)
-        hi = mid
-      } else {
-        lo = BigInt(row.id) + 1n
+      const span = hi - lo
+      const n = span < BigInt(probes) ? Number(span) : probes
+      const points = Array.from({ length: n }, (_, j) => lo + (span * BigInt(j)) / BigInt(n))
+      const rows = yield* first(points.map(String))
+      // The first id looked up whose job (the first at or above it, below `hi`) is missing or was
+      // created at or after `atUs`; the jobs before it were created earlier.
+      let lastBefore: bigint | undefined
+      let j = 0
+      for (; j < n; j++) {
+        const row = rows[j]
+        if (row === undefined || BigInt(row.id) >= hi) break
+        if (row.createdAtUs >= atUs) {
+          found = BigInt(row.id)
+          break
+        }
+        lastBefore = BigInt(row.id)
       }
+      const nextLo = lastBefore === undefined ? lo : lastBefore + 1n
+      const nextHi = j < n ? points[j] : hi
+      if (nextLo >= nextHi) break
+      lo = nextLo
+      hi = nextHi
     }
     return found
   })

@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import { uniqueGuard } from "../shared.js"
-import type { AdminOps } from "../Driver.js"
+import type { AdminOps, JobListFilter } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
 import { createdIds } from "../createdIds.js"
 import { jobStates, listByStates, newestId, num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
@@ -25,14 +25,53 @@ export const countByStateStatement = (ctx: PgContext) => (state: string, cap: nu
       LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
     GROUP BY name`
 
-export const make = (ctx: PgContext): AdminOps => {
-  const { claimedColumns, jobs, prefix, run, sql, ts, us } = ctx
-  /** The first job at or above an id, by the primary key (a created-time range's bounds, createdIds.ts). */
-  const firstAtOrAfter = (id: string) =>
+/**
+ * The job list's statement: newest first, each filter one index range in id order (see the
+ * migration `14_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
+ */
+export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
+  const { jobs, run, sql, ts, us } = ctx
+  /** The first job at or above each id, each by the primary key (a created-time range's bounds, createdIds.ts). */
+  const firstAtOrAfter = (ids: ReadonlyArray<string>) =>
     Effect.map(
-      sql`SELECT id, ${us("created_at")} AS created_at_us FROM ${jobs} WHERE id >= ${id}::bigint ORDER BY id LIMIT 1`,
-      (rows: ReadonlyArray<any>) => (rows.length === 0 ? undefined : { id: String(rows[0].id), createdAtUs: num(rows[0].created_at_us) })
+      sql`${sql.join(" UNION ALL ", false)(ids.map((id, i) =>
+        sql`(SELECT ${sql.literal(String(i))} AS i, id, ${us("created_at")} AS created_at_us FROM ${jobs}
+              WHERE id >= ${id}::bigint ORDER BY id LIMIT 1)`
+      ))}`,
+      (rows: ReadonlyArray<any>) => {
+        const byIndex = new Map(rows.map((r) => [num(r.i), { id: String(r.id), createdAtUs: num(r.created_at_us) }]))
+        return ids.map((_, i) => byIndex.get(i))
+      }
     )
+  return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
+    const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
+    const select = (state: string | undefined) =>
+      sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
+            ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
+            ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
+          FROM ${jobs}
+          WHERE ${sql.and([
+        ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
+        ...(state === undefined ? [] : [sql`state = ${state}`]),
+        ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
+        ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
+        ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+        ...(ids?.fromId === undefined ? [] : [sql`id >= ${ids.fromId}::bigint`]),
+        ...(ids?.beforeId === undefined ? [] : [sql`id < ${ids.beforeId}::bigint`]),
+        ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+        ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
+      ])}
+          ORDER BY id DESC LIMIT ${limit}`
+    // A name's jobs of every state: one range of (name, state, id) per state, merged newest first.
+    return listByStates(filter)
+      ? sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(jobStates.map((s) => sql`(${select(s)})`))}) j
+          ORDER BY id DESC LIMIT ${limit}`
+      : select(filter.state)
+  })
+}
+
+export const make = (ctx: PgContext): AdminOps => {
+  const { claimedColumns, jobs, prefix, sql, ts, us } = ctx
   return {
     jobCancel: (id, nowUs) =>
       Effect.map(
@@ -85,32 +124,7 @@ export const make = (ctx: PgContext): AdminOps => {
     pausedDelete: (name) =>
       Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
     jobList: (filter) =>
-      Effect.flatMap(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
-        const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
-        const select = (state: string | undefined) =>
-          sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
-                ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
-                ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
-              FROM ${jobs}
-              WHERE ${sql.and([
-            ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
-            ...(state === undefined ? [] : [sql`state = ${state}`]),
-            ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
-            ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
-            ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
-            ...(ids?.fromId === undefined ? [] : [sql`id >= ${ids.fromId}::bigint`]),
-            ...(ids?.beforeId === undefined ? [] : [sql`id < ${ids.beforeId}::bigint`]),
-            ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
-            ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
-          ])}
-              ORDER BY id DESC LIMIT ${limit}`
-        // A name's jobs of every state: one range of (name, state, id) per state, merged newest first.
-        const statement = listByStates(filter)
-          ? sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(jobStates.map((s) => sql`(${select(s)})`))}) j
-              ORDER BY id DESC LIMIT ${limit}`
-          : select(filter.state)
-        return Effect.map(statement, (rows) => rows.map(toSummary))
-      }),
+      Effect.flatMap(listStatement(ctx)(filter), (statement) => Effect.map(statement, (rows) => rows.map(toSummary))),
     // A run_at of -infinity (a row edited by hand) reads as the year 1000, as in usText.
     jobStats: (nowUs, sinceUs) =>
       Effect.map(
