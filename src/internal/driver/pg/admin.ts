@@ -43,6 +43,17 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
         return ids.map((_, i) => byIndex.get(i))
       }
     )
+  // The index a name or a state is read through, held to it: its first column is compared with
+  // `= ANY` (an array of one) and the order names its columns. With `=`, the planner may walk the
+  // primary key newest first instead, filtering, when the state is most of the table (completed)
+  // by its statistics — and read every newer job of other states first (a backlog of pending jobs).
+  const by = filter.id !== undefined || filter.uniqueKey !== undefined
+    ? undefined
+    : filter.name !== undefined
+    ? "name"
+    : filter.state !== undefined
+    ? "state"
+    : undefined
   return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
     const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
     const select = (state: string | undefined) =>
@@ -51,8 +62,8 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
             ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
           FROM ${jobs}
           WHERE ${sql.and([
-        ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
-        ...(state === undefined ? [] : [sql`state = ${state}`]),
+        ...(filter.name === undefined ? [] : [by === "name" ? sql`name = ANY(${[filter.name]})` : sql`name = ${filter.name}`]),
+        ...(state === undefined ? [] : [by === "state" ? sql`state = ANY(${[state]})` : sql`state = ${state}`]),
         ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
         ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
         ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
@@ -61,7 +72,8 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
         ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
         ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
       ])}
-          ORDER BY id DESC LIMIT ${limit}`
+          ORDER BY ${sql.literal(by === "name" ? "name DESC, state DESC, id DESC" : by === "state" ? "state DESC, id DESC" : "id DESC")}
+          LIMIT ${limit}`
     // A name's jobs of every state: one range of (name, state, id) per state, merged newest first.
     return listByStates(filter)
       ? sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(jobStates.map((s) => sql`(${select(s)})`))}) j
