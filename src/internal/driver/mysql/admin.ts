@@ -13,8 +13,8 @@ import type { MysqlContext } from "./context.js"
 
 /**
  * The first `cap` rows of a state, from an index led by state (pending: the pending index; the
- * others: (state, finished_at), which holds the running rows too), counted per name: never more
- * rows, however many the table holds.
+ * others: (state, finished_at, name), which holds the running rows too), counted per name: never
+ * more rows, however many the table holds, and read from the index alone (it holds the name).
  */
 export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap: number) =>
   ctx.sql`SELECT name, COUNT(*) AS n FROM (
