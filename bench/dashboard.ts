@@ -60,9 +60,9 @@ const fill = async () => {
     const to = Math.min(total, from + chunk - 1)
     if (target.dialect === "pg") {
       await a.query(
-        `INSERT INTO ${jobs} (name, state, payload, run_at, created_at, claimed_at, finished_at, attempts,
+        `INSERT INTO ${jobs} (id, name, state, payload, run_at, created_at, claimed_at, finished_at, attempts,
            worker_id, last_error, unique_key, unique_states)
-         SELECT CASE WHEN i % 9973 = 0 THEN 'dash.rare' ELSE 'dash.n' || (i % 10) END, s,
+         SELECT i, CASE WHEN i % 9973 = 0 THEN 'dash.rare' ELSE 'dash.n' || (i % 10) END, s,
            '{"i":' || i || '}', c, c, CASE WHEN s = 'pending' THEN NULL ELSE c END,
            CASE WHEN s IN ('completed', 'dead', 'cancelled') THEN c + interval '1 second' END,
            CASE WHEN s = 'pending' THEN 0 ELSE 1 END, CASE WHEN s = 'running' THEN 'bench-worker' END,
@@ -76,14 +76,14 @@ const fill = async () => {
       )
     } else {
       await a.query(
-        `INSERT INTO ${jobs} (name, state, payload, run_at, created_at, claimed_at, finished_at, attempts,
+        `INSERT INTO ${jobs} (id, name, state, payload, run_at, created_at, claimed_at, finished_at, attempts,
            worker_id, last_error, unique_key, unique_states)
          WITH RECURSIVE seq (n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < 999),
          g AS (SELECT i, DATE_ADD('1970-01-01', INTERVAL (? + i * ?) MICROSECOND) AS c,
            CASE WHEN i % 1000 < 20 THEN 'pending' WHEN i % 1000 < 30 THEN 'dead' WHEN i % 1000 < 35 THEN 'cancelled'
              WHEN i % 1000 = 35 THEN 'running' ELSE 'completed' END AS s
            FROM (SELECT ? + a.n * 1000 + b.n AS i FROM seq a CROSS JOIN seq b) r WHERE i <= ?)
-         SELECT CASE WHEN i % 9973 = 0 THEN 'dash.rare' ELSE CONCAT('dash.n', i % 10) END, s,
+         SELECT i, CASE WHEN i % 9973 = 0 THEN 'dash.rare' ELSE CONCAT('dash.n', i % 10) END, s,
            CONCAT('{"i":', i, '}'), c, c, CASE WHEN s = 'pending' THEN NULL ELSE c END,
            CASE WHEN s IN ('completed', 'dead', 'cancelled') THEN c + INTERVAL 1 SECOND END,
            CASE WHEN s = 'pending' THEN 0 ELSE 1 END, CASE WHEN s = 'running' THEN 'bench-worker' END,
@@ -95,6 +95,8 @@ const fill = async () => {
     }
     process.stderr.write(`filled ${to} of ${total}\n`)
   }
+  // Job i has id i (as if enqueued one by one); the sequence continues after them.
+  if (target.dialect === "pg") await a.query(`SELECT setval(pg_get_serial_sequence('${jobs}', 'id'), ${total})`)
   if (target.dialect === "pg") await a.query(`VACUUM ANALYZE ${jobs}`)
   else await a.query(`ANALYZE TABLE ${jobs}`)
 }
