@@ -54,6 +54,12 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
     : filter.state !== undefined
     ? "state"
     : undefined
+  // A state as a literal, so that the planner matches the partial indexes (those of the lists leave
+  // running jobs out); another text selects no job, as a parameter.
+  const stateCondition = (state: string, any: boolean) =>
+    (jobStates as ReadonlyArray<string>).includes(state)
+      ? sql.literal(any ? `state = ANY('{${state}}')` : `state = '${state}'`)
+      : sql`state = ${state}`
   return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
     const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
     const select = (state: string | undefined) =>
@@ -63,7 +69,7 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
           FROM ${jobs}
           WHERE ${sql.and([
         ...(filter.name === undefined ? [] : [by === "name" ? sql`name = ANY(${[filter.name]})` : sql`name = ${filter.name}`]),
-        ...(state === undefined ? [] : [by === "state" ? sql`state = ANY(${[state]})` : sql`state = ${state}`]),
+        ...(state === undefined ? [] : [stateCondition(state, by === "state")]),
         ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
         ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
         ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
