@@ -112,7 +112,7 @@ interface Call {
   readonly body?: unknown
 }
 
-const calls_: Array<Call> = (() => {
+const requests: Array<Call> = (() => {
   const mid = Math.floor(total / 2)
   const hour = (i: number) => `createdFrom=${encodeURIComponent(iso(createdOf(i)))}&createdBefore=${encodeURIComponent(iso(createdOf(i) + 3_600_000_000))}`
   const old = Math.floor(total / 10)
@@ -166,7 +166,7 @@ const timeAll = async (base: string) => {
     return { ms: performance.now() - t0, status: response.status, bytes: text.length, text }
   }
   const results = []
-  for (const c of calls_) {
+  for (const c of requests) {
     const first = await one(c)
     const ms: Array<number> = []
     for (let k = 0; k < calls; k++) ms.push((await one(c)).ms)
