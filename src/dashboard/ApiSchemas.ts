@@ -206,8 +206,10 @@ export class JobPage extends Schema.Class<JobPage>("sqlane/dashboard/JobPage")({
 
 /**
  * The filters of `GET /api/jobs` (URL parameters): job name, state, id, unique key, creation time
- * range (`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601), and the page: `cursor` (a
- * page's `nextCursor`) and `limit` (1–500, default 50).
+ * range (`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601; read as the range of ids
+ * between the first jobs created at its ends, so a job whose `created_at` is more than a minute out
+ * of order with its id may be left out at the ends), and the page: `cursor` (a page's `nextCursor`)
+ * and `limit` (1–500, default 50). Each filter reads one range of its index (see docs/dashboard.md).
  *
  * @example
  * ```ts

@@ -4,12 +4,15 @@
  * pending-jobs index (reading only names with pending jobs), and the claim one index range per
  * (name, priority) group: no full scan of the jobs table and no sort of the backlog, before and
  * after the table's statistics are gathered. The dashboard's counts by state read at most their cap
- * of rows, each through its state's index; its read of the last hour of the per-minute stats is one
- * range of their primary key, with a day of minutes of 100 names in the table.
+ * of rows, each through its state's index; its job lists (by name, state, both, unique key, id, a
+ * created-time range, each with a keyset page) read one range of the index of their filter; its
+ * read of the last hour of the per-minute stats is one range of their primary key, with a day of
+ * minutes of 100 names in the table.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import type { JobListFilter } from "../../src/internal/driver/Driver.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { explainer } from "../support/explain.js"
@@ -108,6 +111,8 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
           if (r.table !== `${prefix}jobs`) continue
           assert.notStrictEqual(r.type, "ALL", `count of ${state} (${when}) scans the table:${show(plan)}`)
           assert.include([`${prefix}jobs_pending`, `${prefix}jobs_finished`], r.key, `count of ${state} (${when}):${show(plan)}`)
+          // Both indexes hold the name: the count reads no row.
+          assert.include(String(r.Extra ?? ""), "Using index", `count of ${state} (${when}) reads the rows:${show(plan)}`)
         }
       }
     }
@@ -196,6 +201,84 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
     }
   })
 
+/**
+ * Makes the filled table a dashboard's: every 100th completed job dead (and every one of
+ * plan.name.0007), every 200th cancelled, every 1000th running; a unique key on every 10th (held
+ * while pending or running).
+ */
+const varyStates = (target: Target, prefix: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    yield* sql`UPDATE ${jobs} SET state = 'dead' WHERE state = 'completed' AND (id % 100 = 7 OR name = 'plan.name.0007')`
+    yield* sql`UPDATE ${jobs} SET state = 'cancelled' WHERE state = 'completed' AND id % 200 = 11`
+    yield* sql`UPDATE ${jobs} SET state = 'running', finished_at = NULL, worker_id = 'plan-worker'
+      WHERE state = 'completed' AND id % 1000 = 13`
+    if (target.dialect === "pg") yield* sql`UPDATE ${jobs} SET unique_key = 'key-' || id, unique_states = 3 WHERE id % 10 = 3`
+    else yield* sql`UPDATE ${jobs} SET unique_key = CONCAT('key-', id), unique_states = 3 WHERE id % 10 = 3`
+  })
+
+/** The index each list filter is to read (null: the primary key), by the filter's label. */
+const listFilters = (newestId: string, createdFromUs: number): ReadonlyArray<[string, JobListFilter, string]> => [
+  ["all", { limit: 51 }, "jobs_pkey"],
+  ["all, next page", { limit: 51, beforeId: newestId }, "jobs_pkey"],
+  ["by id", { id: newestId, limit: 51 }, "jobs_pkey"],
+  ["by name", { name: "plan.name.0100", limit: 51 }, "jobs_name_state"],
+  ["by name, next page", { name: "plan.name.0100", beforeId: newestId, limit: 51 }, "jobs_name_state"],
+  ["by name and state", { name: "plan.name.0100", state: "dead", limit: 51 }, "jobs_name_state"],
+  ["by unique key", { uniqueKey: "key-13", limit: 51 }, "jobs_unique_key"],
+  ["created from a time", { createdFromUs, limit: 51 }, "jobs_pkey"],
+  ["created in a range, by name", { createdFromUs, createdBeforeUs: createdFromUs + 7_200_000_000, name: "plan.name.0100", limit: 51 }, "jobs_name_state"],
+  ...(["pending", "running", "completed", "dead", "cancelled"] as const).flatMap((state): Array<[string, JobListFilter, string]> => [
+    [`by state ${state}`, { state, limit: 51 }, "jobs_state"],
+    [`by state ${state}, next page`, { state, beforeId: newestId, limit: 51 }, "jobs_state"],
+    [`by state ${state}, created from a time`, { state, createdFromUs, limit: 51 }, "jobs_state"]
+  ])
+]
+
+/** Asserts each job list reads the jobs table only through the index of its filter, sorting none of it. */
+const checkListPlans = (target: Target, prefix: string, when: "before ANALYZE" | "after ANALYZE") =>
+  Effect.gen(function*() {
+    const statements = yield* explainer(target, prefix)
+    const { driver } = yield* Database
+    const newestId = (yield* driver.jobNewestId())!
+    const show = (plan: ReadonlyArray<string>) => `\n${plan.join("\n")}`
+    for (const [label, filter, index] of listFilters(newestId, (yield* nowMicros) - 3_600_000_000)) {
+      const plan = yield* statements.explainJobList(filter)
+      const what = `list ${label} (${when})`
+      if (target.dialect === "pg") {
+        const text = plan.join("\n")
+        assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `${what} scans the table:${show(plan)}`)
+        // Before the statistics are gathered, PostgreSQL may read a small state's partial index
+        // (pending, running) whole and sort it: still no scan of the table.
+        if (when === "before ANALYZE") {
+          assert.match(text, new RegExp(`${prefix}jobs_`), `${what} uses no index:${show(plan)}`)
+          continue
+        }
+        assert.notInclude(text, "Bitmap Heap Scan", `${what} reads the heap by bitmap:${show(plan)}`)
+        // A list by name or state never walks the primary key (every newer job of other names or states).
+        if (index !== "jobs_pkey") assert.notInclude(text, `${prefix}jobs_pkey`, `${what} walks the primary key:${show(plan)}`)
+        // Running jobs (as many as the workers run at once) may be read whole from their partial
+        // index and sorted, in a name's merge of its states too; every other read is its index's
+        // range in id order, and only the merge of a name's states sorts (the first rows of each).
+        const runningOnly = filter.state === "running" && text.includes(`${prefix}jobs_running`)
+        if (!runningOnly) assert.include(text, `${prefix}${index}`, `${what} does not read ${index}:${show(plan)}`)
+        if (plan.some((l) => l.includes("Sort Key:"))) {
+          assert.isTrue(runningOnly || (filter.name !== undefined && filter.state === undefined), `${what} sorts:${show(plan)}`)
+        }
+      } else {
+        const rows = plan.map((r) => JSON.parse(r) as Record<string, unknown>)
+        const jobsRows = rows.filter((r) => r.table === `${prefix}jobs`)
+        assert.isAbove(jobsRows.length, 0, `${what}:${show(plan)}`)
+        for (const r of jobsRows) {
+          assert.notStrictEqual(r.type, "ALL", `${what} scans the table:${show(plan)}`)
+          assert.strictEqual(r.key, index === "jobs_pkey" ? "PRIMARY" : `${prefix}${index}`, `${what} does not read ${index}:${show(plan)}`)
+          assert.notInclude(String(r.Extra ?? ""), "filesort", `${what} sorts the table's rows:${show(plan)}`)
+        }
+      }
+    }
+  })
+
 export const plans = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
 
@@ -263,5 +346,45 @@ export const plans = (target: Target) => {
           const { driver } = yield* Database
           assert.strictEqual((yield* driver.statsRead(currentUs - 59 * minuteUs, 120_000)).length, 6_000)
         })), 120_000)
+
+    it.live(
+      name("job lists read the index range of their filter, with 140,000 jobs"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            yield* fill(target, prefix)
+            yield* varyStates(target, prefix)
+            yield* checkListPlans(target, prefix, "before ANALYZE")
+            yield* analyze(target, prefix)
+            yield* checkListPlans(target, prefix, "after ANALYZE")
+            // And the lists answer as a plain read of the table does: the newest jobs of a name
+            // (merged over its states), of a name and a state, of a state, and of a created range.
+            const { driver } = yield* Database
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const jobs = sql(`${prefix}jobs`)
+            const ids = (rows: ReadonlyArray<{ readonly id: unknown }>) => rows.map((r) => String(r.id))
+            const listed = (filter: JobListFilter) => Effect.map(driver.jobList(filter), ids)
+            const fromUs = (yield* nowMicros) - 3_600_000_000
+            const from = target.dialect === "pg"
+              ? sql`(TIMESTAMPTZ 'epoch' + ${fromUs}::bigint * INTERVAL '1 microsecond')`
+              : sql`TIMESTAMPADD(MICROSECOND, ${fromUs}, '1970-01-01 00:00:00')`
+            for (
+              const [filter, where] of [
+                [{ name: "plan.name.0100", limit: 60 }, sql`name = 'plan.name.0100'`],
+                [{ name: "plan.name.0007", state: "dead", limit: 60 }, sql`name = 'plan.name.0007' AND state = 'dead'`],
+                [{ state: "running", limit: 60 }, sql`state = 'running'`],
+                [{ state: "pending", createdFromUs: fromUs, limit: 60 }, sql`state = 'pending' AND created_at >= ${from}`]
+              ] as const
+            ) {
+              const expected = ids(yield* sql<{ id: unknown }>`SELECT id FROM ${jobs} WHERE ${where} ORDER BY id DESC LIMIT 60`)
+              assert.isAbove(expected.length, 10)
+              assert.deepStrictEqual(yield* listed(filter), expected, JSON.stringify(filter))
+              // The next page starts after the first's last job.
+              const next = ids(yield* sql<{ id: unknown }>`SELECT id FROM ${jobs} WHERE ${where} AND id < ${expected[9]} ORDER BY id DESC LIMIT 5`)
+              assert.deepStrictEqual(yield* listed({ ...filter, beforeId: expected[9], limit: 5 }), next, JSON.stringify(filter))
+            }
+          })),
+      180_000
+    )
   })
 }

@@ -49,23 +49,20 @@ export const layer = HttpApiBuilder.group(Api.api, "actions", (handlers) =>
         return new Api.ActionOutcome({ changed: yield* driver.jobDelete(id), state: job.state })
       })
 
-    /** The ids a filter selects, newest first; `BadRequest` past `maxBulk`. */
+    /**
+     * The ids a filter selects, newest first; `BadRequest` past `maxBulk`. One read of up to
+     * `maxBulk` jobs (a range of the filter's index) and, when it is full, one of the next job.
+     */
     const select = (filter: typeof Api.JobFilter.Type) =>
       Effect.gen(function*() {
         const options = yield* listOptions(filter)
-        const ids: Array<string> = []
-        let beforeId: string | undefined
-        while (true) {
-          const rows = yield* admin.list({ ...options, beforeId, limit: 1000 })
-          for (const r of rows) ids.push(r.id)
-          if (ids.length > Api.maxBulk) {
-            return yield* new Api.BadRequest({
-              message: `the filter selects more than ${Api.maxBulk} jobs: narrow it (a job name, a state, a time range)`
-            })
-          }
-          if (rows.length < 1000) return ids
-          beforeId = rows[rows.length - 1].id
+        const ids = (yield* admin.list({ ...options, limit: Api.maxBulk })).map((r) => r.id)
+        if (ids.length === Api.maxBulk && (yield* admin.list({ ...options, beforeId: ids[ids.length - 1], limit: 1 })).length > 0) {
+          return yield* new Api.BadRequest({
+            message: `the filter selects more than ${Api.maxBulk} jobs: narrow it (a job name, a state, a time range)`
+          })
         }
+        return ids
       })
 
     /** One job of a bulk action: whether it changed (a job gone meanwhile did not). */

@@ -382,7 +382,9 @@ export interface Driver {
   readonly pausedDelete: (name: string) => Effect.Effect<boolean, SqlError>
   /**
    * Jobs, newest first (by id), optionally of one name and/or state, with ids below `beforeId`
-   * (for paging); at most `limit`.
+   * (for paging); at most `limit`. Each filter reads one index range in id order (a name alone:
+   * one per state); a created-time range is read as the ids between the first jobs created at or
+   * after its ends (driver/createdIds.ts).
    */
   readonly jobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<JobSummaryRow>, SqlError>
   /**
@@ -491,11 +493,13 @@ export interface Driver {
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
 /** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
-export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead"> & {
+export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead" | "explainJobList"> & {
   readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
 }
 
 export interface Explain {
+  /** The plan of `jobList` (after a created-time range is turned into ids). */
+  readonly explainJobList: (filter: JobListFilter) => Effect.Effect<ReadonlyArray<string>, SqlError>
   /** The plan of `jobCountByState`. */
   readonly explainCountByState: (
     state: "pending" | "running" | "completed" | "dead" | "cancelled",

@@ -13,6 +13,7 @@ import { UniqueKeyContended } from "../../schema/Errors.js"
 import type {
   ClaimedRow,
   Finish,
+  JobListFilter,
   JobRow,
   JobSummaryRow,
   LimitRow,
@@ -308,6 +309,17 @@ interface WorkerRowsContext {
  * The statements on worker rows, alike on both databases but for how a worker id registered again
  * updates its row (`upsert`: PostgreSQL's `ON CONFLICT`, MySQL/MariaDB's `ON DUPLICATE KEY UPDATE`).
  */
+/** The five job states. */
+export const jobStates = ["pending", "running", "completed", "dead", "cancelled"] as const
+
+/**
+ * Whether the job list reads one index range per state and merges them (newest first): a job
+ * name's jobs of every state, where the (name, state, id) index holds each state as its own range.
+ * An id or a unique key selects through its own index instead.
+ */
+export const listByStates = (filter: JobListFilter): boolean =>
+  filter.name !== undefined && filter.state === undefined && filter.id === undefined && filter.uniqueKey === undefined
+
 /** A job state as an SQL literal's text: only the five states pass (anything else is a defect). */
 export const stateLiteral = (state: string): string => {
   if (!["pending", "running", "completed", "dead", "cancelled"].includes(state)) throw new Error(`not a job state: ${state}`)

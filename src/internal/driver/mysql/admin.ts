@@ -5,15 +5,16 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type { AdminOps } from "../Driver.js"
+import type { AdminOps, JobListFilter } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
+import { createdIds } from "../createdIds.js"
+import { jobStates, listByStates, newestId, num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 /**
  * The first `cap` rows of a state, from an index led by state (pending: the pending index; the
- * others: (state, finished_at), which holds the running rows too), counted per name: never more
- * rows, however many the table holds.
+ * others: (state, finished_at, name), which holds the running rows too), counted per name: never
+ * more rows, however many the table holds, and read from the index alone (it holds the name).
  */
 export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap: number) =>
   ctx.sql`SELECT name, COUNT(*) AS n FROM (
@@ -21,6 +22,63 @@ export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap:
       WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
       LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
     GROUP BY name`
+
+/**
+ * The job list's statement: newest first, each filter one index range in id order (see the
+ * migration `15_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
+ */
+export const listStatement = (ctx: MysqlContext) => (filter: JobListFilter) => {
+  const { jobs, prefix, run, sql, ts, usOf } = ctx
+  /** The first job at or above each id, each by the primary key (a created-time range's bounds, createdIds.ts). */
+  const firstAtOrAfter = (ids: ReadonlyArray<string>) =>
+    Effect.map(
+      run(sql`${sql.join(" UNION ALL ", false)(ids.map((id, i) =>
+        sql`(SELECT ${sql.literal(String(i))} AS i, id, ${sql.literal(usOf("created_at"))} AS created_at_us FROM ${jobs}
+              WHERE id >= ${id} ORDER BY id LIMIT 1)`
+      ))}`, "unprepared"),
+      (rows: ReadonlyArray<any>) => {
+        const byIndex = new Map(rows.map((r) => [num(r.i), { id: String(r.id), createdAtUs: num(r.created_at_us) }]))
+        return ids.map((_, i) => byIndex.get(i))
+      }
+    )
+  return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
+    const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
+    // The index whose range holds the filter's jobs in id order (named: the optimizer may prefer
+    // walking the primary key newest first, reading every job of other names and states).
+    const index = filter.id !== undefined
+      ? undefined
+      : filter.uniqueKey !== undefined
+      ? "jobs_unique_key"
+      : filter.name !== undefined
+      ? "jobs_name_state"
+      : filter.state !== undefined
+      ? "jobs_state"
+      : undefined
+    const select = (state: string | undefined) =>
+      sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
+            ${sql.literal(usOf("created_at"))} AS created_at_us, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
+            ${sql.literal(usOf("finished_at"))} AS finished_at_us, worker_id, last_error, progress
+          FROM ${jobs}${index === undefined ? sql.literal("") : sql` FORCE INDEX (${sql(`${prefix}${index}`)})`}
+          WHERE ${sql.and([
+        ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
+        ...(state === undefined ? [] : [sql`state = ${state}`]),
+        ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`]),
+        ...(filter.id === undefined ? [] : [sql`id = ${filter.id}`]),
+        ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+        ...(ids?.fromId === undefined ? [] : [sql`id >= ${ids.fromId}`]),
+        ...(ids?.beforeId === undefined ? [] : [sql`id < ${ids.beforeId}`]),
+        ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+        ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
+      ])}
+          ORDER BY id DESC LIMIT ${limit}`
+    // A name's jobs of every state: one range of (name, state, id) per state, at most `limit`
+    // rows each, merged newest first.
+    return listByStates(filter)
+      ? sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(jobStates.map((s) => sql`(${select(s)})`))}) j
+          ORDER BY id DESC LIMIT ${limit}`
+      : select(filter.state)
+  })
+}
 
 export const make = (ctx: MysqlContext): AdminOps => {
   const { claimedColumns, jobs, prefix, run, sql, ts, usOf } = ctx
@@ -65,23 +123,7 @@ export const make = (ctx: MysqlContext): AdminOps => {
     pausedDelete: (name) =>
       Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
     jobList: (filter) =>
-      Effect.map(
-        run(sql`SELECT id, name, state, attempts, priority, ${sql.literal(usOf("run_at"))} AS run_at_us,
-              ${sql.literal(usOf("created_at"))} AS created_at_us, ${sql.literal(usOf("claimed_at"))} AS claimed_at_us,
-              ${sql.literal(usOf("finished_at"))} AS finished_at_us, worker_id, last_error, progress
-            FROM ${jobs}
-            WHERE ${sql.and([
-          ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
-          ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}`]),
-          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}`]),
-          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
-          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
-          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
-        ])}
-            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`, "unprepared"),
-        (rows) => rows.map(toSummary)
-      ),
+      Effect.flatMap(listStatement(ctx)(filter), (statement) => Effect.map(run(statement, "unprepared"), (rows) => rows.map(toSummary))),
     jobStats: (nowUs, sinceUs) =>
       Effect.map(
         run(sql`SELECT name, state, COUNT(*) AS n,

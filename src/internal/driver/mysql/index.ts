@@ -55,7 +55,9 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: Mysql
   const ctx = makeContext(sql, prefix, "", options)
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
   const countByState = Admin.countByStateStatement(ctx)
+  const list = Admin.listStatement(ctx)
   return {
+    explainJobList: (filter) => Effect.flatMap(list(filter), explainStatement),
     explainClaim,
     explainClaimKeyed,
     explainProbe,

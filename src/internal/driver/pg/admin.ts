@@ -6,9 +6,10 @@
  */
 import * as Effect from "effect/Effect"
 import { uniqueGuard } from "../shared.js"
-import type { AdminOps } from "../Driver.js"
+import type { AdminOps, JobListFilter } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
+import { createdIds } from "../createdIds.js"
+import { jobStates, listByStates, newestId, num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import { type PgContext, pgLockSpace } from "./context.js"
 
 /**
@@ -23,6 +24,69 @@ export const countByStateStatement = (ctx: PgContext) => (state: string, cap: nu
       ORDER BY ${ctx.sql.literal(state === "pending" ? "name" : state === "running" ? "worker_id" : "finished_at")}
       LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
     GROUP BY name`
+
+/**
+ * The job list's statement: newest first, each filter one index range in id order (see the
+ * migration `15_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
+ */
+export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
+  const { jobs, run, sql, ts, us } = ctx
+  /** The first job at or above each id, each by the primary key (a created-time range's bounds, createdIds.ts). */
+  const firstAtOrAfter = (ids: ReadonlyArray<string>) =>
+    Effect.map(
+      sql`${sql.join(" UNION ALL ", false)(ids.map((id, i) =>
+        sql`(SELECT ${sql.literal(String(i))} AS i, id, ${us("created_at")} AS created_at_us FROM ${jobs}
+              WHERE id >= ${id}::bigint ORDER BY id LIMIT 1)`
+      ))}`,
+      (rows: ReadonlyArray<any>) => {
+        const byIndex = new Map(rows.map((r) => [num(r.i), { id: String(r.id), createdAtUs: num(r.created_at_us) }]))
+        return ids.map((_, i) => byIndex.get(i))
+      }
+    )
+  // The index a name or a state is read through, held to it: its first column is compared with
+  // `= ANY` (an array of one) and the order names its columns. With `=`, the planner may walk the
+  // primary key newest first instead, filtering, when the state is most of the table (completed)
+  // by its statistics — and read every newer job of other states first (a backlog of pending jobs).
+  const by = filter.id !== undefined || filter.uniqueKey !== undefined
+    ? undefined
+    : filter.name !== undefined
+    ? "name"
+    : filter.state !== undefined
+    ? "state"
+    : undefined
+  // A state as a literal, so that the planner matches the partial indexes (those of the lists leave
+  // running jobs out); another text selects no job, as a parameter.
+  const stateCondition = (state: string, any: boolean) =>
+    (jobStates as ReadonlyArray<string>).includes(state)
+      ? sql.literal(any ? `state = ANY('{${state}}')` : `state = '${state}'`)
+      : sql`state = ${state}`
+  return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
+    const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
+    const select = (state: string | undefined) =>
+      sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
+            ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
+            ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
+          FROM ${jobs}
+          WHERE ${sql.and([
+        ...(filter.name === undefined ? [] : [by === "name" ? sql`name = ANY(${[filter.name]})` : sql`name = ${filter.name}`]),
+        ...(state === undefined ? [] : [stateCondition(state, by === "state")]),
+        ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
+        ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
+        ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
+        ...(ids?.fromId === undefined ? [] : [sql`id >= ${ids.fromId}::bigint`]),
+        ...(ids?.beforeId === undefined ? [] : [sql`id < ${ids.beforeId}::bigint`]),
+        ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
+        ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
+      ])}
+          ORDER BY ${sql.literal(by === "name" ? "name DESC, state DESC, id DESC" : by === "state" ? "state DESC, id DESC" : "id DESC")}
+          LIMIT ${limit}`
+    // A name's jobs of every state: one range of (name, state, id) per state, merged newest first.
+    return listByStates(filter)
+      ? sql`SELECT * FROM (${sql.join(" UNION ALL ", false)(jobStates.map((s) => sql`(${select(s)})`))}) j
+          ORDER BY id DESC LIMIT ${limit}`
+      : select(filter.state)
+  })
+}
 
 export const make = (ctx: PgContext): AdminOps => {
   const { claimedColumns, jobs, prefix, sql, ts, us } = ctx
@@ -78,23 +142,7 @@ export const make = (ctx: PgContext): AdminOps => {
     pausedDelete: (name) =>
       Effect.map(sql`DELETE FROM ${sql(`${prefix}paused`)} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
     jobList: (filter) =>
-      Effect.map(
-        sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
-              ${us("created_at")} AS created_at_us, ${us("claimed_at")} AS claimed_at_us,
-              ${us("finished_at")} AS finished_at_us, worker_id, last_error, progress
-            FROM ${jobs}
-            WHERE ${sql.and([
-          ...(filter.name === undefined ? [] : [sql`name = ${filter.name}`]),
-          ...(filter.state === undefined ? [] : [sql`state = ${filter.state}`]),
-          ...(filter.beforeId === undefined ? [] : [sql`id < ${filter.beforeId}::bigint`]),
-          ...(filter.id === undefined ? [] : [sql`id = ${filter.id}::bigint`]),
-          ...(filter.uniqueKey === undefined ? [] : [sql`unique_key = ${filter.uniqueKey}`]),
-          ...(filter.createdFromUs === undefined ? [] : [sql`created_at >= ${ts(filter.createdFromUs)}`]),
-          ...(filter.createdBeforeUs === undefined ? [] : [sql`created_at < ${ts(filter.createdBeforeUs)}`])
-        ])}
-            ORDER BY id DESC LIMIT ${sql.literal(String(Math.max(0, Math.floor(filter.limit))))}`,
-        (rows) => rows.map(toSummary)
-      ),
+      Effect.flatMap(listStatement(ctx)(filter), (statement) => Effect.map(statement, (rows) => rows.map(toSummary))),
     // A run_at of -infinity (a row edited by hand) reads as the year 1000, as in usText.
     jobStats: (nowUs, sinceUs) =>
       Effect.map(

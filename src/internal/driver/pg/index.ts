@@ -5,6 +5,7 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
 import type { Driver, Explain } from "../Driver.js"
 import * as Admin from "./admin.js"
 import { makeContext, type PgOptions } from "./context.js"
@@ -50,7 +51,9 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOpt
   const ctx = makeContext(sql, prefix, "", options)
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
   const countByState = Admin.countByStateStatement(ctx)
+  const list = Admin.listStatement(ctx)
   return {
+    explainJobList: (filter) => Effect.flatMap(list(filter), explainStatement),
     explainClaim,
     explainClaimKeyed,
     explainProbe,

@@ -192,6 +192,22 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       pickup_more integer NOT NULL DEFAULT 0,
       PRIMARY KEY (minute_us, name)
     )`
+  }),
+  "15_list_indexes": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // The job lists (the dashboard's, `sqlane jobs`), newest first with keyset pages on id: each
+    // filter is one index range in id order. A name and a state: one range of (name, state, id); a
+    // name alone: one range per state, merged; a state alone: one range of (state, id); a unique key:
+    // (unique_key, id), partial (jobs without a key add no entry); a created-time range: an id range
+    // (see driver/createdIds.ts). Running jobs (as many as the workers run at once) are left out of
+    // the first two and read from jobs_running: a claim writes no entry in them, and the claim's
+    // reads of running jobs (slots, mutex keys) keep to their own indexes. Every other state change
+    // writes a new entry in each (state is in the partial indexes' predicates, so no update of it is
+    // HOT): one per enqueue and end. Built as the migrations before (writes to the table wait meanwhile).
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_name_state`)} ON ${jobs} (name, state, id) WHERE state <> 'running'`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_state`)} ON ${jobs} (state, id) WHERE state <> 'running'`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_unique_key`)} ON ${jobs} (unique_key, id) WHERE unique_key IS NOT NULL`
   })
 })
 
