@@ -56,7 +56,7 @@ export const OverviewView = () => {
       : html`<div class="scroll"><table class="names">
         <thead><tr>
           <th>name</th>${jobStates.map((s) => html`<th class="num">${s}</th>`)}
-          <th>oldest due</th><th>pickup p50 / p95 / p99</th><th>limits</th><th></th>
+          <th>oldest due</th><th title="Each percentile is the upper bound of its latency bucket">pickup p50 / p95 / p99 (≤)</th><th>limits</th><th></th>
         </tr></thead>
         <tbody>${names.map((n) => {
           const p = pickup.get(n.name)
