@@ -47,19 +47,20 @@ const effectHandler = (
 }
 
 /**
- * Waits until `running` is 0 and no job of `names` is due (paused names left out), or the worker
- * is `stopped`, looking every 50 ms. The held jobs are counted before and after the due ones: a job
- * claimed in between is in one of the two counts.
+ * Waits until the worker is `idle` (no job held, no claim statement in flight) and no job of `names`
+ * is due (paused names left out), or the worker is `stopped`, looking every 50 ms. `idle` is read
+ * before and after the due jobs are counted: a claim that took a job before the count is still in
+ * flight at the second read, or its jobs are held.
  */
-const drain = (names: ReadonlyArray<string>, running: Effect.Effect<number>, stopped: () => boolean) =>
+const drain = (names: ReadonlyArray<string>, idle: Effect.Effect<boolean>, stopped: () => boolean) =>
   Effect.gen(function*() {
     const { driver } = yield* Database
     while (!stopped()) {
-      if ((yield* running) === 0) {
+      if (yield* idle) {
         const paused = new Set((yield* driver.pausedList()).map((p) => p.name))
         const active = names.filter((n) => !paused.has(n))
         const due = active.length === 0 ? [] : yield* driver.jobCountDue(active, yield* nowMicros, 1)
-        if (due.every((d) => d.due === 0) && (yield* running) === 0) return
+        if (due.every((d) => d.due === 0) && (yield* idle)) return
       }
       yield* Effect.sleep("50 millis")
     }
@@ -96,7 +97,7 @@ export const start = async (
   const handle: WorkerHandle = {
     id: worker.id,
     running: () => Effect.runPromise(worker.running),
-    drain: () => runtime.runPromiseExit(drain([job.name], worker.running, () => stopping !== undefined)).then(settle),
+    drain: () => runtime.runPromiseExit(drain([job.name], worker.idle, () => stopping !== undefined)).then(settle),
     stop: () => {
       stopping ??= runtime.runPromise(Scope.close(scope, Exit.void)).finally(() => stopped(handle))
       return stopping

@@ -151,6 +151,13 @@ export interface WorkerHandle {
   readonly running: Effect.Effect<number>
   /** Jobs claimed ahead of the running ones, waiting to start (at most `prefetch`; see `WorkerOptions.prefetch`). */
   readonly waiting: Effect.Effect<number>
+  /**
+   * Whether the worker holds no job and no claim statement of it is in flight. `running` alone is
+   * not enough to wait for the queue to empty: a claim committed in the database whose answer has not
+   * arrived yet holds jobs `running` does not count yet. A drain of your own waits for `idle` and no
+   * job due, checked in that order and `idle` checked again after (as `sqlane/promise`'s `drain` does).
+   */
+  readonly idle: Effect.Effect<boolean>
 }
 
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
@@ -513,7 +520,12 @@ export const make = <R>(
 
     // Stopped by the graceful shutdown above, which waits for it.
     loopFiber = yield* Effect.forkDaemon(Effect.interruptible(claims.run))
-    return { id: workerId, running: Effect.sync(slots.running), waiting: Effect.sync(slots.waiting) } satisfies WorkerHandle
+    return {
+      id: workerId,
+      running: Effect.sync(slots.running),
+      waiting: Effect.sync(slots.waiting),
+      idle: Effect.sync(slots.quiet)
+    } satisfies WorkerHandle
   })
 
 /**

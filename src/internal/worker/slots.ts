@@ -132,6 +132,8 @@ export interface Slots {
   readonly claimsFailed: () => number
   /** How many claim statements have started. */
   readonly claimsStarted: () => number
+  /** Whether no job is held and no claim statement is in flight (one whose jobs are not taken yet). */
+  readonly quiet: () => boolean
   /** Waits until `n` claim statements have ended. */
   readonly claimsEnded: (n: number) => Effect.Effect<void>
   /** Waits until no job is held and no claim made with ends is in flight. */
@@ -292,6 +294,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       claimsFailed: () => failedClaims,
       claimsStarted: () => started,
+      quiet: () => held === 0 && started === endedClaims,
       claimsEnded: (n) =>
         Effect.gen(function*() {
           while (endedClaims < n) yield* Queue.take(claimEndedQueue)
