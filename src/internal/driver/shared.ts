@@ -434,6 +434,26 @@ export const pickupBoundsMs: ReadonlyArray<number> = [
 export const pickupColumns: ReadonlyArray<string> = [...pickupBoundsMs.map((b) => `pickup_le_${b}`), "pickup_more"]
 
 /** A row of `<prefix>stats` as both drivers read it. */
+/**
+ * `statsAdd` of either dialect: the rows in primary-key order (minute, name), so that concurrent
+ * upserts lock shared rows in one order, written by `upsert` in statements of at most `chunk` rows;
+ * several in one transaction, so a failed flush adds nothing and its counts are kept for the next.
+ */
+export const statsAddChunked = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<StatsMinuteRow>,
+  chunk: number,
+  upsert: (rows: ReadonlyArray<StatsMinuteRow>) => Effect.Effect<unknown, SqlError>
+): Effect.Effect<void, SqlError> => {
+  if (rows.length === 0) return Effect.void
+  const sorted = [...rows].sort((a, b) => a.minuteUs - b.minuteUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const statements: Array<Effect.Effect<unknown, SqlError>> = []
+  for (let i = 0; i < sorted.length; i += chunk) statements.push(upsert(sorted.slice(i, i + chunk)))
+  return statements.length === 1
+    ? Effect.asVoid(statements[0])
+    : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
+}
+
 export const toStatsMinuteRow = (r: any): StatsMinuteRow => ({
   name: r.name,
   minuteUs: num(r.minute_us),

@@ -8,15 +8,12 @@
  */
 import * as Effect from "effect/Effect"
 import type { StatsMinuteRow, StatsOps } from "../Driver.js"
-import { pickupColumns, toStatsMinuteRow } from "../shared.js"
+import { pickupColumns, statsAddChunked, toStatsMinuteRow } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 /** The most rows one upsert writes (23 placeholders each: far below a prepared statement's 65,535). */
 const chunk = 500
 
-/** The rows in primary-key order (minute, name): concurrent upserts lock shared rows in one order. */
-const inKeyOrder = (rows: ReadonlyArray<StatsMinuteRow>) =>
-  [...rows].sort((a, b) => a.minuteUs - b.minuteUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
 const counted = ["completed", "failed", ...pickupColumns]
 const columnList = ["minute_us", "name", ...counted].join(", ")
@@ -39,16 +36,7 @@ export const make = (ctx: MysqlContext): StatsOps => {
       ))
     } ON DUPLICATE KEY UPDATE ${additions}`
   return {
-    statsAdd: (rows) => {
-      if (rows.length === 0) return Effect.void
-      const sorted = inKeyOrder(rows)
-      const statements: Array<Effect.Effect<unknown, any>> = []
-      for (let i = 0; i < sorted.length; i += chunk) statements.push(upsert(sorted.slice(i, i + chunk)))
-      // One transaction: a failed flush added nothing, and the process keeps its counts for the next.
-      return statements.length === 1
-        ? Effect.asVoid(statements[0])
-        : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
-    },
+    statsAdd: (rows) => statsAddChunked(sql, rows, chunk, upsert),
     statsRead: (sinceUs, limit) => Effect.map(readStatement(ctx)(sinceUs, limit), (rows) => rows.map(toStatsMinuteRow)),
     // A range at the start of the primary key, in its order (so a statement-based replica deletes the
     // same rows): the rows a flush writes (the current minutes) are far from it.

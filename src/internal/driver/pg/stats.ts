@@ -6,15 +6,12 @@
  */
 import * as Effect from "effect/Effect"
 import type { StatsMinuteRow, StatsOps } from "../Driver.js"
-import { num, pickupColumns, toStatsMinuteRow } from "../shared.js"
+import { num, pickupColumns, statsAddChunked, toStatsMinuteRow } from "../shared.js"
 import { numbers, type PgContext } from "./context.js"
 
 /** The most rows one upsert writes. */
 const chunk = 500
 
-/** The rows in primary-key order (minute, name): concurrent upserts lock shared rows in one order. */
-const inKeyOrder = (rows: ReadonlyArray<StatsMinuteRow>) =>
-  [...rows].sort((a, b) => a.minuteUs - b.minuteUs || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
 const counted = ["completed", "failed", ...pickupColumns]
 const columnList = ["minute_us", "name", ...counted].join(", ")
@@ -44,16 +41,7 @@ export const make = (ctx: PgContext): StatsOps => {
       ON CONFLICT (minute_us, name) DO UPDATE SET ${additions}`
   }
   return {
-    statsAdd: (rows) => {
-      if (rows.length === 0) return Effect.void
-      const sorted = inKeyOrder(rows)
-      const statements: Array<Effect.Effect<unknown, any>> = []
-      for (let i = 0; i < sorted.length; i += chunk) statements.push(upsert(sorted.slice(i, i + chunk)))
-      // One transaction: a failed flush added nothing, and the process keeps its counts for the next.
-      return statements.length === 1
-        ? Effect.asVoid(statements[0])
-        : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
-    },
+    statsAdd: (rows) => statsAddChunked(sql, rows, chunk, upsert),
     statsRead: (sinceUs, limit) => Effect.map(readStatement(ctx)(sinceUs, limit), (rows) => rows.map(toStatsMinuteRow)),
     statsPrune: (cutoffUs, limit) =>
       Effect.map(
