@@ -1,5 +1,6 @@
 /**
- * sqlane example: a small shop backend. `npm start` (or `npm start -- --orders 5000`).
+ * sqlane example: a small shop backend. `npm start` (or `npm start -- --orders 5000`; `--stay` keeps
+ * the dashboard open after the summary, until Ctrl-C).
  *
  * - Checkout fibers insert each order TOGETHER WITH its "send-confirmation-email" job in one
  *   `sql.withTransaction`: `Queue.enqueue` joins the ambient transaction, so when a payment is
@@ -362,6 +363,11 @@ const main = Effect.gen(function*() {
     `  rolled back        ${declined.length} checkouts (PaymentDeclined); ${Number(ghostOrders.n)} of their orders ` +
     `and ${ghostJobs.filter(Option.isSome).length} of their jobs exist`
   ].join("\n"))
+  if (process.argv.includes("--stay")) {
+    yield* Console.log("\nThe dashboard stays open: Ctrl-C to stop.")
+    return yield* Effect.never
+  }
+  yield* Console.log("\nThe dashboard stops with the example (`npm start -- --stay` keeps it open).")
 }).pipe(
   Effect.scoped,
   Effect.provide(AppLive),

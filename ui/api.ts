@@ -172,7 +172,7 @@ export const api = {
   periodicJobs: () => request<{ periodicJobs: ReadonlyArray<PeriodicJob> }>("api/periodic-jobs"),
   workers: () => request<{ workers: ReadonlyArray<WorkerView> }>("api/workers"),
   jobAction: (id: string, action: "retry" | "cancel" | "delete") => act<ActionOutcome>(`api/jobs/${segment(id)}/${action}`),
-  nameAction: (name: string, action: "pause" | "resume") => act<ActionOutcome>(`api/names/${segment(name)}/${action}`),
+  nameAction: (name: string, action: "pause" | "resume") => act<ActionOutcome>(`api/names/${action}`, { name }),
   bulk: (action: "retry" | "cancel" | "delete", filter: JobFilter, confirm?: number) =>
     act<BulkOutcome>(`api/bulk/${action}`, confirm === undefined ? { filter } : { filter, confirm })
 }

@@ -75,4 +75,4 @@ const program = Effect.suspend(() =>
   Effect.provide(NodeContext.layer)
 )
 
-NodeRuntime.runMain(program, { disableErrorReporting: true })
+NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

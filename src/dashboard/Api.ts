@@ -18,7 +18,7 @@
  * GET  /api/workers                    → WorkerList
  * GET  /api/stats                      → StatsView (per job name: completed and failed per minute, pickup percentiles)
  * POST /api/jobs/:id/retry|cancel|delete    → ActionOutcome
- * POST /api/names/:name/pause|resume         → ActionOutcome
+ * POST /api/names/pause|resume { name }      → ActionOutcome
  * POST /api/bulk/retry|cancel|delete         → BulkOutcome (first the count, then the action)
  * ```
  *
@@ -42,6 +42,7 @@ import {
   Overview,
   PageParams,
   PeriodicJobList,
+  KeyText,
   Session,
   StatsView,
   WorkerList
@@ -51,7 +52,8 @@ export * from "./ApiErrors.js"
 export * from "./ApiSchemas.js"
 
 const idPath = Schema.Struct({ id: JobId })
-const namePath = Schema.Struct({ name: Schema.String })
+/** A job name in a request's body: names of up to 255 characters do not fit a path parameter. */
+const nameBody = Schema.Struct({ name: KeyText })
 
 /**
  * The read endpoints.
@@ -75,7 +77,7 @@ export class Reads extends HttpApiGroup.make("reads")
   .add(HttpApiEndpoint.get("job", "/jobs/:id").setPath(idPath).addSuccess(JobDetail).addError(JobNotFound, { status: 404 }))
   .add(
     HttpApiEndpoint.get("deadLetters", "/dead-letters").setUrlParams(
-      Schema.Struct({ name: Schema.optional(Schema.String), ...PageParams })
+      Schema.Struct({ name: Schema.optional(KeyText), ...PageParams })
     ).addSuccess(JobPage)
   )
   .add(HttpApiEndpoint.get("periodicJobs", "/periodic-jobs").addSuccess(PeriodicJobList))
@@ -96,7 +98,7 @@ export class Reads extends HttpApiGroup.make("reads")
  *   baseUrl: "http://127.0.0.1:7070",
  *   transformClient: HttpClient.mapRequest(HttpClientRequest.setHeader("x-sqlane-csrf", token))
  * })
- * yield* client.actions.pause({ path: { name: "send-email" } })
+ * yield* client.actions.pause({ payload: { name: "send-email" } })
  * ```
  *
  * @since 0.4.0
@@ -106,8 +108,8 @@ export class Actions extends HttpApiGroup.make("actions")
   .add(HttpApiEndpoint.post("retry", "/jobs/:id/retry").setPath(idPath).addSuccess(ActionOutcome))
   .add(HttpApiEndpoint.post("cancel", "/jobs/:id/cancel").setPath(idPath).addSuccess(ActionOutcome))
   .add(HttpApiEndpoint.post("delete", "/jobs/:id/delete").setPath(idPath).addSuccess(ActionOutcome))
-  .add(HttpApiEndpoint.post("pause", "/names/:name/pause").setPath(namePath).addSuccess(ActionOutcome))
-  .add(HttpApiEndpoint.post("resume", "/names/:name/resume").setPath(namePath).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("pause", "/names/pause").setPayload(nameBody).addSuccess(ActionOutcome))
+  .add(HttpApiEndpoint.post("resume", "/names/resume").setPayload(nameBody).addSuccess(ActionOutcome))
   .add(
     HttpApiEndpoint.post("bulk", "/bulk/:action")
       .setPath(Schema.Struct({ action: Schema.Literal("retry", "cancel", "delete") }))

@@ -219,11 +219,29 @@ export class JobPage extends Schema.Class<JobPage>("sqlane/dashboard/JobPage")({
  * @since 0.4.0
  * @category schemas
  */
+/**
+ * A job name or unique key as a request gives it: 1–255 characters without U+0000 (no job has one;
+ * PostgreSQL refuses the character in text).
+ *
+ * @example
+ * ```ts
+ * Schema.decodeUnknownSync(DashboardApi.KeyText)("send-email")
+ * ```
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const KeyText = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(255),
+  Schema.filter((s) => !s.includes("\u0000"), { message: () => "must not contain U+0000" })
+)
+
 export const JobFilter = Schema.Struct({
-  name: Schema.optional(Schema.String),
+  name: Schema.optional(KeyText),
   state: Schema.optional(JobState),
   id: Schema.optional(JobId),
-  uniqueKey: Schema.optional(Schema.String),
+  uniqueKey: Schema.optional(KeyText),
   createdFrom: Schema.optional(Schema.String),
   createdBefore: Schema.optional(Schema.String)
 })
@@ -510,5 +528,7 @@ export class NameStats extends Schema.Class<NameStats>("sqlane/dashboard/NameSta
  */
 export class StatsView extends Schema.Class<StatsView>("sqlane/dashboard/Stats")({
   since: Schema.String,
+  /** Whether the hour held more rows than are read (120,000: an hour of 2,000 names): the oldest minutes are then left out. */
+  truncated: Schema.Boolean,
   names: Schema.Array(NameStats)
 }) {}

@@ -169,12 +169,21 @@ export const layer = (
       // `<basePath>` (no slash) is redirected to `<basePath>/`, relatively (`sqlane/` from `/sqlane`),
       // so that it holds behind a proxy that moves the path.
       const redirect = HttpServerResponse.redirect(`./${basePath.slice(basePath.lastIndexOf("/") + 1)}/`, { status: 308 })
-      const handle = (request: HttpServerRequest.HttpServerRequest) =>
-        request.url.split("?")[0] === basePath ? Effect.succeed(redirect) : Effect.provideService(
-          app,
-          HttpServerRequest.HttpServerRequest,
-          request.modify({ url: request.url.slice(basePath.length) || "/" })
-        )
+      // The router matches paths without regard to case; the base path is matched with it (`/SQLANE/`
+      // is not the dashboard), so that a proxy guarding the path by its prefix guards all of it.
+      const notFound = HttpServerResponse.empty({ status: 404 })
+      const handle = (request: HttpServerRequest.HttpServerRequest) => {
+        const path = request.url.split("?")[0]
+        return path === basePath
+          ? Effect.succeed(redirect)
+          : !path.startsWith(`${basePath}/`)
+          ? Effect.succeed(notFound)
+          : Effect.provideService(
+            app,
+            HttpServerRequest.HttpServerRequest,
+            request.modify({ url: request.url.slice(basePath.length) || "/" })
+          )
+      }
       if (basePath !== "") yield* router.add("GET", basePath as `/${string}`, handle)
       yield* router.add("*", `${basePath}/*` as `/${string}`, handle)
     })

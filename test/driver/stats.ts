@@ -1,6 +1,6 @@
 /**
  * The per-minute stats (`<prefix>stats`): `statsAdd` adds to the rows (creating them), in one
- * transaction however many statements it takes; `statsRead` reads the minutes from a time on, oldest
+ * transaction however many statements it takes; `statsRead` reads the minutes from a time on, newest
  * first, up to a limit; `statsPrune` deletes the oldest minutes before a cutoff, a batch at a time.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -32,7 +32,7 @@ export const statsOps = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
 
   describe("statsAdd / statsRead", () => {
-    it.live(name("adds to each (minute, name), creating it; reads the minutes from a time on, oldest first, up to a limit"), () =>
+    it.live(name("adds to each (minute, name), creating it; reads the minutes from a time on, newest first, up to a limit"), () =>
       withDriver(target, ({ driver }) =>
         Effect.gen(function*() {
           yield* driver.statsAdd([])
@@ -41,15 +41,16 @@ export const statsOps = (target: Target) => {
           // A second process adds to the same rows, and to a new one.
           yield* driver.statsAdd([statsRow("b", 0, 1, 0, { 0: 1, 4: 2 }), statsRow("a", 2, 0, 4)])
           assert.deepStrictEqual(yield* driver.statsRead(t0, 100), [
-            statsRow("b", 0, 3, 1, { 0: 4, 4: 2 }),
+            statsRow("a", 2, 0, 4),
             statsRow("a", 1, 5, 0, { 18: 1 }),
-            statsRow("a", 2, 0, 4)
+            statsRow("b", 0, 3, 1, { 0: 4, 4: 2 })
           ])
           assert.deepStrictEqual(yield* driver.statsRead(t0 + m(1), 100), [
-            statsRow("a", 1, 5, 0, { 18: 1 }),
-            statsRow("a", 2, 0, 4)
+            statsRow("a", 2, 0, 4),
+            statsRow("a", 1, 5, 0, { 18: 1 })
           ])
-          assert.deepStrictEqual(yield* driver.statsRead(t0, 1), [statsRow("b", 0, 3, 1, { 0: 4, 4: 2 })])
+          // Past the limit, the oldest minutes are left out.
+          assert.deepStrictEqual(yield* driver.statsRead(t0, 1), [statsRow("a", 2, 0, 4)])
         })))
 
     it.live(name("more rows than one statement writes: every row is added, in one transaction"), () =>
@@ -84,9 +85,9 @@ export const statsOps = (target: Target) => {
           ])
           assert.strictEqual(yield* driver.statsPrune(t0 + m(3), 2), 2)
           assert.deepStrictEqual((yield* driver.statsRead(0, 100)).map((r) => [r.name, r.minuteUs]), [
-            ["a", t0 + m(1)],
+            ["a", t0 + m(3)],
             ["a", t0 + m(2)],
-            ["a", t0 + m(3)]
+            ["a", t0 + m(1)]
           ])
           assert.strictEqual(yield* driver.statsPrune(t0 + m(3), 2), 2)
           assert.strictEqual(yield* driver.statsPrune(t0 + m(3), 2), 0)

@@ -23,7 +23,7 @@ import * as Schema from "effect/Schema"
 import * as http from "node:http"
 import { createServer } from "node:http"
 import { Dashboard } from "../../src/dashboard.js"
-import { Job, Queue } from "../../src/index.js"
+import { Admin, Job, Queue } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
 import { withQueue } from "../support/helpers.js"
@@ -119,10 +119,16 @@ export const dashboard = (target: Target) => {
           const nowUs = yield* nowMicros
           yield* driver.workerRegister("w-dash", nowUs, "host-a", 4242, ["dash.report"])
           yield* driver.scheduleFire("dash.nightly", nowUs - 60_000_000, nowUs, Effect.void)
-          const api = client(yield* serve())
+          const base = yield* serve()
+          const api = client(base)
 
           const overview = yield* api.get("/api/overview")
           assert.strictEqual(overview.status, 200, overview.text)
+          // A name with U+0000 (no job has one) is a bad request on every database.
+          assert.strictEqual((yield* api.get("/api/jobs?name=a%00b")).status, 400)
+          // The base path is matched with its case: /SQLANE/ is not the dashboard.
+          const shouted = yield* Effect.promise(() => fetch(`${base.replace("/sqlane", "/SQLANE")}/api/overview`).then((r) => r.status))
+          assert.strictEqual(shouted, 404)
           const report = overview.body.names.find((n: any) => n.name === "dash.report")
           assert.deepStrictEqual([report.pending.count, report.dead.count, report.paused], [4, 1, false])
           assert.isNumber(report.oldestDueMs)
@@ -221,14 +227,20 @@ export const dashboard = (target: Target) => {
           const gone = yield* api.act(`/api/jobs/${ids[1]}/retry`)
           assert.strictEqual(gone.status, 404)
 
-          const paused = yield* api.act("/api/names/dash.report/pause")
+          const paused = yield* api.act("/api/names/pause", { name: "dash.report" })
           assert.deepStrictEqual(paused.body, { changed: true, state: null })
           const overview = yield* api.get("/api/overview")
           assert.isTrue(overview.body.names.find((n: any) => n.name === "dash.report").paused)
-          const resumed = yield* api.act("/api/names/dash.report/resume")
+          const resumed = yield* api.act("/api/names/resume", { name: "dash.report" })
           assert.deepStrictEqual(resumed.body, { changed: true, state: null })
           const after = yield* api.get("/api/overview")
           assert.isFalse(after.body.names.find((n: any) => n.name === "dash.report").paused)
+          // A name of 255 characters (the longest a job name may be) is paused too; 256 is refused.
+          const long = "n".repeat(255)
+          assert.deepStrictEqual((yield* api.act("/api/names/pause", { name: long })).body, { changed: true, state: null })
+          assert.deepStrictEqual((yield* (yield* Admin.Admin).paused).map((p) => p.name), [long])
+          assert.strictEqual((yield* api.act("/api/names/pause", { name: long + "n" })).status, 400)
+          assert.deepStrictEqual((yield* api.act("/api/names/resume", { name: long })).body, { changed: true, state: null })
 
           // Bulk: the count first, a wrong confirmation refused (nothing changes), the right one acts.
           yield* setState(prefix, ids[2], "dead")

@@ -332,7 +332,7 @@ export const plans = (target: Target) => {
           if (target.dialect === "pg") {
             const text = plan.join("\n")
             // An index scan of the range, or a bitmap of it (then the hour's rows alone are sorted).
-            assert.match(text, new RegExp(`Index Scan (using|on) ${prefix}stats_pkey`), `the stats read does not use the primary key:${show}`)
+            assert.match(text, new RegExp(`Index Scan (Backward )?(using|on) ${prefix}stats_pkey`), `the stats read does not use the primary key:${show}`)
             assert.match(text, /Index Cond: \(minute_us >= /, `the stats read is not a range of the minutes:${show}`)
             assert.notInclude(text, "Seq Scan", `the stats read scans the table:${show}`)
           } else {

@@ -51,9 +51,13 @@ const dashboardGet = Effect.gen(function*() {
 const totals = (entry: any) =>
   entry.points.reduce((t: [number, number], p: any) => [t[0] + p.completed, t[1] + p.failed], [0, 0])
 
-/** The table's rows as [name, minute (ms), completed, failed]. */
+/** The table's rows, oldest first (`statsRead` reads newest first). */
+const oldestFirst = (driver: Pick<Database["Type"]["driver"], "statsRead">, limit: number) =>
+  Effect.map(driver.statsRead(0, limit), (rows) => [...rows].reverse())
+
+/** The table's rows as [name, minute (ms), completed, failed], oldest first. */
 const rowsOf = (driver: Pick<Database["Type"]["driver"], "statsRead">) =>
-  Effect.map(driver.statsRead(0, 10_000), (rows) => rows.map((r) => [r.name, r.minuteUs / 1000, r.completed, r.failed] as const))
+  Effect.map(oldestFirst(driver, 10_000), (rows) => rows.map((r) => [r.name, r.minuteUs / 1000, r.completed, r.failed] as const))
 
 export const stats = (target: Target) => {
   const name = (title: string) => `[${target.id}] stats: ${title}`
@@ -212,7 +216,7 @@ export const stats = (target: Target) => {
           stats.ended("f.mail", "completed", now + minuteMs)
           yield* sql`ALTER TABLE ${sql(prefix + "stats_away")} RENAME TO ${sql(prefix + "stats")}`
           yield* stats.flush
-          const rows = yield* driver.statsRead(0, 100)
+          const rows = yield* oldestFirst(driver, 100)
           /** One pickup in `bucket` (none: undefined). */
           const pickup = (bucket?: number) => Array.from({ length: pickupBoundsMs.length + 1 }, (_, i) => (i === bucket ? 1 : 0))
           assert.deepStrictEqual(rows, [
@@ -221,7 +225,7 @@ export const stats = (target: Target) => {
           ] satisfies ReadonlyArray<StatsMinuteRow>)
           // Nothing left: a flush adds nothing more.
           yield* stats.flush
-          assert.deepStrictEqual(yield* driver.statsRead(0, 100), rows)
+          assert.deepStrictEqual(yield* oldestFirst(driver, 100), rows)
         }), { pollInterval: "1 hour", statsInterval: "1 hour" }))
 
     it.live(name("the counts kept in memory are bounded: the oldest minutes are dropped first, also of a failed flush"), () =>
@@ -285,7 +289,7 @@ export const stats = (target: Target) => {
           const result = yield* Pruner.run
           assert.strictEqual(result.statsRows, 2)
           assert.deepStrictEqual(
-            (yield* driver.statsRead(0, 100)).map((r) => r.minuteUs),
+            (yield* oldestFirst(driver, 100)).map((r) => r.minuteUs),
             [row(24 * 60 - 2).minuteUs, row(60).minuteUs]
           )
         }), { pollInterval: "1 hour", prune: false }))

@@ -99,19 +99,19 @@ export const layer = HttpApiBuilder.group(Api.api, "actions", (handlers) =>
         ))
       .handle("delete", ({ path }) =>
         audited("delete", { id: path.id }, outcome, deleteJob(path.id)).pipe(Effect.catchTag("SqlError", databaseError)))
-      .handle("pause", ({ path }) =>
+      .handle("pause", ({ payload }) =>
         audited(
           "pause",
-          { name: path.name },
+          { name: payload.name },
           outcome,
-          Effect.map(admin.pause(path.name), (changed) => new Api.ActionOutcome({ changed, state: null }))
+          Effect.map(admin.pause(payload.name), (changed) => new Api.ActionOutcome({ changed, state: null }))
         ).pipe(Effect.catchTag("SqlError", databaseError)))
-      .handle("resume", ({ path }) =>
+      .handle("resume", ({ payload }) =>
         audited(
           "resume",
-          { name: path.name },
+          { name: payload.name },
           outcome,
-          Effect.map(admin.resume(path.name), (changed) => new Api.ActionOutcome({ changed, state: null }))
+          Effect.map(admin.resume(payload.name), (changed) => new Api.ActionOutcome({ changed, state: null }))
         ).pipe(Effect.catchTag("SqlError", databaseError)))
       .handle("bulk", ({ path, payload }) =>
         audited(

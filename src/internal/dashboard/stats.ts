@@ -17,7 +17,7 @@ const minuteUs = 60_000_000
 /** The minutes shown: the current one and the 59 before it. */
 export const minutes = 60
 
-/** The most rows read (a minute of a job name each): 60 minutes of 2,000 names. */
+/** The most rows read (a minute of a job name each): 60 minutes of 2,000 names; past it the oldest minutes are left out. */
 export const maxRows = 120_000
 
 /**
@@ -41,7 +41,10 @@ export const lastHour = (driver: Driver, nowUs: number): Effect.Effect<Api.Stats
   Effect.gen(function*() {
     const currentUs = Math.floor(nowUs / minuteUs) * minuteUs
     const sinceUs = currentUs - (minutes - 1) * minuteUs
-    const rows = yield* driver.statsRead(sinceUs, maxRows)
+    // Newest first: past `maxRows`, the oldest minutes are left out (the one cut may be partial).
+    const read = yield* driver.statsRead(sinceUs, maxRows + 1)
+    const truncated = read.length > maxRows
+    const rows = truncated ? read.slice(0, maxRows) : read
     const byName = new Map<string, { completed: Array<number>; failed: Array<number>; pickup: Array<number> }>()
     for (const r of rows) {
       // A row of a later minute (a process whose clock runs ahead) is not shown.
@@ -64,6 +67,7 @@ export const lastHour = (driver: Driver, nowUs: number): Effect.Effect<Api.Stats
     const minuteTexts = Array.from({ length: minutes }, (_, i) => microsToDate(sinceUs + i * minuteUs).toISOString())
     return new Api.StatsView({
       since: microsToDate(sinceUs).toISOString(),
+      truncated,
       names: names.map((name) => {
         const n = byName.get(name)!
         const count = n.pickup.reduce((sum, c) => sum + c, 0)

@@ -363,8 +363,8 @@ export interface Driver {
    */
   readonly statsAdd: (rows: ReadonlyArray<StatsMinuteRow>) => Effect.Effect<void, SqlError>
   /**
-   * The rows of `<prefix>stats` of the minutes at or after `sinceUs` (µs), oldest first, at most
-   * `limit`: one range of the primary key (minute, name).
+   * The rows of `<prefix>stats` of the minutes at or after `sinceUs` (µs), newest first, at most
+   * `limit`: one range of the primary key (minute, name), read backwards.
    */
   readonly statsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<StatsMinuteRow>, SqlError>
   /**

@@ -16,11 +16,11 @@ const chunk = 500
 const counted = ["completed", "failed", ...pickupColumns]
 const columnList = ["minute_us", "name", ...counted].join(", ")
 
-/** `statsRead`'s statement: one range of the primary key (minute_us, name), in its order. */
+/** `statsRead`'s statement: one range of the primary key (minute_us, name), newest first (read backwards). */
 export const readStatement = (ctx: PgContext) => (sinceUs: number, limit: number) =>
   ctx.sql<Record<string, unknown>>`SELECT ${ctx.sql.literal(columnList)} FROM ${ctx.sql(`${ctx.prefix}stats`)}
     WHERE minute_us >= ${sinceUs}::bigint
-    ORDER BY minute_us, name LIMIT ${ctx.sql.literal(String(Math.max(1, Math.floor(limit))))}`
+    ORDER BY minute_us DESC, name DESC LIMIT ${ctx.sql.literal(String(Math.max(1, Math.floor(limit))))}`
 
 export const make = (ctx: PgContext): StatsOps => {
   const { prefix, sql } = ctx
