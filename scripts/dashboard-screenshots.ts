@@ -58,7 +58,7 @@ const views = [
   { file: "jobs", hash: "#/jobs", ready: "tr[data-job]" },
   { file: "job-detail", hash: "#/jobs/{dead}", ready: '[data-testid="error-message"]' },
   { file: "dead-letters", hash: "#/dead-letters", ready: "tr[data-job]" },
-  { file: "periodic-jobs", hash: "#/periodic", ready: "td a" },
+  { file: "periodic-jobs", hash: "#/periodic", ready: "td" },
   { file: "workers", hash: "#/workers", ready: "tr[data-worker]" }
 ] as const
 
@@ -85,6 +85,11 @@ const seedAndShoot = Effect.gen(function*() {
   for (const day of ["2026-12-03", "2026-12-04", "2026-12-05"]) yield* queue.enqueue(NightlyReport, { day })
   const nowUs = yield* nowMicros
   yield* driver.scheduleFire("nightly-report", nowUs - 3_600_000_000, nowUs, Effect.void)
+  yield* driver.scheduleDescribe(
+    "nightly-report",
+    { jobName: "nightly-report", expression: "0 3 * * *", timeZone: "Europe/Berlin", nextTickUs: nowUs + 20 * 3_600_000_000 },
+    nowUs
+  )
   // Later emails, due in a minute: pending in the overview.
   yield* queue.enqueueMany(SendEmail, Array.from({ length: 12 }, (_, i) => ({ orderId: 20_000 + i, email: `later${i}@example.com` })), {
     runAt: new Date(Date.now() + 60_000)

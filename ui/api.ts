@@ -65,6 +65,10 @@ export interface PeriodicJob {
   readonly name: string
   readonly lastTickAt: string | null
   readonly updatedAt: string
+  readonly jobName: string | null
+  readonly expression: string | null
+  readonly timeZone: string | null
+  readonly nextTickAt: string | null
 }
 export interface WorkerView {
   readonly id: string

@@ -319,7 +319,12 @@ export class JobDetail extends Schema.Class<JobDetail>("sqlane/dashboard/JobDeta
 export class PeriodicJobView extends Schema.Class<PeriodicJobView>("sqlane/dashboard/PeriodicJob")({
   name: Schema.String,
   lastTickAt: Schema.NullOr(Schema.String),
-  updatedAt: Schema.String
+  updatedAt: Schema.String,
+  /** The job each tick enqueues, the cron expression and its time zone as given, and the next tick a scheduler waits for: as the latest scheduler of the name wrote them (null before one did). */
+  jobName: Schema.NullOr(Schema.String),
+  expression: Schema.NullOr(Schema.String),
+  timeZone: Schema.NullOr(Schema.String),
+  nextTickAt: Schema.NullOr(Schema.String)
 }) {}
 
 /**

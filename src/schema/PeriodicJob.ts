@@ -64,6 +64,8 @@ export interface PeriodicJob<J extends Job.Any = Job.Any> {
   readonly expression: string
   /** The parsed expression, with its time zone. */
   readonly cron: Cron.Cron
+  /** The time zone the expression is read in, as given (default `"UTC"`). */
+  readonly timeZone: string
   /** The job enqueued at each tick. */
   readonly job: J
   /** The payload of the tick at this instant. */
@@ -157,6 +159,7 @@ export const make = <J extends Job.Any>(
     name,
     expression: options.cron,
     cron: parsed.right,
+    timeZone: options.timeZone ?? "UTC",
     job: options.job,
     payload: typeof payload === "function"
       ? (payload as (tick: Date) => Job.Payload<J>)

@@ -150,6 +150,13 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         while (true) {
           const tick = nextTick(p.cron, cursor)
           nextTicks.set(p.name, tick)
+          // For the dashboard: what this name runs and its next tick. Not retried: the next tick
+          // describes it again.
+          yield* driver.scheduleDescribe(
+            p.name,
+            { jobName: p.job.name, expression: p.expression, timeZone: p.timeZone, nextTickUs: tick.getTime() * 1000 },
+            yield* nowMicros
+          ).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: the periodic job's description was not written", cause)))
           // Whole milliseconds: TestClock cannot represent a fractional instant.
           const wait = tick.getTime() - (yield* Clock.currentTimeMillis)
           if (wait > 0) yield* Effect.sleep(Math.ceil(wait))

@@ -1,5 +1,5 @@
 /**
- * The ticks of periodic jobs: `scheduleGet`, `scheduleFire`, `scheduleList`.
+ * The ticks of periodic jobs: `scheduleGet`, `scheduleFire`, `scheduleList`, `scheduleDescribe`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -17,11 +17,29 @@ export const schedulesOps = (target: Target) => {
           assert.deepStrictEqual(yield* driver.scheduleList(10), [])
           yield* driver.scheduleFire("b", t0, t0 + s(1), Effect.void)
           yield* driver.scheduleFire("a", t0 - s(60), t0 + s(2), Effect.void)
+          const undescribed = { jobName: null, expression: null, timeZone: null, nextTickUs: null }
           assert.deepStrictEqual(yield* driver.scheduleList(10), [
-            { name: "a", lastTickUs: t0 - s(60), updatedAtUs: t0 + s(2) },
-            { name: "b", lastTickUs: t0, updatedAtUs: t0 + s(1) }
+            { name: "a", lastTickUs: t0 - s(60), updatedAtUs: t0 + s(2), ...undescribed },
+            { name: "b", lastTickUs: t0, updatedAtUs: t0 + s(1), ...undescribed }
           ])
           assert.deepStrictEqual((yield* driver.scheduleList(1)).map((r) => r.name), ["a"])
+        })))
+
+    it.live(name("scheduleDescribe: a name's job, expression, zone and next tick; a row without a tick until one fires"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const d = { jobName: "report", expression: "0 3 * * *", timeZone: "Europe/Berlin", nextTickUs: t0 + s(60) }
+          yield* driver.scheduleDescribe("nightly", d, t0)
+          assert.deepStrictEqual(yield* driver.scheduleList(10), [{ name: "nightly", lastTickUs: null, updatedAtUs: t0, ...d }])
+          assert.isUndefined(yield* driver.scheduleGet("nightly"))
+          // A tick fires as before; a later description replaces the earlier one, the tick kept.
+          yield* driver.scheduleFire("nightly", t0 + s(60), t0 + s(61), Effect.void)
+          assert.strictEqual(yield* driver.scheduleGet("nightly"), t0 + s(60))
+          const next = { ...d, expression: "0 4 * * *", nextTickUs: t0 + s(120) }
+          yield* driver.scheduleDescribe("nightly", next, t0 + s(62))
+          assert.deepStrictEqual(yield* driver.scheduleList(10), [
+            { name: "nightly", lastTickUs: t0 + s(60), updatedAtUs: t0 + s(61), ...next }
+          ])
         })))
   })
 

@@ -23,10 +23,10 @@ import * as Schema from "effect/Schema"
 import * as http from "node:http"
 import { createServer } from "node:http"
 import { Dashboard } from "../../src/dashboard.js"
-import { Admin, Job, Queue } from "../../src/index.js"
+import { Admin, Job, PeriodicJob, Queue, Scheduler } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { withQueue } from "../support/helpers.js"
+import { waitUntil, withQueue } from "../support/helpers.js"
 import { spawnCliUntil } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
 
@@ -181,9 +181,27 @@ export const dashboard = (target: Target) => {
           const dead = yield* api.get("/api/dead-letters")
           assert.deepStrictEqual(dead.body.jobs.map((j: any) => [j.id, j.state, j.lastError]), [[ids[0], "dead", "boom"]])
 
-          const periodic = yield* api.get("/api/periodic-jobs")
-          assert.deepStrictEqual(periodic.body.periodicJobs.map((p: any) => p.name), ["dash.nightly"])
-          assert.strictEqual(Date.parse(periodic.body.periodicJobs[0].lastTickAt), Math.floor((nowUs - 60_000_000) / 1000))
+          // A scheduler describes its periodic job (job, expression, zone, next tick) before any tick.
+          const Hourly = PeriodicJob.unsafeMake("dash.hourly", {
+            cron: "0 * * * *",
+            timeZone: "Europe/Berlin",
+            job: Report,
+            payload: () => ({ n: 0 })
+          })
+          yield* Scheduler.make({ schedules: [Hourly] })
+          const described = Effect.map(api.get("/api/periodic-jobs"), (r) => r.body.periodicJobs as Array<any>)
+          yield* waitUntil(Effect.map(described, (ps) => ps.length === 2), 10_000, "the scheduler's description")
+          const [hourly, nightly] = yield* described
+          assert.deepStrictEqual(
+            [hourly.name, hourly.jobName, hourly.expression, hourly.timeZone, hourly.lastTickAt],
+            ["dash.hourly", "dash.report", "0 * * * *", "Europe/Berlin", null]
+          )
+          const nextMs = Date.parse(hourly.nextTickAt)
+          assert.strictEqual(nextMs % 3_600_000, 0, hourly.nextTickAt)
+          assert.isAbove(nextMs, Date.now() - 5_000)
+          assert.isAtMost(nextMs, Date.now() + 3_600_000)
+          assert.deepStrictEqual([nightly.name, nightly.expression], ["dash.nightly", null])
+          assert.strictEqual(Date.parse(nightly.lastTickAt), Math.floor((nowUs - 60_000_000) / 1000))
 
           const workers = yield* api.get("/api/workers")
           const w = workers.body.workers.find((x: any) => x.id === "w-dash")

@@ -1,4 +1,4 @@
-/** Periodic jobs: each one's latest tick, as the database holds it. */
+/** Periodic jobs: each one's job, cron expression and time zone, latest and next tick, as the database holds them. */
 import { html } from "htm/preact"
 import { api } from "../api"
 import { ago, time } from "../format"
@@ -13,13 +13,16 @@ export const PeriodicView = () => {
     <h1>Periodic jobs</h1>
     <${Failure} error=${live.error} />
     ${list === undefined ? (live.error === undefined ? html`<${Loading} />` : null) : list.length === 0
-      ? html`<p class="empty">No periodic job has enqueued a tick yet.</p>`
-      : html`<table><thead><tr><th>name</th><th>latest tick</th><th>updated</th></tr></thead>
-        <tbody>${list.map((p) => html`<tr key=${p.name}>
-          <td><a href=${href("/jobs", { name: p.name })}>${p.name}</a></td>
+      ? html`<p class="empty">No periodic job has run yet.</p>`
+      : html`<table><thead><tr><th>name</th><th>job</th><th>expression</th><th>time zone</th><th>latest tick</th><th>next tick</th></tr></thead>
+        <tbody>${list.map((p) => html`<tr key=${p.name} data-name=${p.name}>
+          <td class="name">${p.name}</td>
+          <td class="name">${p.jobName === null ? "—" : html`<a href=${href("/jobs", { name: p.jobName })}>${p.jobName}</a>`}</td>
+          <td><code>${p.expression ?? "—"}</code></td>
+          <td>${p.timeZone ?? "—"}</td>
           <td>${time(p.lastTickAt)} <span class="note">${ago(p.lastTickAt)}</span></td>
-          <td>${time(p.updatedAt)}</td>
+          <td>${time(p.nextTickAt)} <span class="note">${ago(p.nextTickAt)}</span></td>
         </tr>`)}</tbody></table>`}
-    <p class="note">Their schedules live in the app's code (PeriodicJob.make), so the next tick is not shown.</p>
+    <p class="note">As the latest scheduler of each name wrote them; "—" until a scheduler of this version ran.</p>
   </section>`
 }

@@ -269,7 +269,11 @@ export const layer = (access: Access) =>
                   new Api.PeriodicJobView({
                     name: r.name,
                     lastTickAt: r.lastTickUs === null ? null : microsToDate(r.lastTickUs).toISOString(),
-                    updatedAt: microsToDate(r.updatedAtUs).toISOString()
+                    updatedAt: microsToDate(r.updatedAtUs).toISOString(),
+                    jobName: r.jobName,
+                    expression: r.expression,
+                    timeZone: r.timeZone,
+                    nextTickAt: r.nextTickUs === null ? null : microsToDate(r.nextTickUs).toISOString()
                   })
                 )
               })

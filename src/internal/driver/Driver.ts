@@ -272,8 +272,18 @@ export interface Driver {
   readonly workerPrune: (cutoffUs: number) => Effect.Effect<void, SqlError>
   /** Every worker row (live ones, and ones that ended without closing, until pruned), by id; at most `limit`. */
   readonly workerList: (limit: number) => Effect.Effect<ReadonlyArray<WorkerRow>, SqlError>
-  /** The periodic jobs that have enqueued a tick, by name, with their latest tick; at most `limit`. */
+  /** The periodic jobs that enqueued a tick or were described, by name, with their latest tick and description; at most `limit`. */
   readonly scheduleList: (limit: number) => Effect.Effect<ReadonlyArray<ScheduleRow>, SqlError>
+  /**
+   * Records what a scheduler runs under a periodic job's name — the job it enqueues, its cron
+   * expression and time zone as given, and the next tick it waits for (µs) — for the dashboard;
+   * creates the row (without a tick) when none exists. The latest scheduler to write wins.
+   */
+  readonly scheduleDescribe: (
+    name: string,
+    description: { readonly jobName: string; readonly expression: string; readonly timeZone: string; readonly nextTickUs: number },
+    nowUs: number
+  ) => Effect.Effect<void, SqlError>
   /** The latest tick (µs) enqueued for a periodic job, if any. */
   readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>
   /**
@@ -559,7 +569,7 @@ export type WorkersOps = Pick<
   | "workerLockHolder"
   | "endConnection"
 >
-export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire" | "scheduleList">
+export type SchedulesOps = Pick<Driver, "scheduleGet" | "scheduleFire" | "scheduleList" | "scheduleDescribe">
 export type AdminOps = Pick<
   Driver,
   | "jobGet"

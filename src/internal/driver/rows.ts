@@ -255,6 +255,11 @@ export interface ScheduleRow {
   /** The latest tick enqueued; `null` when none was yet (the row of a first tick being written). */
   readonly lastTickUs: number | null
   readonly updatedAtUs: number
+  /** What the latest scheduler of the name described (`scheduleDescribe`); null before any did. */
+  readonly jobName: string | null
+  readonly expression: string | null
+  readonly timeZone: string | null
+  readonly nextTickUs: number | null
 }
 
 /** A job without its payload, errors and result, as `jobList` reads it. Times are µs. */

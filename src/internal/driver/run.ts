@@ -134,6 +134,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     workerPrune: cold(d.workerPrune),
     scheduleGet: cold(d.scheduleGet),
     scheduleList: cold(d.scheduleList),
+    scheduleDescribe: cold(d.scheduleDescribe),
     workerList: cold(d.workerList),
     scheduleFire: (name, tickUs, nowUs, enqueue) =>
       // Its error is the enqueue's or a SqlError; only a transient SqlError is retried.

@@ -454,6 +454,21 @@ export const statsAddChunked = (
     : sql.withTransaction(Effect.forEach(statements, (s) => s, { discard: true }))
 }
 
+/**
+ * Whether a schedule row's `last_tick_at` is the placeholder of a row without a tick (-infinity on
+ * PostgreSQL, year 1000 on MySQL/MariaDB): a row described before its first tick, or a first tick's
+ * row being written.
+ */
+export const noTick = (lastTickUs: number): boolean => lastTickUs < -2208988800000000
+
+/** The description columns of a `scheduleList` row (null where no scheduler described the name yet). */
+export const described = (r: any) => ({
+  jobName: r.job_name == null ? null : String(r.job_name),
+  expression: r.expression == null ? null : String(r.expression),
+  timeZone: r.time_zone == null ? null : String(r.time_zone),
+  nextTickUs: r.next_tick_us == null ? null : num(r.next_tick_us)
+})
+
 export const toStatsMinuteRow = (r: any): StatsMinuteRow => ({
   name: r.name,
   minuteUs: num(r.minute_us),

@@ -195,6 +195,12 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD KEY ${sql(`${prefix}jobs_unique_key`)} (unique_key, id),
       DROP KEY ${sql(`${prefix}jobs_finished`)},
       ADD KEY ${sql(`${prefix}jobs_finished`)} (state, finished_at, name)`
+  }),
+  "16_schedule_descriptions": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL (the names as long as the jobs').
+    yield* sql`ALTER TABLE ${sql(`${prefix}schedules`)} ADD COLUMN job_name VARCHAR(255) NULL, ADD COLUMN expression TEXT NULL,
+      ADD COLUMN time_zone VARCHAR(255) NULL, ADD COLUMN next_tick_at DATETIME(6) NULL`
   })
 })
 

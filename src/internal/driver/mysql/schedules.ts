@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { SchedulesOps } from "../Driver.js"
-import { num } from "../shared.js"
+import { described, noTick, num } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): SchedulesOps => {
@@ -15,19 +15,29 @@ export const make = (ctx: MysqlContext): SchedulesOps => {
       Effect.map(
         sql<{ us: number }>`SELECT ${sql.literal(usOf("last_tick_at"))} AS us FROM ${sql(`${prefix}schedules`)}
           WHERE name = ${name}`,
-        (rows) => (rows.length === 0 ? undefined : num(rows[0].us))
+        (rows) => (rows.length === 0 || noTick(num(rows[0].us)) ? undefined : num(rows[0].us))
       ),
     scheduleList: (limit) =>
       Effect.map(
-        sql`SELECT name, ${sql.literal(usOf("last_tick_at"))} AS last_tick_us, ${sql.literal(usOf("updated_at"))} AS updated_at_us
+        sql`SELECT name, ${sql.literal(usOf("last_tick_at"))} AS last_tick_us, ${sql.literal(usOf("updated_at"))} AS updated_at_us,
+              job_name, expression, time_zone, ${sql.literal(usOf("next_tick_at"))} AS next_tick_us
             FROM ${sql(`${prefix}schedules`)} ORDER BY name LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
         (rows: ReadonlyArray<any>) =>
           rows.map((r) => {
-            // A first tick's row holds a placeholder before its tick is written (-infinity, year 1000).
             const last = num(r.last_tick_us)
-            return { name: String(r.name), lastTickUs: last < -2208988800000000 ? null : last, updatedAtUs: num(r.updated_at_us) }
+            return {
+              name: String(r.name),
+              lastTickUs: noTick(last) ? null : last,
+              updatedAtUs: num(r.updated_at_us),
+              ...described(r)
+            }
           })
       ),
+    scheduleDescribe: (name, d, nowUs) =>
+      sql`INSERT INTO ${sql(`${prefix}schedules`)} (name, last_tick_at, updated_at, job_name, expression, time_zone, next_tick_at)
+          VALUES (${name}, '1000-01-01 00:00:00', ${ts(nowUs)}, ${d.jobName}, ${d.expression}, ${d.timeZone}, ${ts(d.nextTickUs)})
+          ON DUPLICATE KEY UPDATE job_name = VALUES(job_name), expression = VALUES(expression),
+            time_zone = VALUES(time_zone), next_tick_at = VALUES(next_tick_at)`.pipe(Effect.asVoid),
     scheduleFire: (name, tickUs, nowUs, enqueue) => {
       const schedules = sql(`${prefix}schedules`)
       return sql.withTransaction(Effect.gen(function*() {
