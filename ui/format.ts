@@ -1,5 +1,5 @@
-/** How times, durations, counts and JSON text are shown. */
-import type { BoundedCount } from "./api"
+/** How times, durations, counts, JSON text and errors are shown. */
+import { ApiError, type BoundedCount } from "./api"
 
 /** A duration in ms as `850 ms`, `12.5 s`, `4 min`, `3 h`, `2 d`. */
 export const duration = (ms: number | null | undefined): string => {
@@ -49,5 +49,26 @@ export const localToIso = (value: string | null): string | undefined => {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString()
 }
 
-/** An error as one line of text. */
-export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+/**
+ * Text from the queue set apart inside a longer text (U+2068 FIRST STRONG ISOLATE … U+2069 POP
+ * DIRECTIONAL ISOLATE): a name holding right-to-left text or a U+202E override cannot reorder the
+ * text after it. In markup, `<bdi>` does the same.
+ */
+export const isolate = (text: string): string => `\u2068${text}\u2069`
+
+/**
+ * An error as one line of text. A parameter the API could not decode (`HttpApiDecodeError`, whose
+ * `message` is the whole schema) is named with the first issue's own message, when that is short.
+ */
+export const errorText = (e: unknown): string => {
+  if (e instanceof ApiError && e.body._tag === "HttpApiDecodeError") {
+    const issues = (e.body as { readonly issues?: unknown }).issues
+    const first = (Array.isArray(issues) ? issues[0] : undefined) as { readonly path?: unknown; readonly message?: unknown } | undefined
+    const path = Array.isArray(first?.path) && first.path.length > 0 ? first.path.join(".") : "a parameter"
+    const message = typeof first?.message === "string" && first.message.length <= 120 && !first.message.includes("\n")
+      ? `: ${first.message}`
+      : ""
+    return `the server refused ${path}${message}`
+  }
+  return e instanceof Error ? e.message : String(e)
+}

@@ -1,6 +1,7 @@
 /**
- * Live data: a hook that loads once, then again every 2 s while the tab is visible (polling pauses
- * while it is hidden and resumes at once when it is shown), without reloading the page.
+ * Live data: a hook that loads once, then again every 2 s (or the interval given) while the tab is
+ * visible (polling pauses while it is hidden and resumes at once when it is shown), without
+ * reloading the page.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 
@@ -15,7 +16,7 @@ export interface Live<A> {
   readonly refresh: () => void
 }
 
-export const useLive = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>): Live<A> => {
+export const useLive = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>, everyMs = pollMs): Live<A> => {
   const [state, setState] = useState<{ data: A | undefined; error: unknown }>({ data: undefined, error: undefined })
   const loadRef = useRef(load)
   loadRef.current = load
@@ -27,7 +28,7 @@ export const useLive = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>)
     setState({ data: undefined, error: undefined })
     const schedule = () => {
       clearTimeout(timer)
-      if (!stopped && document.visibilityState === "visible") timer = setTimeout(run, pollMs)
+      if (!stopped && document.visibilityState === "visible") timer = setTimeout(run, everyMs)
     }
     const run = async () => {
       if (running || stopped) return
@@ -51,6 +52,6 @@ export const useLive = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>)
       clearTimeout(timer)
       document.removeEventListener("visibilitychange", onVisibility)
     }
-  }, deps)
+  }, [...deps, everyMs])
   return { ...state, refresh: () => refreshRef.current() }
 }

@@ -32,7 +32,7 @@ const View = ({ path, params }: { path: string; params: URLSearchParams }) => {
   if (job !== null) return html`<${JobView} id=${decodeURIComponent(job[1])} />`
   switch (path) {
     case "/":
-      return html`<${OverviewView} />`
+      return html`<${OverviewView} params=${params} />`
     case "/jobs":
       return html`<${JobsView} params=${params} />`
     case "/dead-letters":

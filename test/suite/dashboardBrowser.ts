@@ -4,7 +4,9 @@
  * (retry a dead job, cancel a running one, pause a name, a bulk retry confirmed by its count) and
  * what they changed read back from the database; read-only access showing no action and the API
  * refusing them; denied access refusing the page; payloads, error messages and job names that look
- * like markup rendered as inert text.
+ * like markup rendered as inert text; a name with a right-to-left override leaving the text after it
+ * in order, and a long one wrapping; a filter value of the address the API would not take shown as
+ * an error, with no bulk action.
  *
  * Without Chromium the tests are skipped with the reason, unless CI=true (then they fail).
  */
@@ -208,10 +210,17 @@ export const dashboardBrowser = (target: Target) => {
           assert.strictEqual(new URL(page.url()).hash, "#/jobs?name=ui.bulk&state=dead", page.url())
           yield* promise(() => page.click('button[data-page="next"]'))
           assert.strictEqual(yield* exactly(rows, 5), 5)
+          // The page's cursor is in the address: a reload (or a link) opens the same page.
+          const paged = new URL(page.url()).hash
+          assert.match(paged, /^#\/jobs\?name=ui\.bulk&state=dead&cursor=\d+$/)
+          yield* promise(() => page.reload())
+          assert.strictEqual(yield* exactly(rows, 5), 5)
+          assert.strictEqual(yield* promise(() => page.locator('[data-testid="page"]').textContent()), "a later page")
+          assert.strictEqual(new URL(page.url()).hash, paged)
           yield* promise(() => page.click('button[data-action="bulk-retry"]'))
           const question = page.locator('[data-testid="bulk-question"]')
           yield* promise(() => question.waitFor())
-          assert.strictEqual(yield* promise(() => question.textContent()), "55 jobs will be retried, confirm?")
+          assert.strictEqual(yield* promise(() => question.textContent()), "55 jobs match this filter; those that can be retried (dead or cancelled) will be. Confirm?")
           assert.strictEqual(yield* countOf(prefix, "ui.bulk", "dead"), 55) // counting changes nothing
           yield* promise(() => page.click('[data-testid="bulk"] button[data-action="confirm"]'))
           yield* promise(() => page.locator('[role="status"]', { hasText: "55 of 55 jobs retried" }).waitFor())
@@ -277,15 +286,40 @@ export const dashboardBrowser = (target: Target) => {
             names: [{ name: "ui.report", points, pickupMs: { p50: 12, p95: 40, p99: 1500, count: 120 } }]
           }
           yield* promise(() => page.route("**/api/stats", (route) => route.fulfill({ json: stats })))
+          const asked = { overview: 0, stats: 0 }
+          page.on("request", (request) => {
+            const path = new URL(request.url()).pathname
+            if (path.endsWith("/api/overview")) asked.overview++
+            if (path.endsWith("/api/stats")) asked.stats++
+          })
           yield* promise(() => page.goto(base))
           const row = page.locator('tr[data-name="ui.report"]')
           yield* promise(() => row.locator("td", { hasText: "12 ms / 40 ms / 1.5 s" }).waitFor())
+          // The counts are read every 2 s, the statistics every 10 s: three reads of one, one of the other.
+          yield* waitUntil(Effect.sync(() => asked.overview >= 3), 10_000, "the overview read three times")
+          assert.strictEqual(asked.stats, 1)
           yield* promise(() => page.locator('[data-testid="throughput-chart"] canvas').waitFor())
           assert.deepStrictEqual(
             yield* promise(() => page.locator('[data-testid="throughput-chart"] .u-legend .u-label').allTextContents()),
             ["Time", "completed", "failed"]
           )
+          assert.strictEqual(yield* promise(() => page.locator('[data-testid="stats-truncated"]').count()), 0)
+          // The name the chart shows is in the address: a reload shows it again.
+          yield* promise(() => page.selectOption("select", "ui.report"))
+          yield* promise(() => page.waitForURL((url) => url.hash === "#/?chart=ui.report"))
+          yield* promise(() => page.reload())
+          yield* promise(() => page.locator('[data-testid="throughput-chart"] canvas').waitFor())
+          assert.strictEqual(yield* promise(() => page.locator("select").inputValue()), "ui.report")
           assert.deepStrictEqual(problems, [])
+
+          // An answer that left out the oldest minutes (too many names) says so under the chart.
+          yield* promise(() => page.unroute("**/api/stats"))
+          yield* promise(() => page.route("**/api/stats", (route) => route.fulfill({ json: { ...stats, truncated: true } })))
+          yield* promise(() => page.reload())
+          assert.strictEqual(
+            yield* promise(() => page.locator('[data-testid="stats-truncated"]').textContent()),
+            "Too many job names: the oldest minutes are left out."
+          )
 
           // A server without the endpoint (404): "No data", and the rest of the overview as before.
           yield* promise(() => page.unroute("**/api/stats"))
@@ -335,6 +369,109 @@ export const dashboardBrowser = (target: Target) => {
             [0, 0]
           )
           assert.strictEqual(yield* promise(xss), undefined)
+          assert.deepStrictEqual(problems, [])
+        })))
+
+    it.live(name("a name with a right-to-left override leaves the text after it in order; a long name wraps"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const { driver } = yield* Database
+          const rlo = "\u202Eevil"
+          yield* driver.workerRegister("w-bidi", yield* nowMicros, "host-bidi", 4243, [rlo, "ui.after"])
+          const long = "n".repeat(200)
+          const Long = Job.make(long, { payload: Schema.Struct({ n: Schema.Number }) })
+          yield* queue.enqueue(Long, { n: 1 })
+          const base = yield* serve
+          const { page, problems } = yield* open({ "x-role": "admin" })
+
+          // Workers: the names "‮evil, ui.after" in one cell. Where the override ran on, "ui.after"
+          // and the comma would show mirrored (its "r" left of its "u", the comma right of both).
+          yield* promise(() => page.goto(`${base}#/workers`))
+          const cell = page.locator('tr[data-worker="w-bidi"] [data-testid="job-names"]')
+          yield* promise(() => cell.waitFor())
+          assert.strictEqual(yield* promise(() => cell.textContent()), `${rlo}, ui.after`)
+          const lefts = yield* promise(() =>
+            page.evaluate<Array<number>>(`(() => {
+              const element = document.querySelector('tr[data-worker="w-bidi"] [data-testid="job-names"]')
+              // The left edge on screen of the character at each index of the cell's text.
+              const texts = []
+              let all = ""
+              const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT)
+              for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+                texts.push([node, all.length])
+                all += node.textContent
+              }
+              const leftOf = (index) => {
+                const [node, start] = texts.filter(([, start]) => start <= index).at(-1)
+                const range = document.createRange()
+                range.setStart(node, index - start)
+                range.setEnd(node, index - start + 1)
+                return range.getBoundingClientRect().left
+              }
+              const after = all.indexOf("ui.after")
+              return [leftOf(all.indexOf(",")), leftOf(after), leftOf(after + "ui.after".length - 1)]
+            })()`)
+          )
+          const [comma, first, last] = lefts
+          assert.isTrue(comma < first && first < last, `left edges of ",", "u", "r": ${lefts.join(", ")}`)
+
+          // Jobs: a 200-character name wraps within its cell; the table stays as wide as the page.
+          yield* promise(() => page.goto(`${base}#/jobs?name=${long}`))
+          const nameCell = page.locator('[data-view="jobs"] tbody tr .name')
+          yield* promise(() => nameCell.waitFor())
+          const [scrollWidth, clientWidth] = yield* promise(() =>
+            page.evaluate<Array<number>>(`(({ scrollWidth, clientWidth }) => [scrollWidth, clientWidth])(document.querySelector('[data-view="jobs"] .scroll'))`)
+          )
+          assert.isAtMost(scrollWidth, clientWidth)
+          assert.isAtMost((yield* promise(() => nameCell.boundingBox()))!.width, 24 * 14) // 24rem
+          assert.deepStrictEqual(problems, [])
+        })))
+
+    it.live(name("a filter value the API would not take is shown as an error, with no list and no bulk action"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          yield* queue.enqueueMany(Bulk, [{ n: 1 }, { n: 2 }, { n: 3 }])
+          yield* killJobs(prefix, { name: "ui.bulk" })
+          const base = yield* serve
+          const { page, problems } = yield* open({ "x-role": "admin" })
+          const problem = page.locator('[data-testid="filter-problem"]')
+          const rows = page.locator('[data-view="jobs"] tbody tr')
+          const disabled = () => promise(() => page.evaluate<Array<boolean>>(`[...document.querySelectorAll('[data-testid="bulk"] button[data-action^="bulk-"]')].map((b) => b.disabled)`))
+
+          for (const [search, text] of [
+            ["name=ui.bulk&state=Dead", "unknown state: Dead"],
+            ["name=ui.bulk&createdFrom=yesterday", "created from is not a time: yesterday"],
+            ["name=ui.bulk&state=dead&cursor=next", "not a page cursor: next"]
+          ]) {
+            yield* promise(() => page.goto(`${base}#/jobs?${search}`))
+            yield* promise(() => problem.waitFor())
+            assert.deepStrictEqual(yield* promise(() => problem.allTextContents()), [text], search)
+            assert.deepStrictEqual(yield* disabled(), [true, true, true], search)
+            assert.strictEqual(yield* promise(() => rows.count()), 0, search)
+          }
+
+          // An id typed in the form that is not one: a short message, not the API's schema.
+          yield* promise(() => page.fill('input[name="id"]', "12abc"))
+          yield* promise(() => page.click('form.filters button[type="submit"]'))
+          yield* promise(() => problem.filter({ hasText: "not a job id: 12abc" }).waitFor())
+          assert.deepStrictEqual(yield* disabled(), [true, true, true])
+          // An id the API refuses elsewhere (a job's page): the parameter named, in one short line.
+          yield* promise(() => page.goto(`${base}#/jobs/12abc`))
+          const refused = page.locator('[data-view="job"] [role="alert"]')
+          yield* promise(() => refused.waitFor())
+          const refusedText = (yield* promise(() => refused.textContent())) ?? ""
+          assert.match(refusedText, /^Could not load: the server refused id/)
+          assert.notInclude(refusedText, "readonly")
+          assert.isAtMost(refusedText.length, 200, refusedText)
+
+          // The same filter with a valid state: listed, and bulk actions offered.
+          yield* promise(() => page.goto(`${base}#/jobs?name=ui.bulk&state=dead`))
+          assert.strictEqual(yield* exactly(rows, 3), 3)
+          assert.deepStrictEqual(yield* disabled(), [false, false, false])
+          assert.strictEqual(yield* promise(() => problem.count()), 0)
+          assert.strictEqual(yield* countOf(prefix, "ui.bulk", "dead"), 3)
           assert.deepStrictEqual(problems, [])
         })))
   })

@@ -29,7 +29,7 @@ export const DeadLettersView = ({ params }: { params: URLSearchParams }) => {
       e.preventDefault()
       go("/dead-letters", { name: String(new FormData(e.target as HTMLFormElement).get("name") ?? "").trim() })
     }}>
-      <label>name <input name="name" value=${name ?? ""} /></label>
+      <label>name <input name="name" defaultValue=${name ?? ""} /></label>
       <button type="submit">Filter</button>
     </form>
     <${Failure} error=${page.error} />

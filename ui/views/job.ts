@@ -33,9 +33,9 @@ export const JobView = ({ id }: { id: string }) => {
   const live = useLive(() => api.job(id), [id])
   if (live.data === undefined) {
     if (live.error instanceof ApiError && live.error.status === 404) {
-      return html`<section data-view="job"><h1>Job ${id}</h1><p class="empty">No such job (it may have been deleted).</p></section>`
+      return html`<section data-view="job"><h1>Job <bdi>${id}</bdi></h1><p class="empty">No such job (it may have been deleted).</p></section>`
     }
-    return html`<section data-view="job"><h1>Job ${id}</h1>${live.error === undefined ? html`<${Loading} />` : html`<${Failure} error=${live.error} />`}</section>`
+    return html`<section data-view="job"><h1>Job <bdi>${id}</bdi></h1>${live.error === undefined ? html`<${Loading} />` : html`<${Failure} error=${live.error} />`}</section>`
   }
   const d = live.data
   const j = d.job
@@ -44,13 +44,13 @@ export const JobView = ({ id }: { id: string }) => {
     <${Failure} error=${live.error} />
     <${JobActions} detail=${d} refresh=${live.refresh} />
     <dl class="facts">
-      <dt>name</dt><dd><a href=${href("/jobs", { name: j.name })}>${j.name}</a></dd>
+      <dt>name</dt><dd class="name"><a href=${href("/jobs", { name: j.name })}>${j.name}</a></dd>
       <dt>attempts</dt><dd>${j.attempts}</dd>
       <dt>priority</dt><dd>${j.priority}</dd>
       <dt>worker</dt><dd>${j.workerId ?? "—"}</dd>
       <dt>trace id</dt><dd class="mono">${d.traceId ?? "—"}</dd>
       <dt>progress</dt><dd data-testid="progress">${d.progress === null ? "—" : html`${d.progress.value >= 0 && d.progress.value <= 100 ? html`<progress max="100" value=${d.progress.value}></progress> ` : null}
-        ${String(d.progress.value)}${d.progress.message === null ? "" : ` — ${d.progress.message}`} (attempt ${d.progress.attempt}, ${ago(d.progress.at)})`}</dd>
+        ${String(d.progress.value)}${d.progress.message === null ? "" : html` — <bdi>${d.progress.message}</bdi>`} (attempt ${d.progress.attempt}, ${ago(d.progress.at)})`}</dd>
     </dl>
     <h2>Timeline</h2>
     <ol class="timeline">
@@ -63,7 +63,7 @@ export const JobView = ({ id }: { id: string }) => {
     <pre class="json" data-testid="result">${d.result === null ? "—" : prettyJson(d.result)}</pre>
     <h2>Errors</h2>
     ${d.errors.length === 0 ? html`<p class="empty">No errors.</p>` : html`<ol class="errors">${d.errors.map((e) => html`<li>
-      <div><strong>attempt ${e.attempt}</strong> · ${e.kind}${e.tag === null ? "" : ` · ${e.tag}`} · ${time(e.at)}</div>
+      <div><strong>attempt ${e.attempt}</strong> · ${e.kind}${e.tag === null ? "" : html` · <bdi>${e.tag}</bdi>`} · ${time(e.at)}</div>
       <div class="error-text" data-testid="error-message">${e.message}</div>
       ${e.stack === null ? null : html`<pre class="stack">${e.stack}</pre>`}
     </li>`)}</ol>`}

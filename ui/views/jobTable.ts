@@ -10,7 +10,7 @@ export const JobTable = ({ page, extra }: { page: JobPage; extra?: (job: JobSumm
     <thead><tr><th>id</th><th>name</th><th>state</th><th class="num">attempts</th><th>created</th><th>run at</th><th>finished</th><th>last error</th>${extra ? html`<th></th>` : null}</tr></thead>
     <tbody>${page.jobs.map((j) => html`<tr key=${j.id} data-job=${j.id}>
       <td><a href=${href(`/jobs/${j.id}`)}>${j.id}</a></td>
-      <td>${j.name}</td>
+      <td><div class="name">${j.name}</div></td>
       <td><${State} state=${j.state} /></td>
       <td class="num">${j.attempts}</td>
       <td title=${time(j.createdAt)}>${ago(j.createdAt)}</td>
@@ -21,11 +21,19 @@ export const JobTable = ({ page, extra }: { page: JobPage; extra?: (job: JobSumm
     </tr>`)}</tbody>
   </table></div>`
 
-/** Keyset pages: the cursors of the pages visited, to go back; "Next" follows `nextCursor`. */
-export const Pager = (props: { cursors: ReadonlyArray<string>; next: string | null; onChange: (cursors: ReadonlyArray<string>) => void }) =>
+/**
+ * Keyset pages: the cursors of the pages visited, to go back; "Next" follows `nextCursor`. A page
+ * opened from a link (`known: false`) has no count of the pages before it: it shows "a later page".
+ */
+export const Pager = (props: {
+  cursors: ReadonlyArray<string>
+  known?: boolean
+  next: string | null
+  onChange: (cursors: ReadonlyArray<string>) => void
+}) =>
   html`<div class="pager">
     <button type="button" disabled=${props.cursors.length === 0} onClick=${() => props.onChange([])}>First page</button>
     <button type="button" disabled=${props.cursors.length === 0} onClick=${() => props.onChange(props.cursors.slice(0, -1))}>Previous</button>
-    <span>page ${props.cursors.length + 1}</span>
+    <span data-testid="page">${props.known === false ? "a later page" : `page ${props.cursors.length + 1}`}</span>
     <button type="button" data-page="next" disabled=${props.next === null} onClick=${() => props.next !== null && props.onChange([...props.cursors, props.next])}>Next</button>
   </div>`

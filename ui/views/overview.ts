@@ -1,24 +1,39 @@
 /**
  * Overview: per job name, its counts by state, paused, limits, the oldest due job and pickup
- * latency; the chart of completed and failed jobs per minute; pause and resume per name.
+ * latency; the chart of completed and failed jobs per minute (the name it shows kept in the
+ * address, `#/?chart=…`); pause and resume per name. The counts are read every 2 s, the statistics
+ * (flushed by the workers every 5 s, and long with many names) every 10 s.
  */
 import { html } from "htm/preact"
-import { useState } from "preact/hooks"
 import { api, jobStates, type NameOverview, type Stats } from "../api"
 import { type Series, ThroughputChart } from "../chart"
-import { count, duration } from "../format"
+import { count, duration, isolate } from "../format"
 import { useLive } from "../live"
 import { Failure, Loading, useRun } from "../parts"
-import { href } from "../route"
+import { go, href } from "../route"
 
-/** The chart's series: one name's points, or every name's summed per minute. */
+const statsPollMs = 10_000
+
+/**
+ * `GET api/stats` as it may answer: `truncated: true` when, for too many names, it left out the
+ * oldest minutes (a server without the field never does).
+ */
+type StatsAnswer = Stats & { readonly truncated?: boolean }
+
+/** The chart's series: one name's points, or every name's summed per minute (matched by minute). */
 const seriesOf = (stats: Stats, name: string): Series | undefined => {
   const chosen = name === "" ? stats.names : stats.names.filter((n) => n.name === name)
-  const first = chosen[0]
-  if (first === undefined || first.points.length === 0) return undefined
-  const minutes = first.points.map((p) => Date.parse(p.minute) / 1000)
-  const sum = (key: "completed" | "failed") => minutes.map((_, i) => chosen.reduce((t, n) => t + (n.points[i]?.[key] ?? 0), 0))
-  return { minutes, completed: sum("completed"), failed: sum("failed") }
+  const sums = new Map<number, { completed: number; failed: number }>()
+  for (const n of chosen) {
+    for (const p of n.points) {
+      const minute = Date.parse(p.minute) / 1000
+      const sum = sums.get(minute) ?? { completed: 0, failed: 0 }
+      sums.set(minute, { completed: sum.completed + p.completed, failed: sum.failed + p.failed })
+    }
+  }
+  if (sums.size === 0) return undefined
+  const minutes = [...sums.keys()].sort((a, b) => a - b)
+  return { minutes, completed: minutes.map((m) => sums.get(m)!.completed), failed: minutes.map((m) => sums.get(m)!.failed) }
 }
 
 const limitsText = (limits: unknown): string => {
@@ -37,14 +52,14 @@ const PauseButton = ({ name, refresh }: { name: NameOverview; refresh: () => voi
   return html`<button type="button" data-action=${action} disabled=${busy} onClick=${() =>
     run(async () => {
       const outcome = await api.nameAction(name.name, action)
-      return `${name.name}: ${outcome.changed ? (action === "pause" ? "paused" : "resumed") : `already ${action === "pause" ? "paused" : "running"}`}`
+      return `${isolate(name.name)}: ${outcome.changed ? (action === "pause" ? "paused" : "resumed") : `already ${action === "pause" ? "paused" : "running"}`}`
     }, refresh)}>${name.paused ? "Resume" : "Pause"}</button>`
 }
 
-export const OverviewView = () => {
+export const OverviewView = ({ params }: { params: URLSearchParams }) => {
   const overview = useLive(api.overview, [])
-  const stats = useLive(api.stats, [])
-  const [chartName, setChartName] = useState("")
+  const stats = useLive<StatsAnswer | null>(api.stats, [], statsPollMs)
+  const chartName = params.get("chart") ?? ""
   const pickup = new Map((stats.data?.names ?? []).map((n) => [n.name, n.pickupMs]))
   const series = stats.data ? seriesOf(stats.data, chartName) : undefined
   const names = overview.data?.names ?? []
@@ -61,7 +76,7 @@ export const OverviewView = () => {
         <tbody>${names.map((n) => {
           const p = pickup.get(n.name)
           return html`<tr key=${n.name} data-name=${n.name}>
-            <td><a href=${href("/jobs", { name: n.name })}>${n.name}</a>${n.paused ? html` <span class="badge paused">paused</span>` : null}</td>
+            <td><div class="name"><a href=${href("/jobs", { name: n.name })}><bdi>${n.name}</bdi></a>${n.paused ? html` <span class="badge paused">paused</span>` : null}</div></td>
             ${jobStates.map((s) => html`<td class="num"><a href=${href("/jobs", { name: n.name, state: s })} data-count=${s}>${count(n[s])}</a></td>`)}
             <td>${n.oldestDueMs === null ? "—" : duration(n.oldestDueMs)}</td>
             <td>${p === undefined || p.count === 0 ? "no data" : `${duration(p.p50)} / ${duration(p.p95)} / ${duration(p.p99)}`}</td>
@@ -74,10 +89,11 @@ export const OverviewView = () => {
     <h2>Completed and failed per minute, last hour</h2>
     ${stats.data === undefined || stats.data === null || stats.data.names.length === 0
       ? html`<p class="empty" data-testid="no-stats">${stats.data === undefined && stats.error === undefined ? "Loading…" : "No data."}</p>`
-      : html`<label>Job name <select value=${chartName} onChange=${(e: Event) => setChartName((e.target as HTMLSelectElement).value)}>
+      : html`<label>Job name <select value=${chartName} onChange=${(e: Event) => go("/", { chart: (e.target as HTMLSelectElement).value })}>
           <option value="">all names</option>
           ${stats.data.names.map((n) => html`<option value=${n.name}>${n.name}</option>`)}
         </select></label>
-        ${series === undefined ? html`<p class="empty" data-testid="no-stats">No data.</p>` : html`<${ThroughputChart} series=${series} />`}`}
+        ${series === undefined ? html`<p class="empty" data-testid="no-stats">No data.</p>` : html`<${ThroughputChart} series=${series} />`}
+        ${stats.data.truncated === true ? html`<p class="note" data-testid="stats-truncated">Too many job names: the oldest minutes are left out.</p>` : null}`}
   </section>`
 }

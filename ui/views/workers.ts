@@ -1,4 +1,7 @@
-/** Workers: id, host, pid, started, heartbeat age, job names and running jobs. */
+/**
+ * Workers: id, host, pid, started, heartbeat age, job names and running jobs. Each name of a list
+ * is its own `<bdi>`: right-to-left text or a U+202E override in one cannot reorder the others.
+ */
 import { html } from "htm/preact"
 import { api } from "../api"
 import { ago, duration, time } from "../format"
@@ -17,11 +20,11 @@ export const WorkersView = () => {
       : html`<div class="scroll"><table><thead><tr><th>id</th><th>host</th><th class="num">pid</th><th>started</th><th>heartbeat</th><th>job names</th><th>running jobs</th></tr></thead>
         <tbody>${list.map((w) => html`<tr key=${w.id} data-worker=${w.id}>
           <td class="mono">${w.id}</td>
-          <td>${w.host}</td>
+          <td><div class="name">${w.host}</div></td>
           <td class="num">${w.pid}</td>
           <td title=${time(w.startedAt)}>${ago(w.startedAt)}</td>
           <td class=${w.heartbeatAgeMs > 60_000 ? "stale" : ""}>${duration(w.heartbeatAgeMs)} ago</td>
-          <td>${w.jobNames.join(", ") || "all"}</td>
+          <td><div class="name" data-testid="job-names">${w.jobNames.length === 0 ? "all" : w.jobNames.map((n, i) => html`${i > 0 ? ", " : ""}<bdi>${n}</bdi>`)}</div></td>
           <td>${w.runningJobs.length === 0 ? "—" : w.runningJobs.map((id, i) => html`${i > 0 ? ", " : ""}<a href=${href(`/jobs/${id}`)}>${id}</a>`)}</td>
         </tr>`)}</tbody></table></div>`}
   </section>`
