@@ -48,7 +48,7 @@ const NightlyReport = Job.make("nightly-report", { payload: Schema.Struct({ day:
 
 const dropTables = Effect.gen(function*() {
   const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-  for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits", "rates"]) {
+  for (const t of ["jobs", "workers", "migrations", "ledger", "schedules", "paused", "limits", "rates", "stats"]) {
     yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(prefix + t)}`)
   }
 })
