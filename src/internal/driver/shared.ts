@@ -20,6 +20,7 @@ import type {
   LimitUseRow,
   NameLimits,
   OrphanedRow,
+  ScheduleRow,
   StaleEnds,
   StatsMinuteRow,
   StatsRow,
@@ -461,13 +462,19 @@ export const statsAddChunked = (
  */
 export const noTick = (lastTickUs: number): boolean => lastTickUs < -2208988800000000
 
-/** The description columns of a `scheduleList` row (null where no scheduler described the name yet). */
-export const described = (r: any) => ({
-  jobName: r.job_name == null ? null : String(r.job_name),
-  expression: r.expression == null ? null : String(r.expression),
-  timeZone: r.time_zone == null ? null : String(r.time_zone),
-  nextTickUs: r.next_tick_us == null ? null : num(r.next_tick_us)
-})
+/** A row of `scheduleList` (both dialects select the same columns; times as µs). */
+export const toScheduleRow = (r: any): ScheduleRow => {
+  const last = num(r.last_tick_us)
+  return {
+    name: String(r.name),
+    lastTickUs: noTick(last) ? null : last,
+    updatedAtUs: num(r.updated_at_us),
+    jobName: r.job_name == null ? null : String(r.job_name),
+    expression: r.expression == null ? null : String(r.expression),
+    timeZone: r.time_zone == null ? null : String(r.time_zone),
+    nextTickUs: r.next_tick_us == null ? null : num(r.next_tick_us)
+  }
+}
 
 export const toStatsMinuteRow = (r: any): StatsMinuteRow => ({
   name: r.name,

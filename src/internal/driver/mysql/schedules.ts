@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { SchedulesOps } from "../Driver.js"
-import { described, noTick, num } from "../shared.js"
+import { noTick, num, toScheduleRow } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): SchedulesOps => {
@@ -22,16 +22,7 @@ export const make = (ctx: MysqlContext): SchedulesOps => {
         sql`SELECT name, ${sql.literal(usOf("last_tick_at"))} AS last_tick_us, ${sql.literal(usOf("updated_at"))} AS updated_at_us,
               job_name, expression, time_zone, ${sql.literal(usOf("next_tick_at"))} AS next_tick_us
             FROM ${sql(`${prefix}schedules`)} ORDER BY name LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
-        (rows: ReadonlyArray<any>) =>
-          rows.map((r) => {
-            const last = num(r.last_tick_us)
-            return {
-              name: String(r.name),
-              lastTickUs: noTick(last) ? null : last,
-              updatedAtUs: num(r.updated_at_us),
-              ...described(r)
-            }
-          })
+        (rows: ReadonlyArray<any>) => rows.map(toScheduleRow)
       ),
     scheduleDescribe: (name, d, nowUs) =>
       sql`INSERT INTO ${sql(`${prefix}schedules`)} (name, last_tick_at, updated_at, job_name, expression, time_zone, next_tick_at)
