@@ -20,6 +20,7 @@ import * as Option from "effect/Option"
 import { createServer } from "node:http"
 import { timingSafeEqual } from "node:crypto"
 import * as Dashboard from "../dashboard/Dashboard.js"
+import * as Ui from "../internal/dashboard/ui.js"
 import { QueueLive } from "../layers/QueueLive.js"
 import { CliError } from "./CliError.js"
 import { common, connect } from "./connection.js"
@@ -60,7 +61,7 @@ const basicAuth = (credentials: string) => <E, R>(app: Effect.Effect<HttpServerR
     if (given === undefined || !sameText(given, credentials)) {
       return HttpServerResponse.unsafeJson({ _tag: "Unauthorized", message: "credentials required" }, {
         status: 401,
-        headers: { "www-authenticate": "Basic realm=\"sqlane dashboard\", charset=\"UTF-8\"" }
+        headers: { ...Ui.securityHeaders, "www-authenticate": "Basic realm=\"sqlane dashboard\", charset=\"UTF-8\"" }
       })
     }
     return yield* app

@@ -302,10 +302,11 @@ export const dashboard = (target: Target) => {
           const queue = yield* Queue.Queue
           const id = yield* queue.enqueue(Report, { n: 1 })
           // The app decides per request: here by a header its proxy would set.
+          const logs: Array<{ message: string; annotations: Record<string, unknown> }> = []
           const base = yield* serve(Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
             const role = request.headers["x-role"]
             return role === "admin" ? "allow" : role === "viewer" ? "read-only" : "deny"
-          }))
+          }), logs)
           const api = client(base)
           const as = (role: string) => ({ "x-role": role })
           const session = yield* api.post("/api/session", { headers: as("admin") })
@@ -335,6 +336,15 @@ export const dashboard = (target: Target) => {
           })
           assert.deepStrictEqual([crossSite.status, crossSite.body.reason], [403, "cross-origin"])
           assert.strictEqual(yield* stateOf(prefix, id), "pending")
+          // Each refused action is logged with its path and reason.
+          const refusals = logs.filter((l) => l.message.startsWith("sqlane dashboard: action refused"))
+          assert.deepStrictEqual(
+            refusals.map((l) => [l.message, l.annotations["sqlane.dashboard.path"]]),
+            ["read-only", "csrf-token", "csrf-token", "cross-origin", "cross-origin"].map((reason) => [
+              `sqlane dashboard: action refused (${reason})`,
+              `/api/jobs/${id}/cancel`
+            ])
+          )
 
           const sameOrigin = yield* api.post(`/api/jobs/${id}/cancel`, {
             headers: { ...as("admin"), "x-sqlane-csrf": token, origin: new URL(base).origin, "sec-fetch-site": "same-origin" }
@@ -362,6 +372,9 @@ export const dashboard = (target: Target) => {
 
           const anonymous = yield* api.get("/api/overview")
           assert.strictEqual(anonymous.status, 401)
+          const unauthorized = yield* Effect.promise(() => fetch(`${base}/`).then((r) => r.headers))
+          assert.strictEqual(unauthorized.get("x-content-type-options"), "nosniff")
+          assert.match(unauthorized.get("content-security-policy") ?? "", /^default-src 'self'/)
           const wrong = yield* Effect.promise(() =>
             fetch(`${base}/api/overview`, { headers: { authorization: `Basic ${Buffer.from("ops:nope").toString("base64")}` } })
               .then((r) => r.status)

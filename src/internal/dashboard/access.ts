@@ -71,6 +71,14 @@ export const layer = (access: Access) =>
         if (token === undefined || !sameText(token, access.csrfToken)) {
           return yield* refuse("csrf-token", `actions need the token of GET /api/session in the ${csrfHeader} header`)
         }
-      })
+      }).pipe(
+        // A refused action is audited as one done is: one line at Warning, with the path and the reason.
+        Effect.tapError((e) =>
+          Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+            Effect.logWarning(`sqlane dashboard: action refused (${e.reason})`).pipe(
+              Effect.annotateLogs({ package: "sqlane", module: "Dashboard", "sqlane.dashboard.path": request.url.split("?")[0] })
+            ))
+        )
+      )
     )
   )
