@@ -87,8 +87,7 @@ const seedAndShoot = Effect.gen(function*() {
   yield* driver.scheduleFire("nightly-report", nowUs - 3_600_000_000, nowUs, Effect.void)
   yield* driver.scheduleDescribe(
     "nightly-report",
-    { jobName: "nightly-report", expression: "0 3 * * *", timeZone: "Europe/Berlin", nextTickUs: nowUs + 20 * 3_600_000_000 },
-    nowUs
+    { jobName: "nightly-report", expression: "0 3 * * *", timeZone: "Europe/Berlin", nextTickUs: nowUs + 20 * 3_600_000_000 }
   )
   // Later emails, due in a minute: pending in the overview.
   yield* queue.enqueueMany(SendEmail, Array.from({ length: 12 }, (_, i) => ({ orderId: 20_000 + i, email: `later${i}@example.com` })), {

@@ -151,8 +151,12 @@ export const makeCounts = (driver: Pick<Driver, "statsAdd">, drop: (cells: numbe
         rows.push({ name, minuteUs: minute * 1000, completed: cell.completed, failed: cell.failed, pickup: cell.pickup })
       }
     }
-    // Failed or interrupted: the counts go back, to be added by the next flush.
-    return Effect.onExit(driver.statsAdd(rows), (exit) => Exit.isFailure(exit) ? Effect.sync(() => restore(taken)) : Effect.void)
+    // Failed: the counts go back, to be added by the next flush. Not interrupted: a statement sent
+    // may commit whatever its caller does, so once sent the counts are its own (a close that stops
+    // waiting for it leaves it to finish; the last flush does not add them again).
+    return Effect.uninterruptible(
+      Effect.onExit(driver.statsAdd(rows), (exit) => Exit.isFailure(exit) ? Effect.sync(() => restore(taken)) : Effect.void)
+    )
   })
 
   return {

@@ -150,12 +150,11 @@ export const make = (options: SchedulerOptions): Effect.Effect<SchedulerHandle, 
         while (true) {
           const tick = nextTick(p.cron, cursor)
           nextTicks.set(p.name, tick)
-          // For the dashboard: what this name runs and its next tick. Not retried: the next tick
-          // describes it again.
+          // For the dashboard: what this name runs and its next tick (once a first tick was enqueued).
+          // Not retried: the next tick describes it again.
           yield* driver.scheduleDescribe(
             p.name,
-            { jobName: p.job.name, expression: p.expression, timeZone: p.timeZone, nextTickUs: tick.getTime() * 1000 },
-            yield* nowMicros
+            { jobName: p.job.name, expression: p.expression, timeZone: p.timeZone, nextTickUs: tick.getTime() * 1000 }
           ).pipe(Effect.catchAllCause((cause) => Effect.logDebug("sqlane: the periodic job's description was not written", cause)))
           // Whole milliseconds: TestClock cannot represent a fractional instant.
           const wait = tick.getTime() - (yield* Clock.currentTimeMillis)

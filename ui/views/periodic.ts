@@ -13,7 +13,7 @@ export const PeriodicView = () => {
     <h1>Periodic jobs</h1>
     <${Failure} error=${live.error} />
     ${list === undefined ? (live.error === undefined ? html`<${Loading} />` : null) : list.length === 0
-      ? html`<p class="empty">No periodic job has run yet.</p>`
+      ? html`<p class="empty">No periodic job has enqueued a tick yet.</p>`
       : html`<table><thead><tr><th>name</th><th>job</th><th>expression</th><th>time zone</th><th>latest tick</th><th>next tick</th></tr></thead>
         <tbody>${list.map((p) => html`<tr key=${p.name} data-name=${p.name}>
           <td class="name">${p.name}</td>

@@ -276,13 +276,13 @@ export interface Driver {
   readonly scheduleList: (limit: number) => Effect.Effect<ReadonlyArray<ScheduleRow>, SqlError>
   /**
    * Records what a scheduler runs under a periodic job's name — the job it enqueues, its cron
-   * expression and time zone as given, and the next tick it waits for (µs) — for the dashboard;
-   * creates the row (without a tick) when none exists. The latest scheduler to write wins.
+   * expression and time zone as given, and the next tick it waits for (µs) — for the dashboard, on
+   * the name's row once its first tick made one (a row means a tick was enqueued: schedulers of
+   * earlier versions read it so). The latest scheduler to write wins.
    */
   readonly scheduleDescribe: (
     name: string,
-    description: { readonly jobName: string; readonly expression: string; readonly timeZone: string; readonly nextTickUs: number },
-    nowUs: number
+    description: { readonly jobName: string; readonly expression: string; readonly timeZone: string; readonly nextTickUs: number }
   ) => Effect.Effect<void, SqlError>
   /** The latest tick (µs) enqueued for a periodic job, if any. */
   readonly scheduleGet: (name: string) => Effect.Effect<number | undefined, SqlError>

@@ -25,7 +25,7 @@ export const countByStateStatement = (ctx: MysqlContext) => (state: string, cap:
 
 /**
  * The job list's statement: newest first, each filter one index range in id order (see the
- * migration `15_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
+ * migration `16_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
  */
 export const listStatement = (ctx: MysqlContext) => (filter: JobListFilter) => {
   const { jobs, prefix, run, sql, ts, usOf } = ctx

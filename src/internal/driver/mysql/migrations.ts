@@ -182,7 +182,13 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       PRIMARY KEY (minute_us, name)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
   }),
-  "15_list_indexes": Effect.gen(function*() {
+  "15_schedule_descriptions": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL (the names as long as the jobs').
+    yield* sql`ALTER TABLE ${sql(`${prefix}schedules`)} ADD COLUMN job_name VARCHAR(255) NULL, ADD COLUMN expression TEXT NULL,
+      ADD COLUMN time_zone VARCHAR(255) NULL, ADD COLUMN next_tick_at DATETIME(6) NULL`
+  }),
+  "16_list_indexes": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     // The job lists, as on PostgreSQL. InnoDB writes a secondary index only when its columns change:
     // (unique_key, id) once per job (every job has an entry, NULL for those without a key), the two
@@ -195,12 +201,6 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD KEY ${sql(`${prefix}jobs_unique_key`)} (unique_key, id),
       DROP KEY ${sql(`${prefix}jobs_finished`)},
       ADD KEY ${sql(`${prefix}jobs_finished`)} (state, finished_at, name)`
-  }),
-  "16_schedule_descriptions": Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    // As on PostgreSQL (the names as long as the jobs').
-    yield* sql`ALTER TABLE ${sql(`${prefix}schedules`)} ADD COLUMN job_name VARCHAR(255) NULL, ADD COLUMN expression TEXT NULL,
-      ADD COLUMN time_zone VARCHAR(255) NULL, ADD COLUMN next_tick_at DATETIME(6) NULL`
   })
 })
 

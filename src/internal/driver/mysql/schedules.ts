@@ -24,11 +24,9 @@ export const make = (ctx: MysqlContext): SchedulesOps => {
             FROM ${sql(`${prefix}schedules`)} ORDER BY name LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}`,
         (rows: ReadonlyArray<any>) => rows.map(toScheduleRow)
       ),
-    scheduleDescribe: (name, d, nowUs) =>
-      sql`INSERT INTO ${sql(`${prefix}schedules`)} (name, last_tick_at, updated_at, job_name, expression, time_zone, next_tick_at)
-          VALUES (${name}, '1000-01-01 00:00:00', ${ts(nowUs)}, ${d.jobName}, ${d.expression}, ${d.timeZone}, ${ts(d.nextTickUs)})
-          ON DUPLICATE KEY UPDATE job_name = VALUES(job_name), expression = VALUES(expression),
-            time_zone = VALUES(time_zone), next_tick_at = VALUES(next_tick_at)`.pipe(Effect.asVoid),
+    scheduleDescribe: (name, d) =>
+      sql`UPDATE ${sql(`${prefix}schedules`)} SET job_name = ${d.jobName}, expression = ${d.expression},
+          time_zone = ${d.timeZone}, next_tick_at = ${ts(d.nextTickUs)} WHERE name = ${name}`.pipe(Effect.asVoid),
     scheduleFire: (name, tickUs, nowUs, enqueue) => {
       const schedules = sql(`${prefix}schedules`)
       return sql.withTransaction(Effect.gen(function*() {

@@ -27,7 +27,7 @@ export const countByStateStatement = (ctx: PgContext) => (state: string, cap: nu
 
 /**
  * The job list's statement: newest first, each filter one index range in id order (see the
- * migration `15_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
+ * migration `16_list_indexes`); a created-time range is first turned into ids (createdIds.ts).
  */
 export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
   const { jobs, run, sql, ts, us } = ctx

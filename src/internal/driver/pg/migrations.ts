@@ -193,7 +193,18 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       PRIMARY KEY (minute_us, name)
     )`
   }),
-  "15_list_indexes": Effect.gen(function*() {
+  "15_schedule_descriptions": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // Before the list indexes (in the same transaction): the schedules table is locked first, as a
+    // tick locks its row before it inserts its job. The other order deadlocks with a tick of a running
+    // scheduler: it would hold its row and wait for the jobs table, which the index build holds.
+    // What the schedulers of a periodic job run (for the dashboard): the job they enqueue, the cron
+    // expression and time zone as given, the next tick they wait for. Null until a scheduler of a
+    // version that writes them starts.
+    yield* sql`ALTER TABLE ${sql(`${prefix}schedules`)} ADD COLUMN job_name text NULL, ADD COLUMN expression text NULL,
+      ADD COLUMN time_zone text NULL, ADD COLUMN next_tick_at timestamptz NULL`
+  }),
+  "16_list_indexes": Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const jobs = sql(`${prefix}jobs`)
     // The job lists (the dashboard's, `sqlane jobs`), newest first with keyset pages on id: each
@@ -208,14 +219,6 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_name_state`)} ON ${jobs} (name, state, id) WHERE state <> 'running'`
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_state`)} ON ${jobs} (state, id) WHERE state <> 'running'`
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_unique_key`)} ON ${jobs} (unique_key, id) WHERE unique_key IS NOT NULL`
-  }),
-  "16_schedule_descriptions": Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    // What the schedulers of a periodic job run (for the dashboard): the job they enqueue, the cron
-    // expression and time zone as given, the next tick they wait for. Null until a scheduler of a
-    // version that writes them starts.
-    yield* sql`ALTER TABLE ${sql(`${prefix}schedules`)} ADD COLUMN job_name text NULL, ADD COLUMN expression text NULL,
-      ADD COLUMN time_zone text NULL, ADD COLUMN next_tick_at timestamptz NULL`
   })
 })
 
