@@ -9,7 +9,7 @@
  * @internal
  */
 import type * as Queue from "effect/Queue"
-import type { ClaimedRow, Group, NameLimits } from "./driver/Driver.js"
+import type { ClaimedRow, Group, KeyedClaim } from "./driver/Driver.js"
 
 /**
  * Called once an end is written, on a fiber of the Completer, synchronously: whether it changed the
@@ -17,9 +17,11 @@ import type { ClaimedRow, Group, NameLimits } from "./driver/Driver.js"
  * and `unwritten` true when the database refused the end and the dead letter in its place, so the
  * job is left `running` under its worker, for a rescuer to take back once that worker is gone;
  * `retaken` true when the write carried its worker's claim and that claim took at least as many
- * jobs as the write ended of that worker (the slots the ends freed were taken in the same commit).
+ * jobs as the write ended of that worker (the slots the ends freed were taken in the same commit);
+ * `handed` false when the end named an attempt to pass its name slot to (`Finish.handTo`) and the
+ * slot did not pass (or whether it did is not known: the batch was written end by end).
  */
-export type EndWritten = (changed?: boolean, unwritten?: boolean, retaken?: boolean) => void
+export type EndWritten = (changed?: boolean, unwritten?: boolean, retaken?: boolean, handed?: boolean) => void
 
 /** A claim to make with a batch of ends. */
 export interface ClaimRequest {
@@ -29,8 +31,11 @@ export interface ClaimRequest {
   /** µs since the epoch. */
   readonly nowUs: number
   readonly workerId: string
-  /** The keyed claim (`Claimer.finishAndClaim`), for groups of names with mutex keys or limits. */
-  readonly keyed?: { readonly limits: ReadonlyMap<string, NameLimits> } | undefined
+  /**
+   * The keyed claim (`Claimer.finishAndClaim`), for groups of names with mutex keys or limits, and
+   * what it may take ahead without slots.
+   */
+  readonly keyed?: KeyedClaim | undefined
 }
 
 /**

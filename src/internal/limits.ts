@@ -49,6 +49,15 @@ export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow 
 export const holdsWhileWaiting = (l: NameLimits) =>
   l.running !== undefined || l.runningPerKey !== undefined || l.rate !== undefined || l.ratePerKey !== undefined
 
+/**
+ * Whether jobs of a name under `l` are claimed ahead without a slot, to start in the slot an ended
+ * attempt of the same worker passes on (`internal/worker/nameSlots.ts`): a limit by `running`
+ * alone (no per-key limit, rate or fair shares).
+ */
+export const passesSlots = (l: NameLimits) =>
+  l.running !== undefined && l.runningPerKey === undefined && l.rate === undefined && l.ratePerKey === undefined &&
+  l.fair !== true
+
 /** A definition's rate limit as claims apply it (checked by `Job.make`). */
 const rateWindow = (rate: Job.Rate | undefined): RateWindow | undefined => {
   if (rate === undefined) return undefined

@@ -34,7 +34,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Database } from "../internal/Database.js"
-import type { ClaimedRow, Finish, Group, NameLimits, ProbeRow, RatedClaim, StaleEnds } from "../internal/driver/Driver.js"
+import type { Ahead, ClaimedRow, Finish, Group, KeyedClaim, NameLimits, ProbeRow, RatedClaim, StaleEnds } from "../internal/driver/Driver.js"
 import { isRated } from "../internal/driver/rateWindows.js"
 import { Facts } from "../internal/facts.js"
 
@@ -138,7 +138,9 @@ export interface ClaimerShape {
     nowUs: number,
     workerId: string,
     keyed?: ReadonlySet<string>,
-    limits?: ReadonlyMap<string, NameLimits>
+    limits?: ReadonlyMap<string, NameLimits>,
+    /** Jobs of limited names it may take without a slot, to wait for one handed over (not with rate limits). */
+    ahead?: Ahead
   ) => Effect.Effect<RatedClaim, SqlError>
   /**
    * Whether `finishAndClaim` writes the ends and the claim in one commit (the driver's
@@ -160,7 +162,7 @@ export interface ClaimerShape {
     limit: number,
     nowUs: number,
     workerId: string,
-    keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
+    keyed?: KeyedClaim
   ) => Effect.Effect<FinishedAndClaimed, SqlError>
 }
 
@@ -216,13 +218,13 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
   const finishAndClaim = driver.capabilities.claimsRideOnEnds ? driver.jobFinishManyAndClaim : undefined
   const claimsOnEnds = finishAndClaim !== undefined
   const noHolds = (claimed: ReadonlyArray<ClaimedRow>): RatedClaim => ({ claimed, heldUntilUs: new Map(), keyWakeUs: undefined })
-  const claimWithHolds: ClaimerShape["claimWithHolds"] = (groups, limit, nowUs, workerId, keyed, limits) => {
+  const claimWithHolds: ClaimerShape["claimWithHolds"] = (groups, limit, nowUs, workerId, keyed, limits, ahead) => {
     if (groups.length === 0 || limit <= 0) return Effect.succeed(noHolds([]))
     const some = claimGroups(groups, limit)
     const claimed = limits !== undefined && some.some((g) => isRated(limits.get(g.name)))
       ? driver.jobClaimRated(some, limit, nowUs, workerId, limits)
       : keyed !== undefined && keyed.size > 0 && groups.some((g) => keyed.has(g.name))
-      ? Effect.map(driver.jobClaimKeyed(some, limit, nowUs, workerId, limits), noHolds)
+      ? Effect.map(driver.jobClaimKeyed(some, limit, nowUs, workerId, limits, ahead), noHolds)
       : Effect.map(driver.jobClaim(some, limit, nowUs, workerId), noHolds)
     return Effect.tap(claimed, (r) => told(workerId, nowUs)(r.claimed))
   }
@@ -252,7 +254,7 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
             : Effect.map(
               keyed === undefined
                 ? driver.jobClaim(claimGroups(groups, limit), limit, nowUs, workerId)
-                : driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId, keyed.limits),
+                : driver.jobClaimKeyed(claimGroups(groups, limit), limit, nowUs, workerId, keyed.limits, keyed.ahead),
               (claimed) => ({ claimed, stale })
             ))
       return Effect.tap(claimed, ({ claimed }) => told(workerId, nowUs)(claimed))

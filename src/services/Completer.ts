@@ -44,7 +44,7 @@ import { Database } from "../internal/Database.js"
 import { Facts } from "../internal/facts.js"
 import { bounded, forkScopedBounded, idList } from "../internal/outage.js"
 import type { ClaimedRow, Finish, StaleEnds } from "../internal/driver/Driver.js"
-import { endKey } from "../internal/driver/shared.js"
+import { endKey, handKey } from "../internal/driver/shared.js"
 import { Claimer } from "./Claimer.js"
 
 /**
@@ -175,14 +175,22 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
   const written = (batch: ReadonlyArray<Entry>, stale: StaleEnds, retaker?: Claimant) =>
     Effect.sync(() => {
       if (stale.size === 0 && aside.size === 0) {
-        for (const [, done, claimant] of batch) done(true, undefined, retaker !== undefined && claimant === retaker)
+        for (const [, done, claimant] of batch) done(true, undefined, retaker !== undefined && claimant === retaker, true)
       } else {
         for (const entry of batch) {
           const put = aside.get(entry)
+          const { attempt, id } = entry[0]
           if (put !== undefined) {
             aside.delete(entry)
-            if (put === "unwritten") entry[1](false, true)
-          } else entry[1](!stale.has(endKey(entry[0].id, entry[0].attempt)), undefined, retaker !== undefined && entry[2] === retaker)
+            if (put === "unwritten") entry[1](false, true, false, false)
+          } else {
+            entry[1](
+              !stale.has(endKey(id, attempt)),
+              undefined,
+              retaker !== undefined && entry[2] === retaker,
+              !stale.has(handKey(id, attempt))
+            )
+          }
         }
       }
     })
@@ -204,7 +212,14 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           ends.push(single.end)
         }
       }
-      return yield* notHeld(ends, stale)
+      const notWritten = yield* notHeld(ends, stale)
+      // Whether a slot passed is not known here (a retried write may have committed unseen): the
+      // worker takes it for not passed.
+      const handing = batch.filter(([outcome]) => outcome.handTo !== undefined)
+      if (handing.length === 0) return notWritten
+      const all = new Set(notWritten)
+      for (const [outcome] of handing) all.add(handKey(outcome.id, outcome.attempt))
+      return all
     })
 
   const writeEnds = (batch: ReadonlyArray<Entry>): Effect.Effect<StaleEnds> =>
@@ -340,9 +355,9 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
   )
 
   const submit = (outcome: Outcome, onWritten: EndWritten, claimant?: Claimant) => {
-    const entry: Entry = [outcome, (changed, unwritten) => {
+    const entry: Entry = [outcome, (changed, unwritten, retaken, handed) => {
       outstanding.delete(entry)
-      onWritten(changed, unwritten)
+      onWritten(changed, unwritten, retaken, handed)
       if (!facts.wanted()) return
       if (changed === false) facts.stale(outcome)
       else facts.ended(outcome)

@@ -348,11 +348,15 @@ export const make = <R>(
     const prefetch = options.prefetch ?? defaultPrefetch(concurrency)
     /**
      * Jobs claimed ahead: none while a name has mutex keys or limits (a waiting job would hold its
-     * key, its limit slot or its rate window's start, which another worker could use now); a name
-     * with a concurrency key only (fair shares) holds nothing while it waits.
+     * key, its limit slot or its rate window's start, which another worker could use now) — except
+     * names limited by `running` alone, whose jobs wait without a slot for one an ended attempt
+     * passes on (`internal/worker/nameSlots.ts`); a name with a concurrency key only (fair shares)
+     * holds nothing while it waits.
      */
-    const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) =>
-      mutexNames.length > 0 || Array.from(limits.values()).some(Limits.holdsWhileWaiting) ? 0 : prefetch
+    const passing = (limits: ReadonlyMap<string, NameLimits>) =>
+      mutexNames.length === 0 &&
+      Array.from(limits.values()).every((l) => !Limits.holdsWhileWaiting(l) || Limits.passesSlots(l))
+    const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) => passing(limits) ? prefetch : 0
     const slots = yield* Slots.make({
       concurrency,
       prefetch: prefetchFor(Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))),
@@ -366,7 +370,13 @@ export const make = <R>(
         ofJobName(row.name).pickupLatency.unsafeUpdate(pickupMs, [])
         stats.started(row.name, pickupMs, nowMs)
       },
-      release: (row) => release(row)
+      release: (row) => release(row),
+      passes: (name, slot) => {
+        const limits = limitsView?.current()
+        const l = limits?.get(name)
+        return l !== undefined && Limits.passesSlots(l) && passing(limits!) && (slot === undefined || slot < l.running!)
+      },
+      stop: (row) => attempts.stop(row)
     })
     const { inflight } = slots
     /** Wakes the claim loop (made below): an attempt was rescheduled, re-probe to learn its new run_at. */
@@ -404,6 +414,22 @@ export const make = <R>(
       names,
       keyed,
       limits: limitsView.current,
+      ahead: () => {
+        const limits = limitsView!.current()
+        if (!passing(limits) || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
+        const names = new Set<string>()
+        let held = 0
+        for (const [name, l] of limits) {
+          const n = slots.heldOf(name)
+          if (n > 0 && Limits.passesSlots(l)) {
+            names.add(name)
+            held += n
+          }
+        }
+        // Jobs wait ahead in proportion to the slots held here: as many as `concurrency` slots
+        // would keep waiting (`Slots.target`), for the share of them this worker holds.
+        return { slots: slots.open(), waiting: Math.max(0, Math.ceil(slots.target() * held / concurrency) - slots.waiting()), names }
+      },
       slots,
       paused,
       release,
@@ -431,12 +457,17 @@ export const make = <R>(
     /** Queues an attempt's end; its slot is free once the end is written. */
     const submit = (row: ClaimedJob, end: Outcome) => {
       // A record larger than the database takes in one statement dead-letters the job (internal/sanitize.ts).
-      const outcome = fitRecord(end, maxStatementBytes)
-      // Its slot starts the next waiting job now, while the end is written.
-      slots.handed(row)
+      const fitted = fitRecord(end, maxStatementBytes)
+      // Its slot of a concurrency limit may pass to a job of its name waiting without one, which
+      // starts in it now; the write of the end passes it in the database.
+      const handTo = fitted.state === "released" ? undefined : slots.passTo(row)
+      const outcome = handTo === undefined ? fitted : { ...fitted, handTo }
       const submitted = claims.submitting()
-      completer.submit(outcome, (changed, unwritten, retaken) => {
+      completer.submit(outcome, (changed, unwritten, retaken, handed) => {
         claims.written(submitted)
+        // The slot did not pass (the attempt was cancelled or rescued meanwhile): the attempt it
+        // passed to runs without one, and is stopped.
+        if (handTo !== undefined && handed !== true) slots.notPassed(row)
         // A stale attempt's end (the job was cancelled or rescued while it ran) changed nothing.
         if (changed !== false) count(row.name, outcome)
         // One line per end (internal/worker/endLogs.ts); the Completer logged those it could not
@@ -456,6 +487,8 @@ export const make = <R>(
           Effect.runFork(notifier.released([...mutexNames, row.name]))
         }
       }, claims.claimant)
+      // Its slot starts the next waiting job now, while the end is written.
+      slots.handed(row)
     }
 
     /** The claim loop's fiber (forked last). */

@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Deferred from "effect/Deferred"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -114,11 +115,13 @@ export const ledgerOf = (prefix: string) =>
 
 /**
  * A Completer on a Claimer that counts the jobs claimed with the writes of ends (claims riding on
- * them; on MySQL/MariaDB the ends written in the claim's transaction): the services to give a
- * `Worker.make`, and the count so far. Built in the caller's scope, on its `Database` and `Facts`.
+ * them; on MySQL/MariaDB the ends written in the claim's transaction), and the ends that passed
+ * their slot of a concurrency limit to a job claimed ahead (`passed`): the services to give a
+ * `Worker.make`, and the counts so far. Built in the caller's scope, on its `Database` and `Facts`.
  */
 export const countingRides = Effect.gen(function*() {
   let rode = 0
+  let passed = 0
   const spying = Layer.effect(
     Claimer.Claimer,
     Effect.map(Claimer.make, (claimer) => ({
@@ -127,11 +130,20 @@ export const countingRides = Effect.gen(function*() {
         Effect.tap(claimer.finishAndClaim(...args), ({ claimed }) => Effect.sync(() => void (rode += claimed.length)))
     }))
   )
-  const services = yield* Layer.build(
+  const built = yield* Layer.build(
     Completer.layer.pipe(
       Layer.provideMerge(spying),
       Layer.provide(Layer.succeedContext(yield* Effect.context<Database | Facts>()))
     )
   )
-  return { services, rode: () => rode }
+  const completer = Context.get(built, Completer.Completer)
+  const services = Context.add(built, Completer.Completer, {
+    ...completer,
+    submit: (outcome, onWritten, claimant) =>
+      completer.submit(outcome, (changed, unwritten, retaken, handed) => {
+        if (outcome.handTo !== undefined && handed === true) passed++
+        onWritten(changed, unwritten, retaken, handed)
+      }, claimant)
+  })
+  return { services, rode: () => rode, passed: () => passed }
 })

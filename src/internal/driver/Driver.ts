@@ -17,11 +17,13 @@ import type * as Effect from "effect/Effect"
 import type { SetupError, UniqueKeyContended } from "../../schema/Errors.js"
 import type { ListenError } from "./errors.js"
 import type {
+  Ahead,
   ClaimedRow,
   Finish,
   Group,
   InsertRow,
   JobListFilter,
+  KeyedClaim,
   JobRow,
   JobSummaryRow,
   LimitRow,
@@ -134,7 +136,9 @@ export interface Driver {
      * free slot of its name (and of its key), which the claim writes into its row; a unique index
      * over running rows' slots makes two holders of one slot impossible (a lost race is retried).
      */
-    limits?: ReadonlyMap<string, NameLimits>
+    limits?: ReadonlyMap<string, NameLimits>,
+    /** Jobs of limited names the claim may take without a slot, and the most that take one. */
+    ahead?: Ahead
   ) => Effect.Effect<ReadonlyArray<ClaimedRow>, SqlError>
   /**
    * `jobClaimKeyed` for groups that include names under a rate limit (`rate`, `ratePerKey` of
@@ -196,7 +200,7 @@ export interface Driver {
     limit: number,
     nowUs: number,
     workerId: string,
-    keyed?: { readonly limits: ReadonlyMap<string, NameLimits> }
+    keyed?: KeyedClaim
   ) => Effect.Effect<{ readonly claimed: ReadonlyArray<ClaimedRow>; readonly stale: StaleEnds }, SqlError>
   readonly jobGet: (id: string) => Effect.Effect<JobRow | undefined, SqlError>
   /** Deletes a job that is not running (cancel a running one first); returns whether it did. */

@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { ClaimedRow, NameLimits } from "./rows.js"
+import type { Ahead, ClaimedRow, NameLimits } from "./rows.js"
 import { byClaimOrder } from "./shared.js"
 
 /** A locked candidate: the claimed row it would become, and its keys as the database compares them. */
@@ -48,7 +48,9 @@ const keyOfSlot = (name: string, key: string | null) => (key === null ? name : `
  * is left out; a job of a limited name takes the lowest slot below the limit of its name (and of its
  * key) that no running attempt (`held`) and no job picked before it holds, and is left out when
  * `admit` refuses it (its rate windows have no start left), when there is none or when the slots held are as many as the limit (after a limit was lowered, running
- * attempts may hold numbers above it).
+ * attempts may hold numbers above it). With `ahead`, at most `ahead.slots` picked jobs take a name
+ * slot, and up to `ahead.waiting` jobs of names in `ahead.names` with none are picked without one
+ * (they wait in the worker for a slot handed over).
  */
 export const pickWithSlots = (
   candidates: ReadonlyArray<Candidate>,
@@ -56,8 +58,11 @@ export const pickWithSlots = (
   limits: ReadonlyMap<string, NameLimits>,
   held: ReadonlyArray<HeldSlot>,
   /** Whether a job that has its slots may start (rate windows: it takes a start when so). */
-  admit: (candidate: Candidate) => boolean = () => true
+  admit: (candidate: Candidate) => boolean = () => true,
+  ahead?: Ahead
 ): Array<Picked> => {
+  let slotted = 0
+  let waiting = 0
   const taken = new Map<string, Set<number>>()
   const takenOf = (k: string) => {
     let set = taken.get(k)
@@ -88,13 +93,16 @@ export const pickWithSlots = (
     let nameSet: Set<number> | undefined
     if (l?.running !== undefined) {
       nameSet = takenOf(keyOfSlot(c.claimed.name, null))
-      nameSlot = lowestFree(nameSet, l.running)
-      if (nameSlot === null) continue
+      nameSlot = ahead !== undefined && slotted >= ahead.slots ? null : lowestFree(nameSet, l.running)
+      if (nameSlot === null && (ahead?.names.has(c.claimed.name) !== true || waiting >= ahead.waiting)) continue
     }
     if (!admit(c)) continue
     if (c.mutexKey !== null) mutexKeys.add(c.mutexKey)
     if (keySlot !== null) keySet!.add(keySlot)
-    if (nameSlot !== null) nameSet!.add(nameSlot)
+    if (nameSlot !== null) {
+      nameSet!.add(nameSlot)
+      slotted++
+    } else if (l?.running !== undefined) waiting++
     picked.push({ ...c.claimed, nameSlot, keySlot, limitKey: c.limitKey })
   }
   return picked

@@ -23,6 +23,12 @@ export interface ClaimedRow {
   readonly traceContext: string | null
   /** Whether the job holds its unique key while completed (its row outlives its completion). */
   readonly keepsKey: boolean
+  /**
+   * The slot of its name's concurrency limit the claim wrote into the row (`limits.running`), if
+   * any; a job of a limited name claimed ahead without one (see {@link Ahead}) starts only in a
+   * slot an ended attempt of this worker hands over (`Finish.handTo`).
+   */
+  readonly nameSlot?: number | null | undefined
 }
 
 /** A running job the rescuer looks at (`Driver.jobListOrphaned`), with what it knows of its worker. */
@@ -109,11 +115,21 @@ export interface Finish {
    * not claim (a rescue) carry it without reading the row, which may be gone by then.
    */
   readonly name?: string | undefined
+  /**
+   * The attempt this attempt's name slot passes to (`slot`: its number), written in the same
+   * transaction as the end: a job of the same name, claimed ahead without a slot by the same worker
+   * and started in this one when this attempt ended. It passes only if this end is written, the
+   * row held that slot and the receiving attempt is still running without one; a write reports each
+   * end whose slot did not pass (`handKey` in its `StaleEnds`). Within one write, a receiver whose
+   * own end is written too passes the slot on to its own receiver (or frees it).
+   */
+  readonly handTo?: { readonly id: string; readonly attempt: number; readonly slot: number } | undefined
 }
 
 /**
  * The ends of a write that changed nothing, by `endKey`: their attempt was stale (the job was
- * cancelled, or rescued from a worker taken for lost, while the attempt ran). Usually empty.
+ * cancelled, or rescued from a worker taken for lost, while the attempt ran). Usually empty. Also,
+ * by `handKey`, the ends (written or not) whose name slot did not pass to their `Finish.handTo`.
  */
 export type StaleEnds = ReadonlySet<string>
 
@@ -130,6 +146,25 @@ export type StaleEnds = ReadonlySet<string>
 export interface Group {
   readonly name: string
   readonly priority: number
+}
+
+/**
+ * Jobs a keyed claim may take beyond the free slots of their names' concurrency limits, without a
+ * slot, to wait in the worker until an attempt of the same name that ends hands its slot over
+ * (`Finish.handTo`): only of `names` (limited by `running` alone), at most `waiting` of them; and at
+ * most `slots` of the jobs a claim takes get a slot (they start at once: the worker has that many
+ * free).
+ */
+export interface Ahead {
+  readonly slots: number
+  readonly waiting: number
+  readonly names: ReadonlySet<string>
+}
+
+/** A keyed claim made with the write of ends: the limits of its names, and what it may take ahead. */
+export interface KeyedClaim {
+  readonly limits: ReadonlyMap<string, NameLimits>
+  readonly ahead?: Ahead | undefined
 }
 
 /** The earliest pending `run_at` of a job name at one priority. */

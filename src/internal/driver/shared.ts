@@ -113,6 +113,83 @@ export const splitEnds = (finishes: ReadonlyArray<Finish>, deleteCompleted: bool
 /** The key of an attempt's end among the stale ends of a write (`StaleEnds`). */
 export const endKey = (id: string, attempt: number): string => `${id}:${attempt}`
 
+/** The key of an end whose name slot did not pass to its `Finish.handTo`, among a write's `StaleEnds`. */
+export const handKey = (id: string, attempt: number): string => `${id}:${attempt}>`
+
+/**
+ * A name slot passing in a write: from the attempt whose row holds it (`giver`, ended by the write)
+ * to a running attempt claimed ahead without one (`receiver`); `ends`: the ends of the chain (the
+ * giver's, and those of receivers ended by the same write, which passed the slot on).
+ */
+export interface Handover {
+  readonly giverId: string
+  readonly giverAttempt: number
+  readonly receiverId: string
+  readonly receiverAttempt: number
+  readonly slot: number
+  readonly ends: ReadonlyArray<Finish>
+}
+
+/**
+ * The slots that pass in a write of `finishes` (`Finish.handTo`): a receiver whose own end is in
+ * the write passes the slot on to its own receiver, or, without one, frees it with its end; so each
+ * chain becomes one handover from its first giver to its last receiver still running, and the
+ * ends of a chain that ends in the write (`freed`) pass nothing.
+ */
+export const handoversOf = (
+  finishes: ReadonlyArray<Finish>
+): { readonly handovers: ReadonlyArray<Handover>; readonly freed: ReadonlyArray<Finish> } => {
+  const handing = finishes.filter((f) => f.handTo !== undefined)
+  if (handing.length === 0) return { handovers: [], freed: [] }
+  const byAttempt = new Map(finishes.map((f) => [endKey(f.id, f.attempt), f]))
+  const received = new Set(handing.map((f) => endKey(f.handTo!.id, f.handTo!.attempt)))
+  const handovers: Array<Handover> = []
+  const freed: Array<Finish> = []
+  for (const giver of handing) {
+    // A chain starts at a giver that received nothing in this write.
+    if (received.has(endKey(giver.id, giver.attempt))) continue
+    const ends: Array<Finish> = [giver]
+    let to: Finish["handTo"] = giver.handTo
+    let next: Finish | undefined
+    while (to !== undefined && (next = byAttempt.get(endKey(to.id, to.attempt))) !== undefined && ends.length <= finishes.length) {
+      ends.push(next)
+      to = next.handTo
+    }
+    if (to === undefined || next !== undefined) freed.push(...ends)
+    else {
+      handovers.push({
+        giverId: giver.id,
+        giverAttempt: giver.attempt,
+        receiverId: to.id,
+        receiverAttempt: to.attempt,
+        slot: giver.handTo!.slot,
+        ends
+      })
+    }
+  }
+  return { handovers, freed }
+}
+
+/**
+ * `stale` with the `handKey` of every end of `finishes` whose slot did not pass: those of chains
+ * that ended in the write (`freed`) and of handovers not in `passed` (by the giver's `endKey`).
+ */
+export const withUnhanded = (
+  stale: StaleEnds,
+  handovers: ReadonlyArray<Handover>,
+  freed: ReadonlyArray<Finish>,
+  passed: ReadonlySet<string>
+): StaleEnds => {
+  const unhanded = [
+    ...freed,
+    ...handovers.filter((h) => !passed.has(endKey(h.giverId, h.giverAttempt))).flatMap((h) => h.ends)
+  ].filter((f) => f.handTo !== undefined)
+  if (unhanded.length === 0) return stale
+  const all = new Set(stale)
+  for (const f of unhanded) all.add(handKey(f.id, f.attempt))
+  return all
+}
+
 /** The union of the workers' `job_names` (JSON arrays; a row written before they were recorded has none). */
 export const jobNamesOf = (rows: ReadonlyArray<{ readonly job_names: string | null }>): ReadonlySet<string> => {
   const names = new Set<string>()
@@ -220,7 +297,8 @@ export const toClaimed = (r: any): ClaimedRow => ({
   createdAtUs: num(r.created_at_us),
   errors: r.errors ?? null,
   traceContext: r.trace_context ?? null,
-  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & stateBits.completed) !== 0
+  keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & stateBits.completed) !== 0,
+  ...(r.name_slot === null || r.name_slot === undefined ? {} : { nameSlot: num(r.name_slot) })
 })
 
 /** A row of `jobListOrphaned` (both dialects select the same columns; booleans may come as 0/1). */

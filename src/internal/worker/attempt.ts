@@ -91,6 +91,11 @@ export interface Attempts {
   readonly start: (row: ClaimedRow) => void
   /** Interrupts the attempts of these jobs running here (cancelled jobs). */
   readonly cancel: (ids: ReadonlyArray<string>) => void
+  /**
+   * Stops an attempt that runs without the slot of a concurrency limit it was to hold (the slot did
+   * not pass to it): interrupted, and released (back to pending, the attempt not counted).
+   */
+  readonly stop: (row: ClaimedRow) => void
 }
 
 /** The executor of a worker's attempts, run with the worker's context (`R`). */
@@ -324,7 +329,15 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
         }
       }
     }
+    const stop = (row: ClaimedRow) => {
+      const entry = inflight.get(row.id)
+      if (entry !== undefined && entry.attempt === row.attempts && entry.reason === undefined) {
+        entry.reason = "slot"
+        Effect.runFork(Fiber.interrupt(entry.fiber))
+      }
+    }
     return {
+      stop,
       start: (row) => {
         try {
           decodeAndLaunch(row)

@@ -23,7 +23,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import type { Claimant, ClaimAnswer } from "../claimsOnEnds.js"
 import { Database } from "../Database.js"
-import type { ClaimedRow, Group, NameLimits } from "../driver/Driver.js"
+import type { Ahead, ClaimedRow, Group, NameLimits } from "../driver/Driver.js"
 import { isRated } from "../driver/rateWindows.js"
 import { holdsWhileWaiting } from "../limits.js"
 import type * as Pauses from "../pauses.js"
@@ -60,6 +60,11 @@ export interface LoopHost {
   readonly keyed: ReadonlySet<string>
   /** The concurrency limits of the worker's limited names now. */
   readonly limits: () => ReadonlyMap<string, NameLimits>
+  /**
+   * While the worker's limited names pass slots (`internal/worker/nameSlots.ts`): what its claims
+   * may take ahead without a slot (a claim then takes at most `slots + waiting` jobs); else undefined.
+   */
+  readonly ahead: () => Ahead | undefined
   readonly slots: Slots
   /** Paused job names, left out of every probe and claim. */
   readonly paused: Pauses.PausedView
@@ -142,7 +147,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       claimer.claimsOnEnds &&
       (keyed.size === 0 || Array.from(host.limits().values()).every((l) => !isRated(l) && holdsWhileWaiting(l)))
     /** The keyed claim for a ride, when the worker has keyed names. */
-    const keyedRide = () => (keyed.size === 0 ? undefined : { limits: host.limits() })
+    const keyedRide = (ahead: Ahead | undefined) => (keyed.size === 0 ? undefined : { limits: host.limits(), ahead })
     /**
      * Whether a claim of `groups` that took `took` of `asked` jobs leaves a backlog to ride on: it
      * filled every slot it asked for, or it took some and the groups are keyed — a limit or a key
@@ -181,15 +186,23 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (!rideArmed || !offered || !riding() || host.stopping() || host.idTaken()) return pass()
         const nowUs = Number(clock.unsafeCurrentTimeNanos() / 1000n)
         const groups = notHeld(paused.claimableGroups(rideGroups), nowUs)
-        // Leave a slot only while later ends of this worker will carry the ride on.
-        yielding = rideBound && ++boundRides >= yieldEvery && slots.running() > ended
+        const ahead = host.ahead()
+        // Leave a slot only while later ends of this worker will carry the ride on. (Where slots
+        // pass from attempt to attempt, the slots leave them instead: `Slots.passTo`.)
+        yielding = ahead === undefined && rideBound && ++boundRides >= yieldEvery && slots.running() > ended
         if (yielding) boundRides = 0
-        const limit = yielding ? ended - 1 : yielded ? Math.min(ended, slots.free(true, ended)) : slots.free(true, ended)
+        const limit = ahead !== undefined
+          ? Math.min(slots.free(true, ended), ahead.slots + ahead.waiting)
+          : yielding
+          ? ended - 1
+          : yielded
+          ? Math.min(ended, slots.free(true, ended))
+          : slots.free(true, ended)
         yielded = yielding
         if (groups.length === 0 || limit < 0 || (limit === 0 && !yielding)) return pass()
         slots.claimStarted(true)
         rideInFlight = true
-        return { groups, limit, nowUs, workerId, keyed: keyedRide() }
+        return { groups, limit, nowUs, workerId, keyed: keyedRide(ahead) }
       }
     }
     /** Starts the jobs a write of this worker's ends claimed. */
@@ -226,13 +239,20 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       return wake
     }
 
+    /** How many jobs a claim may take now (`Slots.free`, and what the worker's slots of limits allow). */
+    const claimableNow = (backlog: boolean) => {
+      const free = slots.free(backlog)
+      const ahead = host.ahead()
+      return ahead === undefined ? free : Math.min(free, ahead.slots + ahead.waiting)
+    }
+
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
-    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number) =>
+    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number, ahead: Ahead | undefined) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
       Effect.uninterruptible(Effect.suspend(() => {
         slots.claimStarted(false)
         return Effect.ensuring(
-          Effect.map(claimer.claimWithHolds(groups, free, nowUs, workerId, keyed, host.limits()), (claim) => {
+          Effect.map(claimer.claimWithHolds(groups, free, nowUs, workerId, keyed, host.limits(), ahead), (claim) => {
             const rows = claim.claimed
             for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, until)
             keyWakeUs = claim.keyWakeUs
@@ -285,7 +305,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             rideArmed = false
             continue
           }
-          if (!rideInFlight && !rideBound && slots.free(true) > 0) {
+          if (!rideInFlight && !rideBound && claimableNow(true) > 0) {
             // Slots free beside the ride (the last claim asked for half the slots, or slots were
             // freed while it was in flight): the next write of this worker's ends claims them too.
             // If none comes within about 2 ms (long jobs), stop riding and claim them below, as
@@ -340,15 +360,15 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
           else rideGroups = paused.claimableGroups(due)
           continue
         }
-        if (slots.free(backlog) <= 0) {
+        if (claimableNow(backlog) <= 0) {
           yield* slots.slotFreed
           continue
         }
-        if (backlog && slots.free(true) < batchMin) {
+        if (backlog && claimableNow(true) < batchMin) {
           // Jobs are waiting: claim when half the slots are free (fewer, larger claims), but
           // leave no slot idle for more than about 2 ms (wall-clock: this is not job timing).
           const deadline = Date.now() + 2
-          while (slots.free(true) < batchMin && slots.running() > 0 && Date.now() < deadline) {
+          while (claimableNow(true) < batchMin && slots.running() > 0 && Date.now() < deadline) {
             yield* Effect.raceFirst(slots.slotFreed, wallSleep(Math.max(1, deadline - Date.now())))
           }
         }
@@ -365,7 +385,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         }
         // With a backlog, claim at most half the slots at a time: two halves in flight, one being
         // claimed or run while the other's ends are written, so round trips overlap.
-        const free: number = backlog ? Math.min(slots.free(true), batchMin + slots.target()) : slots.free(false)
+        const ahead = host.ahead()
+        const wanted: number = backlog ? Math.min(slots.free(true), batchMin + slots.target()) : slots.free(false)
+        const free = ahead === undefined ? wanted : Math.min(wanted, ahead.slots + ahead.waiting)
         // The slots changed during the waits and the probe above (a slot taken back by a release, the
         // jobs that may wait fewer): nothing to claim now; the probe's groups are kept for the next pass.
         if (free <= 0) continue
@@ -373,7 +395,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         due = paused.claimableGroups(due)
         // Names a rate limit holds are left out until their window admits them.
         const claimable = notHeld(due, nowUs)
-        const claimed: number = claimable.length === 0 ? 0 : yield* claimAndStart(claimable, free, nowUs)
+        const claimed: number = claimable.length === 0 ? 0 : yield* claimAndStart(claimable, free, nowUs, ahead)
         // Every slot asked for filled: more jobs are likely due; claim again from the same groups
         // when slots free, without a probe.
         backlog = claimed === free

@@ -29,12 +29,13 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import type { ClaimedRow } from "../driver/Driver.js"
+import * as NameSlots from "./nameSlots.js"
 
 /** An attempt running here: its handler's fiber, and why it is being interrupted. */
 export interface Inflight {
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
   readonly attempt: number
-  reason: "cancel" | "shutdown" | undefined
+  reason: "cancel" | "shutdown" | "slot" | undefined
   /** Ends the attempt whose fiber Effect's run loop threw out of (see `internal/guardedScheduler.ts`). */
   readonly stopped: (thrown: unknown) => void
 }
@@ -48,6 +49,14 @@ export interface SlotsHost {
   readonly start: (row: ClaimedRow) => void
   /** Releases a claimed job that did not start (back to pending, the attempt not counted). */
   readonly release: (row: ClaimedRow) => void
+  /**
+   * Whether jobs of `name` are claimed ahead without a slot and started in the slots that ended
+   * attempts pass on (its limit is `running` alone: see `nameSlots.ts`); with `slot`, whether slot
+   * number `slot` may pass now (it is below the limit).
+   */
+  readonly passes: (name: string, slot?: number) => boolean
+  /** Stops an attempt whose slot was lost (interrupted, then released: the attempt not counted). */
+  readonly stop: (row: ClaimedRow) => void
 }
 
 export interface SlotsOptions {
@@ -98,8 +107,22 @@ export interface Slots {
   readonly take: (rows: ReadonlyArray<ClaimedRow>) => void
   /** Starts the jobs a claim brought back while slots are free; the rest wait. */
   readonly admit: (rows: ReadonlyArray<ClaimedRow>) => void
+  /**
+   * An attempt ended and its end is about to be handed to the Completer: where its name slot passes
+   * (a job of its name waiting without a slot, which `handed` starts in it), if anywhere.
+   */
+  readonly passTo: (row: ClaimedRow) => NameSlots.HandTo | undefined
   /** An attempt's end was handed to the Completer: its slot starts the next waiting job. */
   readonly handed: (row: ClaimedRow) => void
+  /** The write of `row`'s end did not pass its slot (`passTo`): the attempt running in it is stopped. */
+  readonly notPassed: (row: ClaimedRow) => void
+  /**
+   * How many jobs a claim may start now (with slots of limits they take in the claim): the slots
+   * neither running nor held by a job that may start, less those being left to other workers.
+   */
+  readonly open: () => number
+  /** How many slots of a name's concurrency limit this worker holds now. */
+  readonly heldOf: (name: string) => number
   /**
    * Lets go of a job whose end was written. `unwritten`: the database refused the end and the
    * dead letter in its place; the job stays `running` under this worker and stays held, so that this
@@ -157,6 +180,14 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const ready: Array<readonly [ClaimedRow, number]> = []
     /** Ends handed to the Completer and not yet written, with when they were handed (wall clock, ms). */
     const writing = new Map<ClaimedRow, number>()
+    /** The slots of limits this worker holds, passed from attempt to attempt. */
+    const nameSlots = NameSlots.make()
+    /** Jobs a slot passed to, started first by `startWaiting`. */
+    const passed: Array<ClaimedRow> = []
+    /** Per name, when a slot was last left to other workers (wall clock, ms); and how many are left now, until when. */
+    const leftAt = new Map<string, number>()
+    let leftOpen = 0
+    let leftUntilMs = 0
     /** Moving averages (ms) of an attempt's time and of an end's write. */
     let attemptMs: number | undefined
     let writeMs: number | undefined
@@ -183,21 +214,42 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       if (prefetch === 0 || attemptMs === undefined || writeMs === undefined) return 0
       return Math.min(prefetch, Math.round(2 * concurrency * writeMs / Math.max(attemptMs, 0.01)))
     }
-    /** Starts waiting jobs while slots are free; safe to re-enter (a start may hand its end at once). */
+    /** Whether a waiting job waits for a slot to pass to it (claimed ahead without one). */
+    const awaitsSlot = (row: ClaimedRow) => (row.nameSlot === undefined || row.nameSlot === null) && host.passes(row.name)
+    /**
+     * Starts waiting jobs while slots are free — first those a slot passed to, then those that
+     * hold a slot of a limit, then the others in claim order, never one that waits for a slot to
+     * pass to it; safe to re-enter (a start may hand its end at once).
+     */
     let starting = false
     const startWaiting = () => {
       if (starting) return
       starting = true
       try {
-        while (ready.length > 0 && active.size < concurrency) {
-          const [row] = ready.shift()!
+        const begin = (row: ClaimedRow) => {
           active.set(row, performance.now())
           host.start(row)
+        }
+        while (passed.length > 0) begin(passed.shift()!)
+        for (const pass of [true, false]) {
+          for (let i = 0; i < ready.length && active.size < concurrency;) {
+            const [row] = ready[i]
+            const slotted = row.nameSlot !== undefined && row.nameSlot !== null
+            if (pass ? slotted : !awaitsSlot(row)) {
+              ready.splice(i, 1)
+              begin(row)
+            } else i++
+          }
         }
       } finally {
         starting = false
       }
     }
+    /**
+     * Every this many ms at most, a worker leaves one slot of a name that would pass to other
+     * workers, and its claims take that many slots fewer for as long.
+     */
+    const leaveEveryMs = 50
     /** Releases the waiting jobs `which` selects; returns the longest wait (ms) of those released, or -1. */
     const releaseWaiting = (which?: (row: ClaimedRow, waitedMs: number) => boolean) => {
       if (ready.length === 0) return -1
@@ -243,14 +295,49 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       take: (rows) => {
         held += rows.length
-        for (const row of rows) claiming.set(row.id, row.attempts)
+        for (const row of rows) {
+          claiming.set(row.id, row.attempts)
+          const lost = nameSlots.claimed(row)
+          if (lost !== undefined) host.stop(lost)
+        }
       },
       admit: (rows) => {
         const nowMs = performance.now()
         for (const row of rows) ready.push([row, nowMs])
         startWaiting()
       },
+      passTo: (row) => {
+        const slot = nameSlots.of(row)
+        if (slot === undefined) return undefined
+        let i = host.passes(slot.name, slot.slot) ? ready.findIndex(([r]) => r.name === slot.name && awaitsSlot(r)) : -1
+        // Now and then a slot that would pass is left to other workers instead (freed with the
+        // end's write, announced), and the claims until then start one job fewer, so that workers
+        // waiting for the name get one.
+        const nowMs = performance.now()
+        if (!leftAt.has(slot.name)) leftAt.set(slot.name, nowMs)
+        if (i >= 0 && nowMs - leftAt.get(slot.name)! >= leaveEveryMs) {
+          leftAt.set(slot.name, nowMs)
+          if (nowMs >= leftUntilMs) leftOpen = 0
+          leftOpen++
+          leftUntilMs = nowMs + leaveEveryMs
+          i = -1
+        }
+        if (i < 0) {
+          nameSlots.free(row)
+          return undefined
+        }
+        const [to] = ready.splice(i, 1)[0]
+        passed.push(to)
+        return nameSlots.pass(row, to)
+      },
+      notPassed: (row) => {
+        const running = nameSlots.lost(row)
+        if (running !== undefined) host.stop(running)
+      },
+      open: () => Math.max(0, concurrency - active.size - passed.length - (performance.now() < leftUntilMs ? leftOpen : 0)),
+      heldOf: nameSlots.heldOf,
       handed: (row) => {
+        nameSlots.free(row)
         const startedMs = active.get(row)
         if (startedMs === undefined) return
         active.delete(row)
@@ -267,6 +354,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           writeMs = average(writeMs, performance.now() - handedMs)
         }
         if (!unwritten && claiming.get(row.id) === row.attempts) claiming.delete(row.id)
+        nameSlots.settled(row)
         held--
         Queue.unsafeOffer(slotFreedQueue, undefined)
         idleCheck()

@@ -9,7 +9,7 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
 import * as MysqlText from "../../mysqlText.js"
-import type { ClaimedRow, Finish, Group, JobsExplain, JobsOps, NameLimits } from "../Driver.js"
+import type { Ahead, ClaimedRow, Finish, Group, JobsExplain, JobsOps, NameLimits } from "../Driver.js"
 import { type HeldSlot, type Picked, pickWithSlots } from "../limitSlots.js"
 import {
   byClaimOrder,
@@ -75,7 +75,9 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
      * Fair shares: the jobs of one key only (null: those without a key), read through the index
      * `jobs_pending_key`, at most `window`; the key's slots and rate were checked when its keys were read.
      */
-    only?: { readonly key: string | null; readonly window: number }
+    only?: { readonly key: string | null; readonly window: number },
+    /** Its jobs may be taken without a slot (`Ahead`): no slot check, a full window. */
+    ahead = false
   ) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
@@ -91,7 +93,7 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
       ? sql.literal("")
       : sql`
         AND (limit_key IS NULL OR (${keySlots("COUNT(*)")}) < ${perKey})`
-    const nameFree = running === undefined ? sql.literal("") : sql`
+    const nameFree = running === undefined || ahead ? sql.literal("") : sql`
         AND (SELECT COUNT(*) FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_name_slot`)})
           WHERE r.name_slot_running IS NOT NULL AND r.name = ${g.name}) < ${running}`
     const index = only === undefined ? pendingIndex : sql(`${prefix}jobs_pending_key`)
@@ -105,7 +107,9 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
         AND (mutex_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${jobs} r WHERE r.mutex_running = j.mutex_key))${keyFree}${nameFree}${
       rated && (only === undefined || only.key === null) ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     }
-      ORDER BY run_at, id LIMIT ${sql.literal(only === undefined ? nameWindow(limit, limits.get(g.name)) : String(only.window))}
+      ORDER BY run_at, id LIMIT ${
+      sql.literal(only === undefined ? (ahead ? keyedWindow(limit) : nameWindow(limit, limits.get(g.name))) : String(only.window))
+    }
       FOR UPDATE SKIP LOCKED`
   }
   /**
@@ -129,11 +133,14 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
     nowUs: number,
     limits: ReadonlyMap<string, NameLimits>,
     fair: FairKeys.FairRead | undefined,
-    rated: ReadonlyArray<string> = []
+    rated: ReadonlyArray<string> = [],
+    ahead?: Ahead
   ) =>
   (g: Group): readonly [string, ReadonlyArray<unknown>] => {
     const isRated = rated.includes(g.name)
-    if (fair === undefined || limits.get(g.name)?.fair !== true) return claimKeyedSelect(g, limit, nowUs, limits, isRated).compile(true)
+    if (fair === undefined || limits.get(g.name)?.fair !== true) {
+      return claimKeyedSelect(g, limit, nowUs, limits, isRated, undefined, ahead?.names.has(g.name) === true).compile(true)
+    }
     const keys = fair.keys.get(groups.indexOf(g)) ?? []
     const share = Math.min(Math.floor(limit), Math.ceil((2 * limit) / Math.max(keys.length, 1)))
     const reads = [
@@ -222,18 +229,20 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
         ? []
         : [...groups.map(select), pausedStatement(names).compile(true), ...(after === undefined ? [] : [after])]
       const conn = yield* sql.reserve
-      const statements = before === undefined ? selects : [finishStatements(before), ...selects]
+      const ends = before === undefined ? undefined : finishStatements(before)
+      const statements = ends === undefined ? selects : [[ends.text, ends.params] as const, ...selects]
       return yield* Effect.gen(function*() {
         const results = yield* conn.executeUnprepared(
           `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; ${statements.map(([q]) => q).join("; ")}`,
           MysqlText.values(statements.flatMap(([, params]) => params)),
           undefined
         )
-        if (before !== undefined && Ends.affectedRowsOf(results.slice(0, results.length - selects.length)) < before.length) {
+        const endsResults = ends === undefined ? [] : results.slice(results.length - selects.length - ends.statements, results.length - selects.length)
+        if (ends !== undefined && ends.changed(endsResults) < before!.length) {
           yield* conn.executeUnprepared("ROLLBACK", [], undefined)
-          return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before, conn) }
+          return { claimed: [] as Array<ClaimedRow>, stale: yield* finishExactly(before!, conn) }
         }
-        const stale = noStaleEnds
+        const stale = ends === undefined ? noStaleEnds : ends.report(endsResults, noStaleEnds)
         const read = results.slice(results.length - selects.length) as ReadonlyArray<ReadonlyArray<any>>
         const pausedRows = read.length === 0 ? [] : read[groups.length]
         const paused = new Set(names.filter((_, i) => pausedRows.some((r) => Number(r[`p${i}`]) === 1)))
@@ -279,15 +288,15 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
     }
     return slots
   }
-  /** A claimed row without the slots it took. */
+  /** A claimed row without the key slot and key it took (its name slot kept, if any). */
   const toClaimedOnly = (r: ClaimedRow | Picked): ClaimedRow => {
-    if (!("nameSlot" in r)) return r
-    const { keySlot: _keySlot, limitKey: _limitKey, nameSlot: _nameSlot, ...row } = r
-    return row
+    if (!("keySlot" in r)) return r
+    const { keySlot: _keySlot, limitKey: _limitKey, nameSlot, ...row } = r
+    return nameSlot === null ? row : { ...row, nameSlot }
   }
   /** The slot columns of claimed rows: each picked job's slots (`Picked`), or none. */
   const slotsSet = (picked: ReadonlyArray<ClaimedRow | Picked>) => {
-    const slotted = picked.filter((r): r is Picked => "nameSlot" in r && (r.nameSlot !== null || r.keySlot !== null))
+    const slotted = picked.filter((r): r is Picked => "keySlot" in r && (r.nameSlot !== null || r.keySlot !== null))
     if (slotted.length === 0) return sql.literal("name_slot = NULL, key_slot = NULL")
     const column = (slot: (r: Picked) => number | null) =>
       sql`CASE id ${sql.join(" ", false)(slotted.map((r) => sql`WHEN ${r.id} THEN ${slot(r)}`))} ELSE NULL END`
@@ -299,13 +308,14 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
   // written exactly (`finishExactly`).
   const finishMany = (finishes: ReadonlyArray<Finish>) =>
     Effect.gen(function*() {
-      const [text, params] = finishStatements(finishes)
+      const ends = finishStatements(finishes)
       const conn = yield* sql.reserve
       return yield* Effect.gen(function*() {
-        const results = yield* conn.executeUnprepared(`START TRANSACTION; ${text}`, MysqlText.values(params), undefined)
-        if (Ends.affectedRowsOf(results) >= finishes.length) {
+        const results = yield* conn.executeUnprepared(`START TRANSACTION; ${ends.text}`, MysqlText.values(ends.params), undefined)
+        const endsResults = results.slice(1)
+        if (ends.changed(endsResults) >= finishes.length) {
           yield* conn.executeUnprepared("COMMIT", [], undefined)
-          return noStaleEnds
+          return ends.report(endsResults, noStaleEnds)
         }
         yield* conn.executeUnprepared("ROLLBACK", [], undefined)
         return yield* finishExactly(finishes, conn)
@@ -324,7 +334,8 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
     nowUs: number,
     workerId: string,
     limits: ReadonlyMap<string, NameLimits>,
-    before?: ReadonlyArray<Finish>
+    before?: ReadonlyArray<Finish>,
+    ahead?: Ahead
   ) => {
     const limited = namesOf(groups).filter((n) => limits.has(n))
     const ended = new Set(before?.map((f) => String(f.id)))
@@ -332,10 +343,10 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
     return Effect.flatMap(readFairKeys(groups, limit, nowUs, limits, [], Array.from(ended)), (fair) =>
       claimInTransaction(
         groups,
-        keyedRead(groups, limit, nowUs, limits, fair),
+        keyedRead(groups, limit, nowUs, limits, fair, [], fair === undefined ? ahead : undefined),
         (sets, held) => {
           const candidates = candidatesOf(groups, sets, limits, fair).filter((c) => !ended.has(c.claimed.id))
-          const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held))
+          const picked = pickWithSlots(candidates, limit, limits, heldSlotsOf(sets, held), undefined, fair === undefined ? ahead : undefined)
           if (fair !== undefined) rotate(groups, fair, candidates, picked)
           return picked
         },
@@ -404,8 +415,8 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
         ),
         (plans) => plans.flat()
       ),
-    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) =>
-      retryKeyed(Effect.map(claimKeyed(groups, limit, nowUs, workerId, limits), (r) => r.claimed)),
+    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits, ahead) =>
+      retryKeyed(Effect.map(claimKeyed(groups, limit, nowUs, workerId, limits, undefined, ahead), (r) => r.claimed)),
     /**
      * As `jobClaimKeyed`, in its transaction: the locking reads leave out keys whose window is used
      * up or held (`keyRateOpen`); then, in a round trip of their own, the windows of the rated names
@@ -495,7 +506,7 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
         // A claim that lost a race for a slot or a key rolled back with the ends: tried again, and
         // after 5 tries the ends are written alone.
         const go = (tries: number): ReturnType<NonNullable<JobsOps["jobFinishManyAndClaim"]>> =>
-          Effect.catchIf(claimKeyed(groups, limit, nowUs, workerId, keyed.limits, finishes), isUniqueViolation, () =>
+          Effect.catchIf(claimKeyed(groups, limit, nowUs, workerId, keyed.limits, finishes, keyed.ahead), isUniqueViolation, () =>
             tries >= 5
               ? Effect.map(finishMany(finishes), (stale) => ({ claimed: [], stale }))
               : go(tries + 1))

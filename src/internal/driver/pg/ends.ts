@@ -5,8 +5,8 @@
  *
  * @internal
  */
-import type { Finish } from "../Driver.js"
-import { splitEnds } from "../shared.js"
+import type { Finish, StaleEnds } from "../Driver.js"
+import { handoversOf, splitEnds, staleEnds, withUnhanded } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 
 export const make = (ctx: PgContext) => {
@@ -34,11 +34,45 @@ export const make = (ctx: PgContext) => {
       : rest.length === 0
       ? sql.literal("removed")
       : sql.literal("(SELECT id, attempt FROM removed UNION ALL SELECT id, attempt FROM ended)")
-    // One row: null when every end was written (the common case), else the ends written.
+    const { freed, handovers } = handoversOf(finishes)
+    // One row: null when every end was written (the common case), else the ends written; and, when
+    // slots pass, the givers whose slot passed (`passed`).
     const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
         THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ${written} AS w) END
-        AS applied FROM ${written} AS e)`
-    return { ctes, applied, written }
+        AS applied, ${
+      handovers.length === 0 ? sql.literal("NULL::text") : sql`
+        (SELECT coalesce(string_agg(h.giver::text || ':' || h.gattempt::text, ','), '') FROM handed AS h)`
+    } AS passed FROM ${written} AS e)`
+    // A slot passes only from a giver whose end this statement wrote and whose row held it (its
+    // snapshot), to a receiver still running without one. A receiver is updated only once its
+    // giver's row came out of `written`, which that row's update has left: the unique index over
+    // running slots never sees both holding it.
+    const handed = sql`handed AS (UPDATE ${jobs} AS r SET name_slot = h.slot
+        FROM unnest(${numbers(handovers.map((h) => h.giverId))}::bigint[], ${numbers(handovers.map((h) => h.giverAttempt))}::int[],
+                    ${numbers(handovers.map((h) => h.receiverId))}::bigint[], ${numbers(handovers.map((h) => h.receiverAttempt))}::int[],
+                    ${numbers(handovers.map((h) => h.slot))}::int[]) AS h(giver, gattempt, receiver, rattempt, slot)
+        WHERE r.id = h.receiver AND r.attempts = h.rattempt AND r.state = 'running' AND r.name_slot IS NULL
+          AND (h.giver, h.gattempt) IN (SELECT w.id, w.attempt FROM ${written} AS w)
+          AND EXISTS (SELECT 1 FROM ${jobs} g WHERE g.id = h.giver AND g.name = r.name AND g.name_slot = h.slot)
+        RETURNING h.giver, h.gattempt)`
+    /**
+     * What the statement's row (`applied`, `passed`) says: the stale ends, and the ends whose slot
+     * did not pass (`handKey`).
+     */
+    const report = (row: { readonly applied: string | null; readonly passed?: string | null } | undefined): StaleEnds => {
+      const stale = staleEnds(finishes, row?.applied ?? null)
+      if (handovers.length === 0 && freed.length === 0) return stale
+      const passed = new Set(row?.passed === null || row?.passed === undefined || row.passed === "" ? [] : row.passed.split(","))
+      return withUnhanded(stale, handovers, freed, passed)
+    }
+    return {
+      ctes: handovers.length === 0 ? ctes : sql`${ctes}, ${handed}`,
+      applied,
+      written,
+      /** The rows whose slots the statement passes on (they still hold them): none, or `r.id` among the givers. */
+      givers: handovers.length === 0 ? undefined : numbers(handovers.map((h) => h.giverId)),
+      report
+    }
   }
   const finishUpdate = (finishes: ReadonlyArray<Finish>) =>
     sql`UPDATE ${jobs} AS j SET

@@ -7,9 +7,9 @@
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { isUniqueViolation } from "../errors.js"
-import type { Finish, Group, JobsExplain, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
+import type { Ahead, Finish, Group, JobsExplain, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
-import { byClaimOrder, keyedWindow, nameWindow, noLimits, notHeld, num, retryKeyed, staleEnds, toClaimed } from "../shared.js"
+import { byClaimOrder, keyedWindow, nameWindow, noLimits, notHeld, num, retryKeyed, toClaimed } from "../shared.js"
 import { numbers, type PgContext, texts } from "./context.js"
 import * as Ends from "./ends.js"
 import * as Fair from "./fairShares.js"
@@ -158,7 +158,9 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     limits: ReadonlyMap<string, NameLimits>,
     rated: ReadonlyArray<string>,
     /** Running rows that no longer hold what they hold (`KeyedRide.freed`): a condition on `r`. */
-    freed: Statement.Fragment = sql.literal("")
+    freed: Statement.Fragment = sql.literal(""),
+    /** Jobs of the name may be taken without a slot (`Ahead`). */
+    ahead = false
   ) => {
     const l = limits.get(g.name)
     const perKey = l?.runningPerKey
@@ -170,7 +172,7 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     /** The name's free slots, when it has a limit. */
     const nameLeft = running === undefined ? undefined : sql`(${running} - (SELECT count(*) FROM ${jobs} r
               WHERE r.state = 'running' AND r.name_slot IS NOT NULL AND r.name = ${g.name}${freed}))`
-    const nameFree = nameLeft === undefined ? sql.literal("") : sql`
+    const nameFree = nameLeft === undefined || ahead ? sql.literal("") : sql`
             AND ${nameLeft} > 0`
     const keyRate = rated.includes(g.name) ? keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     const mutexFree = sql`
@@ -181,7 +183,7 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
               WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key${freed}))`
     const inGroup = sql`j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority}`
     // A name limited only by its name's slots locks no more jobs than it has free slots.
-    const windowSize = nameLeft !== undefined && perKey === undefined && l?.fair !== true
+    const windowSize = nameLeft !== undefined && perKey === undefined && l?.fair !== true && !ahead
       ? sql`LEAST(${sql.literal(nameWindow(limit, l))}, GREATEST(${nameLeft}, 0))`
       : sql.literal(keyedWindow(limit))
     const window = (keys: Statement.Fragment, filters: Statement.Fragment) =>
@@ -194,10 +196,10 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
   const fair_ = Fair.make(ctx, armParts)
   /** The ends of attempts alone, in one statement; the ends that changed nothing (`staleEnds`). */
   const finishMany = (finishes: ReadonlyArray<Finish>) => {
-    const { applied, ctes } = finishCtes(finishes)
+    const { applied, ctes, report } = finishCtes(finishes)
     return Effect.map(
-      run(sql<{ applied: string | null }>`WITH ${ctes} SELECT a.applied FROM ${applied} AS a`),
-      (rows) => staleEnds(finishes, rows[0]?.applied ?? null)
+      run(sql<{ applied: string | null; passed: string | null }>`WITH ${ctes} SELECT a.applied, a.passed FROM ${applied} AS a`),
+      (rows) => report(rows[0])
     )
   }
   /**
@@ -225,7 +227,9 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     /** With rate windows locked (`jobClaimRated`): the starts each has left (`windowId`). */
     rateLeft?: ReadonlyMap<string, number>,
     /** Riding on the ends of attempts in the same statement. */
-    ride?: KeyedRide
+    ride?: KeyedRide,
+    /** Jobs of limited names it may take without a slot (none with `rateLeft`). */
+    ahead?: Ahead
   ) => {
     const limited = groups.some((g) => limits.has(g.name))
     const rated = rateLeft === undefined ? [] : ratedNames(groups, limits)
@@ -233,7 +237,15 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     const freed = ride?.freed ?? sql.literal("")
     const commit = ride === undefined ? asyncCommit : sql.literal("")
     const arms = groups.map((g, i) => {
-      const { inGroup, keyFree, keyRate, mutexFree, nameFree, window } = armParts(g, limit, nowUs, limits, rated, freed)
+      const { inGroup, keyFree, keyRate, mutexFree, nameFree, window } = armParts(
+        g,
+        limit,
+        nowUs,
+        limits,
+        rated,
+        freed,
+        ahead?.names.has(g.name) === true
+      )
       if (limits.get(g.name)?.fair === true) {
         return fair_.arm(g, i, limit, nowUs, { inGroup, window, mutexFree, once: sql`${nameFree}
             AND ${notPaused(g.name)}`, keyFilters: sql`${keyFree}${keyRate}` })
@@ -257,7 +269,7 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
       sql`UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}, ${slots}
         FROM pick WHERE j.id = pick.id${commit}
-        RETURNING ${claimedColumnsJ}${rateLeft === undefined ? sql.literal("") : sql.literal(", j.limit_key AS rate_limit_key")}${
+        RETURNING ${claimedColumnsJ}, j.name_slot${rateLeft === undefined ? sql.literal("") : sql.literal(", j.limit_key AS rate_limit_key")}${
           fair ? sql.literal(", j.limit_key AS fair_key, pick.ord AS fair_ord") : sql.literal("")
         }`
     if (!limited) {
@@ -266,6 +278,9 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         ${update(sql.literal("name_slot = NULL, key_slot = NULL"))}`
     }
     const names = Array.from(limits.keys())
+    // Claiming ahead (not with rate limits or fair shares, whose claims take no jobs ahead).
+    const capped = ahead !== undefined && rated.length === 0 && !fair
+    const aheadNames = capped ? groups.map((g) => g.name).filter((n) => ahead.names.has(n)) : []
     const perKeyLimited = groups.some((g) => limits.get(g.name)?.runningPerKey !== undefined)
     // The free slots of each (name, key) with jobs to place, numbered (`nth`): the numbers below the
     // limit that no running row holds, looked for below min(limit, slots held + jobs to place), which
@@ -318,14 +333,32 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         sql.literal("r.name = x.name")
       )
     }),
-        pick AS (SELECT k.id, k.key_slot, f.slot AS name_slot${fair ? sql.literal(", k.ord") : sql.literal("")} FROM (
+        ${
+      !capped
+        ? sql`pick AS (SELECT k.id, k.key_slot, f.slot AS name_slot${fair ? sql.literal(", k.ord") : sql.literal("")} FROM (
             SELECT k.*, row_number() OVER (PARTITION BY k.name ORDER BY ${claimOrder("k")}) AS nth FROM k) k
           LEFT JOIN nfree f ON f.name = k.name AND f.nth = k.nth
           WHERE (k.running IS NULL OR f.slot IS NOT NULL)${
-      rated.length === 0 ? sql.literal("") : sql`
+          rated.length === 0 ? sql.literal("") : sql`
             AND (k.name_left IS NULL OR k.nth <= k.name_left)`
+        }
+          ORDER BY ${claimOrder("k")} LIMIT ${take})`
+        // Claiming ahead: the first `ahead.slots` jobs with a free slot take it, and jobs of the
+        // names in `ahead.names` are taken without one beyond that (they wait for a slot handed
+        // over in the worker); jobs of other limited names without a slot are left.
+        : sql`pick AS (SELECT q.id, q.key_slot, q.name_slot FROM (
+            SELECT p.*, sum(CASE WHEN p.name_slot IS NULL AND p.running IS NOT NULL THEN 1 ELSE 0 END)
+                OVER (ORDER BY ${claimOrder("p")} ROWS UNBOUNDED PRECEDING) AS waiting FROM (
+              SELECT p.id, p.key_slot, p.running, p.name, p.priority, p.run_at,
+                CASE WHEN p.slotted <= ${ahead!.slots} THEN p.name_slot END AS name_slot FROM (
+                SELECT k.*, f.slot AS name_slot,
+                  count(f.slot) OVER (ORDER BY ${claimOrder("k")} ROWS UNBOUNDED PRECEDING) AS slotted FROM (
+                  SELECT k.*, row_number() OVER (PARTITION BY k.name ORDER BY ${claimOrder("k")}) AS nth FROM k) k
+                LEFT JOIN nfree f ON f.name = k.name AND f.nth = k.nth) p
+              WHERE p.running IS NULL OR (p.name_slot IS NOT NULL AND p.slotted <= ${ahead!.slots}) OR p.name = ANY(${aheadNames}::text[])) p) q
+          WHERE q.running IS NULL OR q.name_slot IS NOT NULL OR q.waiting <= ${ahead!.waiting}
+          ORDER BY ${claimOrder("q")} LIMIT ${take})`
     }
-          ORDER BY ${claimOrder("k")} LIMIT ${take})
         ${update(sql.literal("name_slot = pick.name_slot, key_slot = pick.key_slot"))}`
   }
   const { finishCtes } = Ends.make(ctx)
@@ -366,9 +399,9 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     explainClaim: (groups, limit, nowUs) => explain(claimStatement(groups, limit, nowUs, "explain")),
     explainClaimKeyed: (groups, limit, nowUs, limits = noLimits) =>
       explain(claimKeyedStatement(groups, limit, nowUs, "explain", limits)),
-    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits) =>
+    jobClaimKeyed: (groups, limit, nowUs, workerId, limits = noLimits, ahead) =>
       retryKeyed(
-        Effect.flatMap(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits)), (rows) =>
+        Effect.flatMap(run(claimKeyedStatement(groups, limit, nowUs, workerId, limits, undefined, undefined, ahead)), (rows) =>
           Effect.as(fair_.rotated(groups, limit, limits, rows), rows.map(toClaimed).sort(byClaimOrder)))
       ),
     /**
@@ -421,25 +454,28 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     // The claim is a CTE too, so that the statement returns a row (the ends written) when it claims
     // nothing; it reads the paused names in the statement's one snapshot, as alone (`notPaused`).
     jobFinishManyAndClaim: (finishes, groups, limit, nowUs, workerId, keyed) => {
-      const { applied, ctes, written } = finishCtes(finishes)
+      const { applied, ctes, givers, report, written } = finishCtes(finishes)
       if (keyed !== undefined) {
         // One statement: the claim's snapshot still shows the rows the ends change as running, so
         // its reads of held slots and keys leave out those rows (`written`: read in full before
-        // the claim's update, so they no longer hold them when it writes the slots). A claim that
-        // lost a race for a slot or a key fails the statement (the unique index); then the ends are
-        // written alone, and nothing is claimed.
-        const freed = sql` AND r.id NOT IN (SELECT w.id FROM ${written} AS w)`
-        const claim = claimKeyedStatement(groups, limit, nowUs, workerId, keyed.limits, undefined, { freed })
+        // the claim's update, so they no longer hold them when it writes the slots) — but not the
+        // rows whose name slot passes to a job claimed ahead (`givers`: the slot stays taken). A
+        // claim that lost a race for a slot or a key fails the statement (the unique index); then
+        // the ends are written alone, and nothing is claimed.
+        const freed = givers === undefined
+          ? sql` AND r.id NOT IN (SELECT w.id FROM ${written} AS w)`
+          : sql` AND (r.id NOT IN (SELECT w.id FROM ${written} AS w) OR r.id = ANY(${givers}::bigint[]))`
+        const claim = claimKeyedStatement(groups, limit, nowUs, workerId, keyed.limits, undefined, { freed }, keyed.ahead)
         return Effect.catchIf(
           Effect.flatMap(
             run(sql`WITH ${ctes}, claimed AS (${claim})
-              SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
+              SELECT c.*, a.applied, a.passed FROM ${applied} AS a LEFT JOIN claimed c ON true`),
             (rows) => {
               const claimed = rows.filter((r) => r.id !== null)
               // The rotation is advice: a failure to move it (after the commit) loses nothing.
               return Effect.as(Effect.ignore(fair_.rotated(groups, limit, keyed.limits, claimed)), {
                 claimed: claimed.map(toClaimed).sort(byClaimOrder),
-                stale: staleEnds(finishes, (rows[0]?.applied ?? null) as string | null)
+                stale: report(rows[0] as { applied: string | null; passed: string | null } | undefined)
               })
             }
           ),
@@ -449,10 +485,10 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
       }
       return Effect.map(
         run(sql`WITH ${ctes}, claimed AS (${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))})
-          SELECT c.*, a.applied FROM ${applied} AS a LEFT JOIN claimed c ON true`),
+          SELECT c.*, a.applied, a.passed FROM ${applied} AS a LEFT JOIN claimed c ON true`),
         (rows) => ({
           claimed: rows.filter((r) => r.id !== null).map(toClaimed).sort(byClaimOrder),
-          stale: staleEnds(finishes, (rows[0]?.applied ?? null) as string | null)
+          stale: report(rows[0] as { applied: string | null; passed: string | null } | undefined)
         })
       )
     }
