@@ -414,21 +414,22 @@ export const make = <R>(
       names,
       keyed,
       limits: limitsView.current,
-      ahead: () => {
+      ahead: (withEnds) => {
         const limits = limitsView!.current()
         if (!passing(limits) || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
         const names = new Set<string>()
-        let held = 0
+        let share = 0
         for (const [name, l] of limits) {
-          const n = slots.heldOf(name)
+          // A claim made with the write of ends takes again the slots those ends free.
+          const n = slots.heldOf(name, withEnds)
           if (n > 0 && Limits.passesSlots(l)) {
             names.add(name)
-            held += n
+            share += n / Math.min(concurrency, l.running!)
           }
         }
-        // Jobs wait ahead in proportion to the slots held here: as many as `concurrency` slots
-        // would keep waiting (`Slots.target`), for the share of them this worker holds.
-        return { slots: slots.open(), waiting: Math.max(0, Math.ceil(slots.target() * held / concurrency) - slots.waiting()), names }
+        // Jobs wait ahead in proportion to the slots held here: as many as the worker would keep
+        // waiting (`Slots.target`) with every slot it can hold (its concurrency, or the limit).
+        return { slots: slots.open(), waiting: Math.max(0, Math.ceil(slots.target() * Math.min(1, share)) - slots.waiting()), names }
       },
       slots,
       paused,
@@ -460,7 +461,8 @@ export const make = <R>(
       const fitted = fitRecord(end, maxStatementBytes)
       // Its slot of a concurrency limit may pass to a job of its name waiting without one, which
       // starts in it now; the write of the end passes it in the database.
-      const handTo = fitted.state === "released" ? undefined : slots.passTo(row)
+      const passing = fitted.state === "released" ? undefined : slots.passTo(row)
+      const handTo = typeof passing === "object" ? passing : undefined
       const outcome = handTo === undefined ? fitted : { ...fitted, handTo }
       const submitted = claims.submitting()
       completer.submit(outcome, (changed, unwritten, retaken, handed) => {
@@ -477,13 +479,18 @@ export const make = <R>(
           if (line !== undefined) runLog(line)
         }
         slots.ended(row, unwritten)
+        claims.settled()
         if (outcome.state === "pending") Effect.runFork(wakeSelf)
         // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
         // (A name with a concurrency key only holds neither; a limit slot the write's claim took
-        // back, or the next write's claim will, is not free for others.)
+        // back, or the next write's claim will, or that passed to a job claimed ahead, is not free
+        // for others; one left to them is.)
         const limited = limitsView?.current().get(row.name)
         if (mutexNames.includes(row.name)) Effect.runFork(notifier.released(mutexNames))
-        else if (limited !== undefined && Limits.holdsWhileWaiting(limited) && retaken !== true && !claims.retakes()) {
+        else if (
+          passing === "left" ||
+          (limited !== undefined && Limits.holdsWhileWaiting(limited) && handTo === undefined && retaken !== true && !claims.retakes())
+        ) {
           Effect.runFork(notifier.released([...mutexNames, row.name]))
         }
       }, claims.claimant)

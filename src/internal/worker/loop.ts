@@ -63,8 +63,9 @@ export interface LoopHost {
   /**
    * While the worker's limited names pass slots (`internal/worker/nameSlots.ts`): what its claims
    * may take ahead without a slot (a claim then takes at most `slots + waiting` jobs); else undefined.
+   * `withEnds`: for a claim made with the write of the worker's ends.
    */
-  readonly ahead: () => Ahead | undefined
+  readonly ahead: (withEnds: boolean) => Ahead | undefined
   readonly slots: Slots
   /** Paused job names, left out of every probe and claim. */
   readonly paused: Pauses.PausedView
@@ -88,6 +89,12 @@ export interface ClaimLoop {
    */
   readonly submitting: () => number
   readonly written: (submitted: number) => void
+  /**
+   * Called once an end of this worker is written and let go: a ride cut short by limits whose
+   * worker has no attempt left to end (only jobs waiting ahead, for slots that no end will pass)
+   * ends, and the loop claims itself.
+   */
+  readonly settled: () => void
   /**
    * Whether the writes of this worker's ends carry its claims and those are cut short by limits:
    * the next one takes the slots its ends free (a release notice would wake other workers for
@@ -186,7 +193,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (!rideArmed || !offered || !riding() || host.stopping() || host.idTaken()) return pass()
         const nowUs = Number(clock.unsafeCurrentTimeNanos() / 1000n)
         const groups = notHeld(paused.claimableGroups(rideGroups), nowUs)
-        const ahead = host.ahead()
+        const ahead = host.ahead(true)
         // Leave a slot only while later ends of this worker will carry the ride on. (Where slots
         // pass from attempt to attempt, the slots leave them instead: `Slots.passTo`.)
         yielding = ahead === undefined && rideBound && ++boundRides >= yieldEvery && slots.running() > ended
@@ -242,7 +249,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     /** How many jobs a claim may take now (`Slots.free`, and what the worker's slots of limits allow). */
     const claimableNow = (backlog: boolean) => {
       const free = slots.free(backlog)
-      const ahead = host.ahead()
+      const ahead = host.ahead(false)
       return ahead === undefined ? free : Math.min(free, ahead.slots + ahead.waiting)
     }
 
@@ -300,8 +307,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (rideArmed || rideInFlight) {
           // Riding (see `claimant`): the writes of this worker's ends claim for it.
           let signal: ClaimAnswer | typeof passed | undefined
-          if (!rideInFlight && rideBound && slots.running() === 0) {
-            // Cut short by limits, and no end left to carry a claim: claim as below.
+          if (!rideInFlight && rideBound && slots.running() === slots.waiting()) {
+            // Cut short by limits, and no end left to carry a claim (jobs waiting ahead end
+            // nothing until they start): claim as below.
             rideArmed = false
             continue
           }
@@ -385,7 +393,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         }
         // With a backlog, claim at most half the slots at a time: two halves in flight, one being
         // claimed or run while the other's ends are written, so round trips overlap.
-        const ahead = host.ahead()
+        const ahead = host.ahead(false)
         const wanted: number = backlog ? Math.min(slots.free(true), batchMin + slots.target()) : slots.free(false)
         const free = ahead === undefined ? wanted : Math.min(wanted, ahead.slots + ahead.waiting)
         // The slots changed during the waits and the probe above (a slot taken back by a release, the
@@ -399,7 +407,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // Every slot asked for filled: more jobs are likely due; claim again from the same groups
         // when slots free, without a probe.
         backlog = claimed === free
-        if (backlog) continue
+        // A claim cut short by limits with jobs left armed a ride (`claimAndStart`): the writes of
+        // its ends claim next, as for a full claim.
+        if (backlog || rideArmed) continue
         if (claimed > 0 || !probed) {
           // A short claim: these groups are drained (or were taken by other workers). Probe before
           // sleeping, to learn what else is due and when the next pending job is.
@@ -451,6 +461,12 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       submitting: () => claimantCalls,
       written: (submitted) => {
         if (rideArmed && !rideInFlight && claimantCalls === submitted) {
+          rideArmed = false
+          Queue.unsafeOffer(answers, passed)
+        }
+      },
+      settled: () => {
+        if (rideArmed && !rideInFlight && rideBound && slots.running() === slots.waiting()) {
           rideArmed = false
           Queue.unsafeOffer(answers, passed)
         }

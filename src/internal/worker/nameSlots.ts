@@ -51,10 +51,13 @@ export interface NameSlots {
    * now, if the slot is still the one `giver` passed (stop it); the slot is no longer held here.
    */
   readonly lost: (giver: ClaimedRow) => ClaimedRow | undefined
-  /** `giver`'s end was written: what it passed is settled. */
-  readonly settled: (giver: ClaimedRow) => void
-  /** How many slots of `name` are held here. */
-  readonly heldOf: (name: string) => number
+  /** `row`'s end was written: what it passed or freed is settled. */
+  readonly settled: (row: ClaimedRow) => void
+  /**
+   * How many slots of `name` are held here; with `freeing`, also those that ends not yet written
+   * freed (a claim made with the write of those ends takes them again).
+   */
+  readonly heldOf: (name: string, freeing: boolean) => number
 }
 
 export const make = (): NameSlots => {
@@ -64,12 +67,22 @@ export const make = (): NameSlots => {
   const byRow = new Map<ClaimedRow, Held>()
   /** Ends that passed a slot and are not written yet: the slot they passed. */
   const passing = new Map<ClaimedRow, Held>()
+  /** Per name, the slots held here and those freed by ends not yet written (and those alone). */
   const counts = new Map<string, number>()
+  const freeingCounts = new Map<string, number>()
+  /** Ends that freed a slot and are not written yet, by their name. */
+  const freeing = new Map<ClaimedRow, string>()
   const keyOf = (name: string, slot: number) => `${slot}\u0000${name}`
-  const drop = (h: Held) => {
+  const uncount = (name: string) => counts.set(name, (counts.get(name) ?? 1) - 1)
+  /** The slot is no longer held here; `by`: the end that freed it, counted until it is written. */
+  const drop = (h: Held, by?: ClaimedRow) => {
     if (held.get(keyOf(h.name, h.slot)) !== h) return
     held.delete(keyOf(h.name, h.slot))
-    counts.set(h.name, (counts.get(h.name) ?? 1) - 1)
+    if (by === undefined) uncount(h.name)
+    else {
+      freeing.set(by, h.name)
+      freeingCounts.set(h.name, (freeingCounts.get(h.name) ?? 0) + 1)
+    }
     if (h.holder !== undefined) byRow.delete(h.holder)
     h.holder = undefined
   }
@@ -97,7 +110,7 @@ export const make = (): NameSlots => {
     },
     free: (row) => {
       const h = byRow.get(row)
-      if (h !== undefined) drop(h)
+      if (h !== undefined) drop(h, row)
     },
     lost: (giver) => {
       const h = passing.get(giver)
@@ -107,9 +120,15 @@ export const make = (): NameSlots => {
       drop(h)
       return holder
     },
-    settled: (giver) => {
-      passing.delete(giver)
+    settled: (row) => {
+      passing.delete(row)
+      const name = freeing.get(row)
+      if (name !== undefined) {
+        freeing.delete(row)
+        uncount(name)
+        freeingCounts.set(name, (freeingCounts.get(name) ?? 1) - 1)
+      }
     },
-    heldOf: (name) => counts.get(name) ?? 0
+    heldOf: (name, withFreeing) => (counts.get(name) ?? 0) - (withFreeing ? 0 : freeingCounts.get(name) ?? 0)
   }
 }

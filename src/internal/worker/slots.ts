@@ -109,9 +109,10 @@ export interface Slots {
   readonly admit: (rows: ReadonlyArray<ClaimedRow>) => void
   /**
    * An attempt ended and its end is about to be handed to the Completer: where its name slot passes
-   * (a job of its name waiting without a slot, which `handed` starts in it), if anywhere.
+   * (a job of its name waiting without a slot, which `handed` starts in it), if anywhere; `"left"`:
+   * it would pass, but is left to other workers (announce its release).
    */
-  readonly passTo: (row: ClaimedRow) => NameSlots.HandTo | undefined
+  readonly passTo: (row: ClaimedRow) => NameSlots.HandTo | "left" | undefined
   /** An attempt's end was handed to the Completer: its slot starts the next waiting job. */
   readonly handed: (row: ClaimedRow) => void
   /** The write of `row`'s end did not pass its slot (`passTo`): the attempt running in it is stopped. */
@@ -121,8 +122,8 @@ export interface Slots {
    * neither running nor held by a job that may start, less those being left to other workers.
    */
   readonly open: () => number
-  /** How many slots of a name's concurrency limit this worker holds now. */
-  readonly heldOf: (name: string) => number
+  /** How many slots of a name's concurrency limit this worker holds now (see `NameSlots.heldOf`). */
+  readonly heldOf: (name: string, freeing: boolean) => number
   /**
    * Lets go of a job whose end was written. `unwritten`: the database refused the end and the
    * dead letter in its place; the job stays `running` under this worker and stays held, so that this
@@ -182,6 +183,8 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const writing = new Map<ClaimedRow, number>()
     /** The slots of limits this worker holds, passed from attempt to attempt. */
     const nameSlots = NameSlots.make()
+    /** Waiting jobs that hold a slot of a limit or may wait for one to pass to them. */
+    const limitedWaiting = new Set<ClaimedRow>()
     /** Jobs a slot passed to, started first by `startWaiting`. */
     const passed: Array<ClaimedRow> = []
     /** Per name, when a slot was last left to other workers (wall clock, ms); and how many are left now, until when. */
@@ -230,15 +233,33 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           active.set(row, performance.now())
           host.start(row)
         }
-        while (passed.length > 0) begin(passed.shift()!)
-        for (const pass of [true, false]) {
-          for (let i = 0; i < ready.length && active.size < concurrency;) {
-            const [row] = ready[i]
-            const slotted = row.nameSlot !== undefined && row.nameSlot !== null
-            if (pass ? slotted : !awaitsSlot(row)) {
-              ready.splice(i, 1)
-              begin(row)
-            } else i++
+        // A start may end its attempt at once, which may pass its slot on (`passed`) or free one:
+        // round again until a round starts nothing. Without jobs of limited names, in claim order.
+        let began = true
+        while (began && limitedWaiting.size === 0 && passed.length === 0) {
+          began = false
+          if (ready.length > 0 && active.size < concurrency) {
+            began = true
+            begin(ready.shift()![0])
+          }
+        }
+        while (began) {
+          began = false
+          while (passed.length > 0) {
+            began = true
+            begin(passed.shift()!)
+          }
+          for (const pass of [true, false]) {
+            for (let i = 0; i < ready.length && active.size < concurrency;) {
+              const [row] = ready[i]
+              const slotted = row.nameSlot !== undefined && row.nameSlot !== null
+              if (pass ? slotted : !awaitsSlot(row)) {
+                ready.splice(i, 1)
+                limitedWaiting.delete(row)
+                began = true
+                begin(row)
+              } else i++
+            }
           }
         }
       } finally {
@@ -260,6 +281,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         const [row, sinceMs] = ready[i]
         if (which === undefined || which(row, nowMs - sinceMs)) {
           ready.splice(i, 1)
+          limitedWaiting.delete(row)
           released.push(row)
           longestMs = Math.max(longestMs, nowMs - sinceMs)
         }
@@ -303,7 +325,10 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       admit: (rows) => {
         const nowMs = performance.now()
-        for (const row of rows) ready.push([row, nowMs])
+        for (const row of rows) {
+          ready.push([row, nowMs])
+          if ((row.nameSlot !== undefined && row.nameSlot !== null) || host.passes(row.name)) limitedWaiting.add(row)
+        }
         startWaiting()
       },
       passTo: (row) => {
@@ -320,13 +345,15 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           if (nowMs >= leftUntilMs) leftOpen = 0
           leftOpen++
           leftUntilMs = nowMs + leaveEveryMs
-          i = -1
+          nameSlots.free(row)
+          return "left"
         }
         if (i < 0) {
           nameSlots.free(row)
           return undefined
         }
         const [to] = ready.splice(i, 1)[0]
+        limitedWaiting.delete(to)
         passed.push(to)
         return nameSlots.pass(row, to)
       },
