@@ -599,21 +599,21 @@ export const limits = (target: Target) => {
         Effect.gen(function*() {
           const admin = yield* Admin.Admin
           const row = Effect.map(admin.limits, (ls) => ls.map((l) => [l.name, l.running, l.runningPerKey]))
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 5 }), { running: 5, runningPerKey: undefined })
-          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: 2 }), { running: 5, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 5 }), { running: 5, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: 2 }), { running: 5, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* row, [["report", 5, 2]])
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 7, runningPerKey: undefined }), { running: 7, runningPerKey: 2 })
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: null }), { running: undefined, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 7, runningPerKey: undefined }), { running: 7, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: null }), { running: undefined, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
           // Refused input changes nothing.
           yield* Effect.flip(admin.setLimits("report", { running: 3, runningPerKey: 0 }))
           assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
           // The last number removed: the row goes (as clearLimits), and the definition's apply.
-          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: null }), { running: undefined, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* admin.limits, [])
           assert.isFalse(yield* admin.clearLimits("report"))
           // null on a name without a row leaves none.
-          assert.deepStrictEqual(yield* admin.setLimits("other", { running: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("other", { running: null }), { running: undefined, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* admin.limits, [])
           // A worker's view follows the merged row: both numbers over the definition's.
           const Gated = Job.make("gated", {
