@@ -441,8 +441,8 @@ export const limits = (target: Target) => {
           const rows = JSON.parse(listed.stdout) as Array<{ name: string; running: number; runningPerKey: number }>
           assert.deepStrictEqual(rows.map((r) => [r.name, r.running, r.runningPerKey]), [["report", 5, 2]])
           const table = yield* cli("limit")
-          assert.match(table.stdout, /^NAME\s+RUNNING\s+PER KEY/m)
-          assert.match(table.stdout, /^report\s+5\s+2\s+0/m)
+          assert.match(table.stdout, /^NAME\s+RUNNING\s+PER KEY\s+RATE\s+RATE PER KEY\s+IN USE/m)
+          assert.match(table.stdout, /^report\s+5\s+2\s+\(definition\)\s+\(definition\)\s+0/m)
           const bad = yield* cli("limit", "report", "0")
           assert.strictEqual(bad.code, 1)
           assert.match(bad.stderr, /running must be an integer from 1 to 10000, got 0/)
@@ -470,10 +470,10 @@ export const limits = (target: Target) => {
           assert.match(perKey.stdout, /^limited free: 5 at once, 2 per key at once /m)
           assert.deepStrictEqual(yield* row, [[Free.name, 5, 2]])
           const both = yield* cli("limit", Free.name, "4", "--per-key", "1", "--json")
-          assert.deepStrictEqual(JSON.parse(both.stdout), { name: Free.name, running: 4, runningPerKey: 1 })
+          assert.deepStrictEqual(JSON.parse(both.stdout), { name: Free.name, running: 4, runningPerKey: 1, rate: null, ratePerKey: null })
           const clearRunning = yield* cli("limit", Free.name, "--clear-running", "--json")
           assert.strictEqual(clearRunning.code, 0, clearRunning.stderr)
-          assert.deepStrictEqual(JSON.parse(clearRunning.stdout), { name: Free.name, running: null, runningPerKey: 1 })
+          assert.deepStrictEqual(JSON.parse(clearRunning.stdout), { name: Free.name, running: null, runningPerKey: 1, rate: null, ratePerKey: null })
           assert.deepStrictEqual(yield* row, [[Free.name, undefined, 1]])
           // Usage errors change nothing.
           const conflict = yield* cli("limit", Free.name, "3", "--clear-running")
