@@ -118,7 +118,9 @@ export const limit = Command.make(
       Options.optional
     ),
     rate: Options.text("rate").pipe(
-      Options.withDescription("at most STARTS attempts of the name start per PERIOD, in every process: 100/1m (units ms, s, m, h, d)"),
+      Options.withDescription(
+        "at most STARTS attempts of the name start per PERIOD, in every process: 100/1m (units ms, s, m, h, d)"
+      ),
       Options.optional
     ),
     ratePerKey: Options.text("rate-per-key").pipe(
@@ -137,7 +139,9 @@ export const limit = Command.make(
     clearRatePerKey: Options.boolean("clear-rate-per-key").pipe(
       Options.withDescription("remove the run-time per-key rate: the definition's applies (the others kept)")
     ),
-    clear: Options.boolean("clear").pipe(Options.withDescription("remove every run-time limit of the name: the definition's apply"))
+    clear: Options.boolean("clear").pipe(
+      Options.withDescription("remove every run-time limit of the name: the definition's apply")
+    )
   },
   (c) =>
     withAdmin(

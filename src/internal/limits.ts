@@ -211,7 +211,8 @@ export const ofNames = (
 const setLimitsOptions = ["running", "runningPerKey", "rate", "ratePerKey"] as const
 
 /** What was typed, for a message: a bigint as written (`5n`), a string quoted. */
-const typed = (u: unknown) => (typeof u === "bigint" ? `${u}n` : typeof u === "string" ? JSON.stringify(u.slice(0, 100)) : String(u))
+const typed = (u: unknown) =>
+  typeof u === "bigint" ? `${u}n` : typeof u === "string" ? JSON.stringify(u.slice(0, 100)) : String(u)
 
 /**
  * `Admin.setLimits`'s input as the driver's changes (a rate as `{ starts, perMs }`), or why it is
@@ -240,7 +241,12 @@ export const changesOf = (name: string, limits: LimitChanges): LimitRowChanges |
   }
   const unknown = unknownOption(limits, setLimitsOptions)
   if (unknown !== undefined) {
-    return new InvalidLimit({ name, option: "limits", reason: "type", message: `limits ${unknownOptionMessage(unknown, setLimitsOptions)}` })
+    return new InvalidLimit({
+      name,
+      option: "limits",
+      reason: "type",
+      message: `limits ${unknownOptionMessage(unknown, setLimitsOptions)}`
+    })
   }
   if (setLimitsOptions.every((option) => limits[option] === undefined)) {
     return new InvalidLimit({

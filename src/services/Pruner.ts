@@ -13,7 +13,8 @@
  * concurrency key a claim of a rated name ever counted or a `RateLimited` ever held): for each name
  * whose rates the workers publish or a run-time limit sets, the rows whose window began more than
  * its longest period plus {@link rateRowGraceMillis} ago and whose hold ended that long ago,
- * `pruneBatchSize` keys of the name read per statement. A deleted row's window was over: the next claim of its key starts a new one.
+ * `pruneBatchSize` keys of the name read per statement. A deleted row's window was over: the next
+ * claim of its key starts a new one.
  *
  * A pass also deletes the rows of the per-minute stats (`<prefix>stats`) whose minute began more than
  * {@link statsRetentionMillis} ago, `pruneBatchSize` rows per statement from the start of its

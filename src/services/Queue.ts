@@ -136,11 +136,12 @@ export interface UniqueOptions {
   readonly mode?: UniqueMode | undefined
   /**
    * The key is unique within buckets of this length (an Effect `DurationInput`, whole milliseconds,
-   * at least 1 ms; not a bigint, which Effect reads as nanoseconds): the enqueue's time (Effect's `Clock`, not `runAt`) rounded down to a multiple of
-   * the period since the Unix epoch picks the bucket. A second enqueue in the same bucket meets the
-   * first job (as `mode` says); one in the next bucket writes a new job. The key is stored as
-   * `<key>` U+001F `<period ms>:<bucket start ms>`. A completed job holds its key (see `states`)
-   * until it is pruned (`retention.completed`; with 0, at the next prune pass).
+   * at least 1 ms; not a bigint, which Effect reads as nanoseconds): the enqueue's time (Effect's
+   * `Clock`, not `runAt`) rounded down to a multiple of the period since the Unix epoch picks the
+   * bucket. A second enqueue in the same bucket meets the first job (as `mode` says); one in the
+   * next bucket writes a new job. The key is stored as `<key>` U+001F `<period ms>:<bucket start
+   * ms>`. A completed job holds its key (see `states`) until it is pruned (`retention.completed`;
+   * with 0, at the next prune pass).
    * @since 0.2.0
    */
   readonly period?: Exclude<Duration.DurationInput, bigint> | undefined

@@ -88,7 +88,8 @@ const rateOrNull = (starts: unknown, perMs: unknown): RateWindow | null =>
     : { starts: num(starts), perMs: num(perMs) }
 
 /** The columns of `<prefix>limits` every read of it selects (`updated_at` is read by each driver as µs). */
-export const limitColumns = "name, running, running_per_key, rate_starts, rate_per_ms, rate_per_key_starts, rate_per_key_per_ms"
+export const limitColumns =
+  "name, running, running_per_key, rate_starts, rate_per_ms, rate_per_key_starts, rate_per_key_per_ms"
 
 /** A row of `<prefix>limits` as both drivers read it. */
 export const toLimitRow = (r: any): LimitRow => ({
