@@ -1,12 +1,13 @@
 /**
- * A worker's view of the concurrency limits of its job names: each definition's `limits`, with the
- * limits set at run time (`<prefix>limits`, by `sqlane limit` or `Admin.setLimits`) over them,
+ * A worker's view of the concurrency and rate limits of its job names: each definition's `limits`,
+ * with the limits set at run time (`<prefix>limits`, by `sqlane limit` or `Admin.setLimits`) over them,
  * followed as `internal/watched.ts` follows a table: at start, on a change, and every
  * `rescueInterval`. So a limit set at run time reaches every worker within one `rescueInterval`
  * (at once in the process that set it, and on PostgreSQL by `NOTIFY`).
  *
- * The view only says which names the worker claims with slots, and how many: the claim statements
- * hand out the slots (see the keyed claims in `driver/pg/jobs.ts` and `driver/mysql/jobs.ts`).
+ * The view only says which names the worker claims with slots or rate windows, and how many: the
+ * claim statements hand out the slots and count the starts (see the keyed and rated claims in
+ * `driver/pg/jobs.ts` and `driver/mysql/jobs.ts`).
  *
  * @internal
  */
@@ -19,9 +20,16 @@ import type { QueueConfig } from "../services/QueueConfig.js"
 import { Database } from "./Database.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { InvalidLimit } from "../schema/Errors.js"
-import type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
-import type { Driver, LimitRow, NameLimits, RateNameRow, RateWindow } from "./driver/Driver.js"
-import { windowStartUs } from "./driver/rateWindows.js"
+import type { LimitChanges, LimitStatus, NameLimitStatus, RateWindowStatus, RunTimeLimits } from "../schema/LimitStatus.js"
+import type {
+  Driver,
+  LimitChanges as LimitRowChanges,
+  LimitRow,
+  NameLimits,
+  RateNameRow,
+  RateWindow
+} from "./driver/Driver.js"
+import { rowWindow, windowStartUs } from "./driver/rateWindows.js"
 import { checkRate, unknownOption, unknownOptionMessage } from "./options.js"
 import { checkIdentifier } from "./sanitize.js"
 import { microsToDate } from "./time.js"
@@ -33,12 +41,12 @@ export interface LimitsView {
   readonly current: () => ReadonlyMap<string, NameLimits>
 }
 
-/** The limits of a name: its definition's, with a run-time row's numbers over them. */
+/** The limits of a name: its definition's, with a run-time row's limits over them. */
 export const effective = (defined: Job.Limits<never> | undefined, row: LimitRow | undefined): NameLimits | undefined => {
   const running = row?.running ?? defined?.running
   const runningPerKey = row?.runningPerKey ?? defined?.runningPerKey
-  const rate = rateWindow(defined?.rate)
-  const ratePerKey = rateWindow(defined?.ratePerKey)
+  const rate = row?.rate ?? rateWindow(defined?.rate)
+  const ratePerKey = row?.ratePerKey ?? rateWindow(defined?.ratePerKey)
   const fair = defined?.key !== undefined
   return running === undefined && runningPerKey === undefined && rate === undefined && ratePerKey === undefined && !fair
     ? undefined
@@ -147,26 +155,27 @@ export const gauge = (
 
 /**
  * A rated name's window at `nowUs` (undefined for a name without rates), from its own row of
- * `<prefix>rates` (`row` undefined: no claim counted in it yet): the later of the window of `nowUs`
- * and the row's (a claim whose clock ran ahead), the starts counted in it, and its end or the end of
- * the name's hold, if later.
+ * `<prefix>rates` (`row` undefined: no claim counted in it yet), as claims read it (`rowWindow`):
+ * the window of `nowUs`, or the row's when it is later (a claim whose clock ran ahead), the starts
+ * counted in it, and its end or the end of the name's hold, if later.
  */
 export const rateWindowOf = (l: NameLimits, row: RateNameRow | undefined, nowUs: number): RateWindowStatus | undefined => {
   const rate = l.rate ?? l.ratePerKey
   if (rate === undefined) return undefined
-  const windowUs = Math.max(windowStartUs(nowUs, rate), l.rate === undefined ? 0 : row?.windowUs ?? 0)
+  const where = l.rate === undefined || row === undefined ? "earlier" : rowWindow(row.windowUs, nowUs, l.rate)
+  const windowUs = where === "later" ? row!.windowUs : windowStartUs(nowUs, rate)
   const heldUs = row?.blockedUntilUs !== null && row?.blockedUntilUs !== undefined && row.blockedUntilUs > nowUs
     ? row.blockedUntilUs
     : undefined
   return {
-    starts: l.rate === undefined ? undefined : row?.windowUs === windowUs ? row.starts : 0,
+    starts: l.rate === undefined ? undefined : where === "earlier" ? 0 : row!.starts,
     nextWindowAt: microsToDate(Math.max(windowUs + rate.perMs * 1000, heldUs ?? 0)),
     heldUntil: heldUs === undefined ? undefined : microsToDate(heldUs)
   }
 }
 
 /**
- * The limits of `names` (run-time rows over those the live workers' definitions publish) with their
+ * The limits of `names` (run-time rows over those the workers' definitions publish) with their
  * use now, and the rated names' windows at `nowUs`; names without limits are left out. `key`
  * compares names as the limits table does.
  */
@@ -186,8 +195,8 @@ export const ofNames = (
       const l: NameLimits = {
         running: row?.running ?? defined?.running,
         runningPerKey: row?.runningPerKey ?? defined?.runningPerKey,
-        rate: defined?.rate,
-        ratePerKey: defined?.ratePerKey
+        rate: row?.rate ?? defined?.rate,
+        ratePerKey: row?.ratePerKey ?? defined?.ratePerKey
       }
       if (Object.values(l).some((v) => v !== undefined)) limited.set(name, { ...l, setAtRunTime: row !== undefined })
     }
@@ -207,14 +216,19 @@ export const ofNames = (
     }]))
   })
 
-/** The numbers `Admin.setLimits` takes (any other key is refused). */
-const setLimitsOptions = ["running", "runningPerKey"] as const
+/** The limits `Admin.setLimits` takes (any other key is refused). */
+const setLimitsOptions = ["running", "runningPerKey", "rate", "ratePerKey"] as const
 
-/** Why `Admin.setLimits` refuses its input, or undefined. */
-export const problem = (
-  name: string,
-  limits: { readonly running?: number | null | undefined; readonly runningPerKey?: number | null | undefined }
-): InvalidLimit | undefined => {
+/** What was typed, for a message: a bigint as written (`5n`), a string quoted. */
+const typed = (u: unknown) =>
+  typeof u === "bigint" ? `${u}n` : typeof u === "string" ? JSON.stringify(u.slice(0, 100)) : String(u)
+
+/**
+ * `Admin.setLimits`'s input as the driver's changes (a rate as `{ starts, perMs }`), or why it is
+ * refused: a bad name, not an object, an unknown key, nothing given, a number that is not an
+ * integer from 1 to `Job.maxLimit`, a rate `Job.make` would refuse (`checkRate`).
+ */
+export const changesOf = (name: string, limits: LimitChanges): LimitRowChanges | InvalidLimit => {
   const nameProblem = checkIdentifier(name)
   if (nameProblem !== undefined) {
     return new InvalidLimit({
@@ -229,7 +243,9 @@ export const problem = (
       name,
       option: "limits",
       reason: "type",
-      message: `limits must be an object { running?, runningPerKey? }, got ${limits === null ? "null" : typeof limits}`
+      message: `limits must be an object { running?, runningPerKey?, rate?, ratePerKey? }, got ${
+        limits === null ? "null" : typeof limits
+      }`
     })
   }
   const unknown = unknownOption(limits, setLimitsOptions)
@@ -238,32 +254,56 @@ export const problem = (
       name,
       option: "limits",
       reason: "type",
-      message: `limits ${unknownOptionMessage(unknown, setLimitsOptions)} (rates are the definition's)`
+      message: `limits ${unknownOptionMessage(unknown, setLimitsOptions)}`
     })
   }
-  if (limits.running === undefined && limits.runningPerKey === undefined) {
+  if (setLimitsOptions.every((option) => limits[option] === undefined)) {
     return new InvalidLimit({
       name,
       option: "running",
       reason: "conflict",
-      message: "give running, runningPerKey or both (a number sets it, null removes it)"
+      message: "give running, runningPerKey, rate or ratePerKey (a value sets it, null removes it)"
     })
   }
-  for (const option of setLimitsOptions) {
+  for (const option of ["running", "runningPerKey"] as const) {
     const n = limits[option]
     if (n !== undefined && n !== null && !(Number.isInteger(n) && n >= 1 && n <= Job.maxLimit)) {
       return new InvalidLimit({
         name,
         option,
         reason: typeof n === "number" ? "range" : "type",
-        message: `${option} must be an integer from 1 to ${Job.maxLimit} (or null to remove it), got ${
-          typeof n === "bigint" ? `${n}n` : typeof n === "string" ? JSON.stringify(n) : String(n)
-        }`
+        message: `${option} must be an integer from 1 to ${Job.maxLimit} (or null to remove it), got ${typed(n)}`
       })
     }
   }
-  return undefined
+  const rates: { rate?: RateWindow | null; ratePerKey?: RateWindow | null } = {}
+  for (const option of ["rate", "ratePerKey"] as const) {
+    const rate: unknown = limits[option]
+    if (rate === undefined || rate === null) {
+      rates[option] = rate
+      continue
+    }
+    const checked = checkRate(rate)
+    if ("problem" in checked) {
+      return new InvalidLimit({
+        name,
+        option,
+        reason: checked.reason,
+        message: `${option} (or null to remove it): ${checked.problem}`
+      })
+    }
+    rates[option] = checked
+  }
+  return { running: limits.running, runningPerKey: limits.runningPerKey, ...rates }
 }
+
+/** A row of `<prefix>limits` as `Admin.setLimits` returns it (no row: nothing set at run time). */
+export const runTimeLimits = (row: LimitRow | undefined): RunTimeLimits => ({
+  running: row?.running ?? undefined,
+  runningPerKey: row?.runningPerKey ?? undefined,
+  rate: row?.rate ?? undefined,
+  ratePerKey: row?.ratePerKey ?? undefined
+})
 
 /** `Admin.limits`: the run-time limits, with the slots their names' running attempts hold now. */
 export const statuses = (driver: Driver): Effect.Effect<ReadonlyArray<LimitStatus>, SqlError> =>
@@ -274,8 +314,7 @@ export const statuses = (driver: Driver): Effect.Effect<ReadonlyArray<LimitStatu
       const u = use.get(r.name)
       return {
         name: r.name,
-        running: r.running ?? undefined,
-        runningPerKey: r.runningPerKey ?? undefined,
+        ...runTimeLimits(r),
         updatedAt: microsToDate(r.updatedAtUs),
         inUse: {
           running: u?.running ?? 0,

@@ -55,6 +55,20 @@ export const durationMillis = (
 }
 
 /**
+ * `durationMillis` for the options whose unit a bigint would change (`delay`, `unique.period`, a
+ * job's `timeout`, a rate's `per`): a bigint is refused, as Effect reads one as nanoseconds (`60n`
+ * would be 60 ns, not 60 ms or 60 s).
+ */
+export const durationMillisNotBigint = (input: unknown): ReturnType<typeof durationMillis> =>
+  typeof input === "bigint"
+    ? {
+      problem: `must be a duration such as "1 minute", a number of milliseconds (60000) or a Duration; ` +
+        `got the bigint ${input}n, which Effect would read as nanoseconds`,
+      reason: "type"
+    }
+    : durationMillis(input)
+
+/**
  * Why an enqueue's `runAt`, `delay` or `unique` cannot be used (or `runAt` and `delay` are both
  * given), as the error to fail with; else `undefined`. Priority and the range of the resulting time
  * are checked where they are resolved.
@@ -84,7 +98,7 @@ export const checkEnqueueOptions = (
     }
   }
   if (delay !== undefined) {
-    const d = durationMillis(delay)
+    const d = durationMillisNotBigint(delay)
     if ("problem" in d) return new InvalidEnqueueOption({ job, path: "delay", reason: d.reason, message: `delay ${d.problem}` })
   }
   if (unique !== undefined && typeof unique !== "string") {
@@ -226,14 +240,7 @@ export const checkRate = (
   if (!(Number.isInteger(starts) && starts >= 1 && starts <= maxRateStartsValue)) {
     return { problem: `starts must be an integer from 1 to ${maxRateStartsValue}, got ${starts}`, reason: "range" }
   }
-  if (typeof per === "bigint") {
-    return {
-      problem: `per must be a duration such as "1 minute", a number of milliseconds (60000) or a Duration; ` +
-        `got the bigint ${per}n, which Effect would read as nanoseconds`,
-      reason: "type"
-    }
-  }
-  const window = durationMillis(per)
+  const window = durationMillisNotBigint(per)
   if ("problem" in window) return { problem: `per ${window.problem}`, reason: window.reason }
   if (!(Number.isInteger(window.millis) && window.millis >= 1)) {
     return { problem: `per must be at least 1 millisecond, in whole milliseconds, got ${got(per)}`, reason: "range" }

@@ -12,7 +12,7 @@ import type { Job } from "../schema/Job.js"
 import { JobState } from "../schema/JobInfo.js"
 import type { UniqueMode, UniqueOptions } from "../services/Queue.js"
 import { stateBits } from "./driver/shared.js"
-import { durationMillis } from "./options.js"
+import { durationMillisNotBigint } from "./options.js"
 import { checkKey } from "./payload.js"
 
 /** A unique option resolved: the key as stored, its guarded states' bit mask, and the mode. */
@@ -86,7 +86,7 @@ export const resolveUnique = (
     states |= stateBits[state]
   }
   if (options.period === undefined) return Either.right({ key: key.right, states, mode })
-  const period = durationMillis(options.period)
+  const period = durationMillisNotBigint(options.period)
   if ("problem" in period) return invalid(job, "unique.period", period.reason, `${where}unique.period ${period.problem}`)
   if (!Number.isSafeInteger(period.millis) || period.millis < 1) {
     return invalid(job, "unique.period", "range", `${where}unique.period must be a whole number of milliseconds, at least 1, got ${period.millis} ms`)

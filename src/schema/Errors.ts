@@ -279,13 +279,14 @@ export class InvalidJobDefinition extends Schema.TaggedError<InvalidJobDefinitio
 ) {}
 
 /**
- * A concurrency limit set at run time (`Admin.setLimits`, `sqlane limit`) was refused and nothing
- * changed: `option` names it (`"name"`, `"running"`, `"runningPerKey"`, or `"limits"` for an object
- * with another key, e.g. a misspelt `runing`), `reason` says what is wrong (`range`: not an integer
- * from 1 to `Job.maxLimit`, or a name not 1–255 UTF-16 code units; `type`: not a number or `null`,
- * or an unknown key; `characters`; `conflict`: neither number given) and `message` what it got. The
- * `sqlane limit` command names the flag typed instead (`--per-key must be an integer from 1 to 10000,
- * got 0`).
+ * A concurrency or rate limit set at run time (`Admin.setLimits`, `sqlane limit`) was refused and
+ * nothing changed: `option` names it (`"name"`, `"running"`, `"runningPerKey"`, `"rate"`,
+ * `"ratePerKey"`, or `"limits"` for an object with another key, e.g. a misspelt `runing`), `reason`
+ * says what is wrong (`range`: not an integer from 1 to `Job.maxLimit`, a rate's `starts` not 1 to
+ * 1,000,000 or its `per` not 1 ms to 366 days in whole milliseconds, or a name not 1–255 UTF-16 code
+ * units; `type`: not a number, a rate or `null`, a bigint `per`, or an unknown key; `characters`;
+ * `conflict`: no limit given) and `message` what it got. The `sqlane limit` command names the flag
+ * typed instead (`--per-key must be an integer from 1 to 10000, got 0`).
  *
  * @example
  * ```ts

@@ -11,7 +11,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { checkRate, durationMillis, maxRateStartsValue, unknownOption, unknownOptionMessage } from "../internal/options.js"
+import { checkRate, durationMillisNotBigint, maxRateStartsValue, unknownOption, unknownOptionMessage } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
 import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
@@ -373,7 +373,8 @@ export const attempts = (
  * @param options.isPermanent failures that dead-letter at once (default: none)
  * @param options.timeout longest an attempt may run; then its handler is interrupted and the attempt
  *   fails with `JobTimeout` (default: none). A duration that does not decode, is not finite (NaN,
- *   ±Infinity, `Duration.infinity`) or is not longer than 0 throws `InvalidJobDefinition` here, at definition.
+ *   ±Infinity, `Duration.infinity`), is not longer than 0 or is a bigint (Effect reads one as
+ *   nanoseconds) throws `InvalidJobDefinition` here, at definition.
  * @param options.mutexKey the job's mutex key, computed from the (decoded) payload at enqueue, 1–255
  *   characters, or `undefined` for none: jobs that share a key — of any job names — never run at the
  *   same time, across all workers and processes (a unique index over running keys guarantees it). A
@@ -412,7 +413,7 @@ export const make = <
     readonly retry?: Schedule.Schedule<unknown, any> | undefined
     readonly priority?: number | undefined
     readonly isPermanent?: ((failure: E) => boolean) | undefined
-    readonly timeout?: Duration.DurationInput | undefined
+    readonly timeout?: Exclude<Duration.DurationInput, bigint> | undefined
     readonly mutexKey?: ((payload: P) => string | undefined) | undefined
     readonly limits?: Limits<P> | undefined
   }
@@ -441,7 +442,7 @@ export const make = <
   }
   let timeoutMillis: number | undefined
   if (options.timeout !== undefined) {
-    const timeout = durationMillis(options.timeout)
+    const timeout = durationMillisNotBigint(options.timeout)
     if ("problem" in timeout || timeout.millis <= 0) {
       throw new InvalidJobDefinition({
         job: name,

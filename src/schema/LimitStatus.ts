@@ -1,9 +1,30 @@
 /**
- * The concurrency limits of job names as `Admin.status`, `Admin.limits` and the `sqlane` CLI show
- * them: the numbers, where they come from, and the slots held now.
+ * The concurrency and rate limits of job names as `Admin.setLimits` takes them and `Admin.status`,
+ * `Admin.limits` and the `sqlane` CLI show them: the numbers, where they come from, and the slots
+ * held now.
  *
  * @since 0.3.0
  */
+import type { Rate } from "./Job.js"
+
+/**
+ * A rate limit as sqlane applies it: at most `starts` attempts start per fixed window of `perMs`
+ * milliseconds (windows aligned to multiples of the period since the Unix epoch).
+ *
+ * @example
+ * ```ts
+ * const describe = (r: RateLimit) => `${r.starts} per ${r.perMs} ms`
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RateLimit {
+  /** Starts per window: an integer from 1 to 1,000,000. */
+  readonly starts: number
+  /** The window's length in milliseconds: 1 to 31,622,400,000 (366 days). */
+  readonly perMs: number
+}
 
 /**
  * A job name's concurrency limits as `sqlane status` shows them, with the slots held now.
@@ -19,11 +40,14 @@
 export interface NameLimitStatus {
   readonly running: number | undefined
   readonly runningPerKey: number | undefined
-  /** At most `starts` attempts of the name start per window of `perMs` ms (the definition's `limits.rate`). */
-  readonly rate: { readonly starts: number; readonly perMs: number } | undefined
-  /** The same per concurrency key (`limits.ratePerKey`). */
-  readonly ratePerKey: { readonly starts: number; readonly perMs: number } | undefined
-  /** Whether a run-time limit (`sqlane limit`) sets them, over the definition's. */
+  /**
+   * At most `starts` attempts of the name start per window of `perMs` ms (set at run time, else the
+   * definition's `limits.rate`).
+   */
+  readonly rate: RateLimit | undefined
+  /** The same per concurrency key (set at run time, else the definition's `limits.ratePerKey`). */
+  readonly ratePerKey: RateLimit | undefined
+  /** Whether a run-time limit (`sqlane limit`) sets some of them, over the definition's. */
   readonly setAtRunTime: boolean
   /** Attempts holding a slot of the name's limit now. */
   readonly inUse: number
@@ -67,11 +91,60 @@ export interface RateWindowStatus {
 }
 
 /**
- * A job name's run-time concurrency limits (`Admin.setLimits`) and their use now.
+ * What `Admin.setLimits` changes in a job name's run-time limits, limit by limit: a value sets it,
+ * `null` removes it (the definition's applies again), and one left out keeps what it was.
+ *
+ * - `running`, `runningPerKey`: an integer from 1 to 10,000 (`Job.maxLimit`).
+ * - `rate`, `ratePerKey`: `{ starts, per }` as a definition's `limits.rate` takes it (`Job.Rate`:
+ *   `starts` 1–1,000,000, `per` a duration from 1 ms to 366 days in whole milliseconds — `"1
+ *   minute"`, `60_000`, `Duration.minutes(1)` — never a bigint).
  *
  * @example
  * ```ts
- * for (const l of yield* admin.limits) console.log(l.name, `${l.inUse.running}/${l.running ?? "-"}`)
+ * const changes: Admin.LimitChanges = { running: 5, rate: { starts: 100, per: "1 minute" }, ratePerKey: null }
+ * yield* admin.setLimits("report", changes)
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface LimitChanges {
+  readonly running?: number | null | undefined
+  readonly runningPerKey?: number | null | undefined
+  readonly rate?: Rate | null | undefined
+  readonly ratePerKey?: Rate | null | undefined
+}
+
+/**
+ * A job name's limits set at run time (what `Admin.setLimits` returns): each limit, or `undefined`
+ * where none is set at run time and the job definition's applies.
+ *
+ * @example
+ * ```ts
+ * const describe = (l: Admin.RunTimeLimits) =>
+ *   `running ${l.running ?? "(definition)"}, rate ${l.rate === undefined ? "(definition)" : `${l.rate.starts}/${l.rate.perMs} ms`}`
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RunTimeLimits {
+  /** At most this many attempts of the name at once, everywhere (1–10,000), or `undefined`: the definition's. */
+  readonly running: number | undefined
+  /** At most this many attempts of one concurrency key at once (1–10,000), or `undefined`: the definition's. */
+  readonly runningPerKey: number | undefined
+  /** At most this many attempts of the name start per window, everywhere, or `undefined`: the definition's. */
+  readonly rate: RateLimit | undefined
+  /** At most this many attempts of one concurrency key start per window, or `undefined`: the definition's. */
+  readonly ratePerKey: RateLimit | undefined
+}
+
+/**
+ * A job name's run-time limits (`Admin.setLimits`) and the slots held now.
+ *
+ * @example
+ * ```ts
+ * for (const l of yield* admin.limits) console.log(l.name, `${l.inUse.running}/${l.running ?? "-"}`, l.rate?.starts)
  * ```
  *
  * @since 0.3.0
@@ -83,6 +156,10 @@ export interface LimitStatus {
   readonly running: number | undefined
   /** At most this many attempts of one concurrency key at once (undefined: the definition's). */
   readonly runningPerKey: number | undefined
+  /** At most this many attempts of the name start per window (undefined: the definition's). */
+  readonly rate: RateLimit | undefined
+  /** At most this many attempts of one concurrency key start per window (undefined: the definition's). */
+  readonly ratePerKey: RateLimit | undefined
   readonly updatedAt: Date
   /** Slots held now: of the name, of keys (in all, and the busiest key's). */
   readonly inUse: {

@@ -23,16 +23,22 @@ import type { JobSummaryRow } from "../internal/driver/Driver.js"
 import * as Limits from "../internal/limits.js"
 import * as Pauses from "../internal/pauses.js"
 import { microsToDate, nowMicros } from "../internal/time.js"
-import type { InvalidLimit } from "../schema/Errors.js"
-import { JobNotFound } from "../schema/Errors.js"
+import { InvalidLimit, JobNotFound } from "../schema/Errors.js"
 import type { JobInfo } from "../schema/JobInfo.js"
-import type { LimitStatus, NameLimitStatus } from "../schema/LimitStatus.js"
+import type { LimitChanges, LimitStatus, NameLimitStatus, RunTimeLimits } from "../schema/LimitStatus.js"
 import { Notifier } from "./Notifier.js"
 import * as Pruner from "./Pruner.js"
 import { Queue } from "./Queue.js"
 import { QueueConfig } from "./QueueConfig.js"
 
-export type { LimitStatus, NameLimitStatus, RateWindowStatus } from "../schema/LimitStatus.js"
+export type {
+  LimitChanges,
+  LimitStatus,
+  NameLimitStatus,
+  RateLimit,
+  RateWindowStatus,
+  RunTimeLimits
+} from "../schema/LimitStatus.js"
 
 /**
  * The last progress a handler reported with `Queue.progress`.
@@ -194,26 +200,6 @@ export interface ActionResult {
 }
 
 /**
- * A job name's concurrency limits set at run time (what `Admin.setLimits` returns): each number, or
- * `undefined` where none is set at run time and the job definition's applies.
- *
- * @example
- * ```ts
- * const describe = (l: Admin.RunTimeLimits) =>
- *   `running ${l.running ?? "(definition)"}, per key ${l.runningPerKey ?? "(definition)"}`
- * ```
- *
- * @since 0.3.0
- * @category models
- */
-export interface RunTimeLimits {
-  /** At most this many attempts of the name at once, everywhere (1–10,000), or `undefined`: the definition's. */
-  readonly running: number | undefined
-  /** At most this many attempts of one concurrency key at once (1–10,000), or `undefined`: the definition's. */
-  readonly runningPerKey: number | undefined
-}
-
-/**
  * What the `Admin` service does, the same as the `sqlane` CLI: status, list and show jobs, retry,
  * cancel, pause and resume job names, prune.
  *
@@ -267,34 +253,35 @@ export interface AdminShape {
   /** One pruning pass now (see `Pruner.run`). */
   readonly prune: Effect.Effect<Pruner.PruneResult, SqlError>
   /**
-   * Changes a job name's concurrency limits at run time, over its definition's (`Job.make`'s
+   * Changes a job name's concurrency and rate limits at run time, over its definition's (`Job.make`'s
    * `limits`), for every worker: at once in this process, by `NOTIFY` on PostgreSQL, and within
-   * one `rescueInterval` everywhere. Number by number: a number (an integer from 1 to `Job.maxLimit`)
-   * sets it, `null` removes it (the definition's applies again), and one left out keeps what it was
-   * (a number set earlier, else the definition's). So `setLimits("report", { running: 5 })` then
-   * `setLimits("report", { runningPerKey: 2 })` leaves both. `clearLimits` removes both. Works for
-   * any job name, also one no worker handles yet. A lowered limit starts no new attempt until the
-   * running ones are below it; they are not stopped.
+   * one `rescueInterval` everywhere. Limit by limit ({@link LimitChanges}): a value sets it, `null`
+   * removes it (the definition's applies again), and one left out keeps what it was (a value set
+   * earlier, else the definition's). So `setLimits("report", { running: 5 })` then
+   * `setLimits("report", { rate: { starts: 100, per: "1 minute" } })` leaves both. `clearLimits`
+   * removes them all. Works for any job name, also one no worker handles yet, and one whose
+   * definition has no limits: its workers then claim it under the new limits. A lowered limit starts
+   * no new attempt until the running ones are below it; they are not stopped.
    *
-   * Returns the name's run-time limits as they are now (`undefined`: none, the definition's apply).
-   * Fails with `InvalidLimit` (changing nothing) for a number that is not an integer from 1 to
-   * `Job.maxLimit`, a key other than `running` and `runningPerKey`, no number given, or a bad name.
+   * Returns the name's run-time limits as they are now (`undefined`: none, the definition's apply;
+   * a rate as `{ starts, perMs }`). Fails with `InvalidLimit` (changing nothing, `option` naming the
+   * limit) for a number that is not an integer from 1 to `Job.maxLimit`, a rate that `Job.make`
+   * would refuse (`starts` 1–1,000,000, `per` 1 ms to 366 days in whole milliseconds, not a bigint),
+   * a key other than `running`, `runningPerKey`, `rate` and `ratePerKey`, nothing given, or a bad name.
    *
    * @example
    * ```ts
    * const admin = yield* Admin.Admin
    * yield* admin.setLimits("report", { running: 5 })
-   * const now = yield* admin.setLimits("report", { runningPerKey: 2 }) // { running: 5, runningPerKey: 2 }
-   * yield* admin.setLimits("report", { running: null }) // { running: undefined, runningPerKey: 2 }
+   * const now = yield* admin.setLimits("report", { rate: { starts: 100, per: "1 minute" } })
+   * // { running: 5, runningPerKey: undefined, rate: { starts: 100, perMs: 60000 }, ratePerKey: undefined }
+   * yield* admin.setLimits("report", { rate: null }) // the definition's rate again; running 5 kept
    * ```
    */
-  readonly setLimits: (
-    name: string,
-    limits: { readonly running?: number | null | undefined; readonly runningPerKey?: number | null | undefined }
-  ) => Effect.Effect<RunTimeLimits, InvalidLimit | SqlError>
+  readonly setLimits: (name: string, limits: LimitChanges) => Effect.Effect<RunTimeLimits, InvalidLimit | SqlError>
   /** Removes a job name's run-time limits: its definition's apply again. Returns `false` when it had none. */
   readonly clearLimits: (name: string) => Effect.Effect<boolean, SqlError>
-  /** The run-time limits, by name, with the slots their names' running attempts hold now. */
+  /** The run-time limits (concurrency and rates), by name, with the slots their names' running attempts hold now. */
   readonly limits: Effect.Effect<ReadonlyArray<LimitStatus>, SqlError>
 }
 
@@ -493,13 +480,13 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       prune: Effect.provide(Pruner.run, context),
       setLimits: (name, limits) =>
         Effect.gen(function*() {
-          const problem = Limits.problem(name, limits)
-          if (problem !== undefined) return yield* problem
-          const row = yield* driver.limitSet(name, limits.running, limits.runningPerKey, yield* nowMicros)
+          const changes = Limits.changesOf(name, limits)
+          if (changes instanceof InvalidLimit) return yield* changes
+          const row = yield* driver.limitSet(name, changes, yield* nowMicros)
           yield* notifier.limitsChanged
           // A raised limit may let waiting jobs start now.
           yield* notifier.announce([name])
-          return { running: row?.running ?? undefined, runningPerKey: row?.runningPerKey ?? undefined }
+          return Limits.runTimeLimits(row)
         }),
       clearLimits: (name) =>
         Effect.gen(function*() {

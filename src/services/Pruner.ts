@@ -11,9 +11,10 @@
  *
  * A pass also deletes old rows of the rate windows (`<prefix>rates`: one per job name and one per
  * concurrency key a claim of a rated name ever counted or a `RateLimited` ever held): for each name
- * whose rates the workers publish, the rows whose window began more than its longest period plus
- * {@link rateRowGraceMillis} ago and whose hold ended that long ago, `pruneBatchSize` keys of the name
- * read per statement. A deleted row's window was over: the next claim of its key starts a new one.
+ * whose rates the workers publish or a run-time limit sets, the rows whose window began more than
+ * its longest period plus {@link rateRowGraceMillis} ago and whose hold ended that long ago,
+ * `pruneBatchSize` keys of the name read per statement. A deleted row's window was over: the next
+ * claim of its key starts a new one.
  *
  * A pass also deletes the rows of the per-minute stats (`<prefix>stats`) whose minute began more than
  * {@link statsRetentionMillis} ago, `pruneBatchSize` rows per statement from the start of its
@@ -32,8 +33,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { Database } from "../internal/Database.js"
-import type { Driver } from "../internal/driver/Driver.js"
+import type { Driver, RateWindow } from "../internal/driver/Driver.js"
 import { forkScopedBounded } from "../internal/outage.js"
+import { nameKey } from "../internal/pauses.js"
 import { stepper } from "../internal/schedule.js"
 import { nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
@@ -57,9 +59,9 @@ export const maxBatchSize: number = QueueConfigModule.maxPruneBatchSize
 /**
  * How long past its rate's longest period a window row of `<prefix>rates` is kept (1 hour, in ms):
  * a row whose window began more than the name's longest period (`rate` or `ratePerKey`, as the
- * workers publish them) plus this ago, and whose `RateLimited` hold ended as long ago, is deleted
- * by a pruning pass. The margin covers workers whose clocks run behind (a claim counts into the
- * window of its own clock).
+ * workers publish them or a run-time limit sets them) plus this ago, and whose `RateLimited` hold
+ * ended as long ago, is deleted by a pruning pass. The margin covers workers whose clocks run
+ * behind (a claim counts into the window of its own clock).
  *
  * @example
  * ```ts
@@ -187,17 +189,26 @@ export const run: Effect.Effect<PruneResult, SqlError, SqlClient.SqlClient | Dat
 ).pipe(Effect.scoped)
 
 /**
- * Deletes the old window rows of every name whose rates the workers' rows publish (see
- * {@link rateRowGraceMillis}), reading `batchSize` keys of a name per statement, in key order;
- * returns how many it deleted. The rows of a name no worker publishes a rate for are kept: their
- * period is not known.
+ * Deletes the old window rows of every name whose rates the workers' rows publish or a run-time
+ * limit sets (see {@link rateRowGraceMillis}; the longest of their periods), reading `batchSize`
+ * keys of a name per statement, in key order; returns how many it deleted. The rows of a name with
+ * neither are kept: their period is not known.
  */
 const pruneRates = (driver: Driver, nowUs: number, batchSize: number): Effect.Effect<number, SqlError> =>
   Effect.gen(function*() {
-    const published = yield* driver.workerJobLimits(0)
+    // Names compared as the rates table compares them (PAD SPACE on MySQL/MariaDB).
+    const key = nameKey(driver.capabilities.padSpaceKeys)
+    const periods = new Map<string, { name: string; periodMs: number }>()
+    type Rates = { readonly rate?: RateWindow | null | undefined; readonly ratePerKey?: RateWindow | null | undefined }
+    const add = (name: string, limits: Rates) => {
+      const seen = periods.get(key(name))
+      const periodMs = Math.max(limits.rate?.perMs ?? 0, limits.ratePerKey?.perMs ?? 0, seen?.periodMs ?? 0)
+      periods.set(key(name), { name: seen?.name ?? name, periodMs })
+    }
+    for (const [name, limits] of yield* driver.workerJobLimits(0)) add(name, limits)
+    for (const row of yield* driver.limitList()) add(row.name, row)
     let deleted = 0
-    for (const [name, limits] of published) {
-      const periodMs = Math.max(limits.rate?.perMs ?? 0, limits.ratePerKey?.perMs ?? 0)
+    for (const { name, periodMs } of periods.values()) {
       if (periodMs === 0) continue
       const cutoffUs = nowUs - (periodMs + rateRowGraceMillis) * 1000
       let afterKey: string | undefined

@@ -46,10 +46,11 @@ export interface EnqueueOptions {
   readonly runAt?: Date | DateTime.DateTime | undefined
   /**
    * Due after this delay from now (an Effect `DurationInput`: milliseconds, `"5 seconds"`, a
-   * `Duration`). Not with `runAt`: both given fail with `InvalidEnqueueOption` (path `delay`,
-   * reason `conflict`).
+   * `Duration`; not a bigint, which Effect reads as nanoseconds: refused with `InvalidEnqueueOption`,
+   * path `delay`, reason `type`). Not with `runAt`: both given fail with `InvalidEnqueueOption`
+   * (path `delay`, reason `conflict`).
    */
-  readonly delay?: Duration.DurationInput | undefined
+  readonly delay?: Exclude<Duration.DurationInput, bigint> | undefined
   /** An integer; lower runs first. Default: the job definition's priority. */
   readonly priority?: number | undefined
   /**
@@ -135,14 +136,15 @@ export interface UniqueOptions {
   readonly mode?: UniqueMode | undefined
   /**
    * The key is unique within buckets of this length (an Effect `DurationInput`, whole milliseconds,
-   * at least 1 ms): the enqueue's time (Effect's `Clock`, not `runAt`) rounded down to a multiple of
-   * the period since the Unix epoch picks the bucket. A second enqueue in the same bucket meets the
-   * first job (as `mode` says); one in the next bucket writes a new job. The key is stored as
-   * `<key>` U+001F `<period ms>:<bucket start ms>`. A completed job holds its key (see `states`)
-   * until it is pruned (`retention.completed`; with 0, at the next prune pass).
+   * at least 1 ms; not a bigint, which Effect reads as nanoseconds): the enqueue's time (Effect's
+   * `Clock`, not `runAt`) rounded down to a multiple of the period since the Unix epoch picks the
+   * bucket. A second enqueue in the same bucket meets the first job (as `mode` says); one in the
+   * next bucket writes a new job. The key is stored as `<key>` U+001F `<period ms>:<bucket start
+   * ms>`. A completed job holds its key (see `states`) until it is pruned (`retention.completed`;
+   * with 0, at the next prune pass).
    * @since 0.2.0
    */
-  readonly period?: Duration.DurationInput | undefined
+  readonly period?: Exclude<Duration.DurationInput, bigint> | undefined
 }
 
 /**

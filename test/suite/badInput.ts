@@ -142,6 +142,10 @@ const runProgram = (args: ReadonlyArray<string>) =>
 
 const connectScript = path.join(import.meta.dirname, "..", "support", "connect-process.ts")
 
+/** The refusal of a duration given as a bigint (Effect reads one as nanoseconds), after the option's name. */
+const bigintMessage = (n: bigint) =>
+  `must be a duration such as "1 minute", a number of milliseconds (60000) or a Duration; got the bigint ${n}n, which Effect would read as nanoseconds`
+
 export const badInput = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
   const mysql = target.dialect === "mysql"
@@ -803,13 +807,19 @@ export const badInput = (target: Target) => {
               [Infinity, "must be a finite duration, got Infinity", "range"],
               [-Infinity, "must be a finite duration, got -Infinity", "range"],
               [Duration.infinity, "must be a finite duration, got the Duration Infinity", "range"],
-              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}", "type"]
+              [{}, "must be a duration (milliseconds or e.g. \"5 seconds\"), got object {}", "type"],
+              // Effect reads a bigint as nanoseconds: 5000n would be 5 µs, not 5 s.
+              [5000n, bigintMessage(5000n), "type"]
             ]
             for (const [delay, message, reason] of delays) {
               const one = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { delay: delay as any }))
               assert.deepStrictEqual([one.path, one.reason, one.message], ["delay", reason, `delay ${message}`], String(delay))
               const many = yield* optionRefusal(queue.enqueueMany(Plain, [{ i: 1 }], { delay: delay as any }))
               assert.strictEqual(many.message, `delay ${message}`)
+            }
+            for (const period of [3_600_000_000_000n, 60n]) {
+              const nanos = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { unique: { key: "k", period: period as any } }))
+              assert.deepStrictEqual([nanos.path, nanos.reason, nanos.message], ["unique.period", "type", `unique.period ${bigintMessage(period)}`])
             }
             const invalidDate = yield* optionRefusal(queue.enqueue(Plain, { i: 1 }, { runAt: new Date(NaN) }))
             assert.deepStrictEqual([invalidDate.path, invalidDate.reason, invalidDate.message], [
@@ -869,6 +879,8 @@ export const badInput = (target: Target) => {
           assert.match(banana.message, /timeout must be a duration.*got "banana"/)
           assert.strictEqual(definitionError(() => Job.make("bi-t", { payload, timeout: 0 })).message, "timeout must be longer than 0, got 0")
           assert.match(definitionError(() => Job.make("bi-t", { payload, timeout: Duration.infinity })).message, /timeout must be a finite duration/)
+          const nanos = definitionError(() => Job.make("bi-t", { payload, timeout: 30_000_000_000n as any }))
+          assert.deepStrictEqual([nanos.option, nanos.reason, nanos.message], ["timeout", "type", `timeout ${bigintMessage(30_000_000_000n)}`])
           const priority = definitionError(() => Job.make("bi-t", { payload, priority: NaN }))
           assert.deepStrictEqual([priority.option, priority.reason, priority.message], ["priority", "range", "priority must be an integer, got NaN"])
           for (const n of [NaN, 2.5, 0, -1]) {

@@ -21,6 +21,7 @@ import { outage } from "./outage.js"
 import { pause } from "./pause.js"
 import { promise } from "./promise.js"
 import { rescue } from "./rescue.js"
+import { runtimeRates } from "./runtimeRates.js"
 import { safety } from "./safety.js"
 import { scheduling } from "./scheduling.js"
 import { stats } from "./stats.js"
@@ -39,6 +40,7 @@ export const suitesFor = (id: string) => {
     scheduling(target)
     limits(target)
     rates(target)
+    runtimeRates(target)
     fairShares(target)
     dedup(target)
     operations(target)

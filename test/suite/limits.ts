@@ -540,8 +540,8 @@ export const limits = (target: Target) => {
           const rows = JSON.parse(listed.stdout) as Array<{ name: string; running: number; runningPerKey: number }>
           assert.deepStrictEqual(rows.map((r) => [r.name, r.running, r.runningPerKey]), [["report", 5, 2]])
           const table = yield* cli("limit")
-          assert.match(table.stdout, /^NAME\s+RUNNING\s+PER KEY/m)
-          assert.match(table.stdout, /^report\s+5\s+2\s+0/m)
+          assert.match(table.stdout, /^NAME\s+RUNNING\s+PER KEY\s+RATE\s+RATE PER KEY\s+IN USE/m)
+          assert.match(table.stdout, /^report\s+5\s+2\s+\(definition\)\s+\(definition\)\s+0/m)
           const bad = yield* cli("limit", "report", "0")
           assert.strictEqual(bad.code, 1)
           assert.match(bad.stderr, /running must be an integer from 1 to 10000, got 0/)
@@ -569,10 +569,10 @@ export const limits = (target: Target) => {
           assert.match(perKey.stdout, /^limited free: 5 at once, 2 per key at once /m)
           assert.deepStrictEqual(yield* row, [[Free.name, 5, 2]])
           const both = yield* cli("limit", Free.name, "4", "--per-key", "1", "--json")
-          assert.deepStrictEqual(JSON.parse(both.stdout), { name: Free.name, running: 4, runningPerKey: 1 })
+          assert.deepStrictEqual(JSON.parse(both.stdout), { name: Free.name, running: 4, runningPerKey: 1, rate: null, ratePerKey: null })
           const clearRunning = yield* cli("limit", Free.name, "--clear-running", "--json")
           assert.strictEqual(clearRunning.code, 0, clearRunning.stderr)
-          assert.deepStrictEqual(JSON.parse(clearRunning.stdout), { name: Free.name, running: null, runningPerKey: 1 })
+          assert.deepStrictEqual(JSON.parse(clearRunning.stdout), { name: Free.name, running: null, runningPerKey: 1, rate: null, ratePerKey: null })
           assert.deepStrictEqual(yield* row, [[Free.name, undefined, 1]])
           // Usage errors change nothing.
           const conflict = yield* cli("limit", Free.name, "3", "--clear-running")
@@ -698,21 +698,21 @@ export const limits = (target: Target) => {
         Effect.gen(function*() {
           const admin = yield* Admin.Admin
           const row = Effect.map(admin.limits, (ls) => ls.map((l) => [l.name, l.running, l.runningPerKey]))
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 5 }), { running: 5, runningPerKey: undefined })
-          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: 2 }), { running: 5, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 5 }), { running: 5, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: 2 }), { running: 5, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* row, [["report", 5, 2]])
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 7, runningPerKey: undefined }), { running: 7, runningPerKey: 2 })
-          assert.deepStrictEqual(yield* admin.setLimits("report", { running: null }), { running: undefined, runningPerKey: 2 })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: 7, runningPerKey: undefined }), { running: 7, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { running: null }), { running: undefined, runningPerKey: 2, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
           // Refused input changes nothing.
           yield* Effect.flip(admin.setLimits("report", { running: 3, runningPerKey: 0 }))
           assert.deepStrictEqual(yield* row, [["report", undefined, 2]])
           // The last number removed: the row goes (as clearLimits), and the definition's apply.
-          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("report", { runningPerKey: null }), { running: undefined, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* admin.limits, [])
           assert.isFalse(yield* admin.clearLimits("report"))
           // null on a name without a row leaves none.
-          assert.deepStrictEqual(yield* admin.setLimits("other", { running: null }), { running: undefined, runningPerKey: undefined })
+          assert.deepStrictEqual(yield* admin.setLimits("other", { running: null }), { running: undefined, runningPerKey: undefined, rate: undefined, ratePerKey: undefined })
           assert.deepStrictEqual(yield* admin.limits, [])
           // A worker's view follows the merged row: both numbers over the definition's.
           const Gated = Job.make("gated", {

@@ -26,6 +26,7 @@ import type {
   KeyedClaim,
   JobRow,
   JobSummaryRow,
+  LimitChanges,
   LimitRow,
   LimitUseRow,
   Migration,
@@ -325,16 +326,11 @@ export interface Driver {
   /** The rows of `<prefix>limits`, by name. */
   readonly limitList: () => Effect.Effect<ReadonlyArray<LimitRow>, SqlError>
   /**
-   * Sets the run-time limits of a job name, number by number, in one transaction: a number sets it,
-   * `null` removes it, `undefined` keeps the row's. A row left with neither number is deleted.
-   * Returns the row as it is now (undefined: none).
+   * Sets the run-time limits of a job name, limit by limit, in one transaction: a value sets it,
+   * `null` removes it, `undefined` keeps the row's. A row left with no limit is deleted. Returns the
+   * row as it is now (undefined: none).
    */
-  readonly limitSet: (
-    name: string,
-    running: number | null | undefined,
-    runningPerKey: number | null | undefined,
-    nowUs: number
-  ) => Effect.Effect<LimitRow | undefined, SqlError>
+  readonly limitSet: (name: string, changes: LimitChanges, nowUs: number) => Effect.Effect<LimitRow | undefined, SqlError>
   /** Removes a job name's run-time limits; returns `false` when it had none. */
   readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
   /**

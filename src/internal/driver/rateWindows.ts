@@ -27,6 +27,18 @@ export const windowStartUs = (nowUs: number, rate: RateWindow): number => {
   return Math.floor(nowUs / perUs) * perUs
 }
 
+/**
+ * Where a window row that counts the window starting at `rowWindowUs` stands against the window of
+ * `rate` that holds `nowUs`: `earlier` (its count is over: none started in this window yet),
+ * `current` (its starts count in this window: the same window, or one that began within it under a
+ * shorter period the rate had before a change), or `later` (a claim whose clock is behind another's:
+ * none left until that window ends).
+ */
+export const rowWindow = (rowWindowUs: number, nowUs: number, rate: RateWindow): "earlier" | "current" | "later" => {
+  const windowUs = windowStartUs(nowUs, rate)
+  return rowWindowUs < windowUs ? "earlier" : rowWindowUs < windowUs + rate.perMs * 1000 ? "current" : "later"
+}
+
 /** A window row to lock: its name, key, and the window of the claim (0: no rate, never counted). */
 export interface WindowWanted {
   readonly name: string
@@ -89,7 +101,9 @@ export interface Allowance {
 /**
  * The starts each locked window allows at `nowUs`: none while it is held (`blocked_until_us`) or
  * when its row counts a window later than the claim's (a clock behind another process's); else
- * the rate's `starts` less those counted in this window (no rate: no cap).
+ * the rate's `starts` less those counted in this window (no rate: no cap). A row whose window began
+ * within the claim's (its rate's period was made longer since) counts in it: the name does not wait
+ * for a window of the new length to pass after the row's.
  */
 export const allowance = (rows: ReadonlyArray<WindowRow>, limits: ReadonlyMap<string, NameLimits>, nowUs: number): Allowance => {
   const left = new Map<string, number>()
@@ -105,10 +119,11 @@ export const allowance = (rows: ReadonlyArray<WindowRow>, limits: ReadonlyMap<st
     }
     if (rate !== undefined) {
       const windowUs = windowStartUs(nowUs, rate)
-      const started = r.windowUs === windowUs ? r.starts : r.windowUs > windowUs ? rate.starts : 0
+      const where = rowWindow(r.windowUs, nowUs, rate)
+      const started = where === "current" ? r.starts : where === "later" ? rate.starts : 0
       const rateLeft = Math.max(0, rate.starts - started)
       if (rateLeft === 0) {
-        const next = Math.max(windowUs, r.windowUs) + rate.perMs * 1000
+        const next = (where === "later" ? r.windowUs : windowUs) + rate.perMs * 1000
         until = Math.max(until ?? 0, next)
       }
       n = Math.min(n, rateLeft)
@@ -194,10 +209,13 @@ export const heldAfter = (
 
 /**
  * The condition a key's rate window must meet for a claim to read past the key's jobs: held, used
- * up in the claim's window, or counting a later window. Each driver writes it as SQL over its
+ * up in the claim's window (a row whose window began within it: `rowWindow`'s `current`), or
+ * counting a later window (at or after `endUs`). Each driver writes it as SQL over its
  * `<prefix>rates` row (`r`); given here as the numbers it compares.
  */
 export const keyRateBounds = (limits: ReadonlyMap<string, NameLimits>, name: string, nowUs: number) => {
   const rate = limits.get(name)?.ratePerKey
-  return rate === undefined ? undefined : { windowUs: windowStartUs(nowUs, rate), starts: rate.starts }
+  if (rate === undefined) return undefined
+  const windowUs = windowStartUs(nowUs, rate)
+  return { windowUs, endUs: windowUs + rate.perMs * 1000, starts: rate.starts }
 }

@@ -235,7 +235,20 @@ export interface LimitRow {
   readonly name: string
   readonly running: number | null
   readonly runningPerKey: number | null
+  readonly rate: RateWindow | null
+  readonly ratePerKey: RateWindow | null
   readonly updatedAtUs: number
+}
+
+/**
+ * What `limitSet` changes in a name's run-time limits: a value sets it, `null` removes it (the
+ * definition's applies), `undefined` keeps the row's.
+ */
+export interface LimitChanges {
+  readonly running?: number | null | undefined
+  readonly runningPerKey?: number | null | undefined
+  readonly rate?: RateWindow | null | undefined
+  readonly ratePerKey?: RateWindow | null | undefined
 }
 
 /** The slots of a job name's limits held now: by its running attempts, and by how many keys. */

@@ -20,6 +20,7 @@ import type {
   LimitUseRow,
   NameLimits,
   OrphanedRow,
+  RateWindow,
   ScheduleRow,
   StaleEnds,
   StatsMinuteRow,
@@ -80,13 +81,29 @@ export const attemptsCheck = "attempts >= 0 AND attempt_base >= 0"
 export const num = (u: unknown): number => (typeof u === "number" ? u : Number(u))
 export const numOrNull = (u: unknown): number | null => (u === null || u === undefined ? null : num(u))
 
+/** A rate of `<prefix>limits` from its two columns (null unless both are set). */
+const rateOrNull = (starts: unknown, perMs: unknown): RateWindow | null =>
+  starts === null || starts === undefined || perMs === null || perMs === undefined
+    ? null
+    : { starts: num(starts), perMs: num(perMs) }
+
+/** The columns of `<prefix>limits` every read of it selects (`updated_at` is read by each driver as µs). */
+export const limitColumns =
+  "name, running, running_per_key, rate_starts, rate_per_ms, rate_per_key_starts, rate_per_key_per_ms"
+
 /** A row of `<prefix>limits` as both drivers read it. */
 export const toLimitRow = (r: any): LimitRow => ({
   name: r.name,
   running: numOrNull(r.running),
   runningPerKey: numOrNull(r.running_per_key),
+  rate: rateOrNull(r.rate_starts, r.rate_per_ms),
+  ratePerKey: rateOrNull(r.rate_per_key_starts, r.rate_per_key_per_ms),
   updatedAtUs: num(r.updated_at_us)
 })
+
+/** Whether a row of `<prefix>limits` still sets something (a row that sets nothing is deleted). */
+export const limitRowSetsAny = (r: LimitRow): boolean =>
+  r.running !== null || r.runningPerKey !== null || r.rate !== null || r.ratePerKey !== null
 
 /** A row of `limitUse` as both drivers read it. */
 export const toLimitUse = (r: any): LimitUseRow => ({

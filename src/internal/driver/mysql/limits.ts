@@ -1,12 +1,12 @@
 /**
- * MySQL/MariaDB: concurrency limits set at run time (`<prefix>limits`), and the slots running
- * attempts hold.
+ * MySQL/MariaDB: concurrency and rate limits set at run time (`<prefix>limits`), and the slots
+ * running attempts hold.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import type { LimitsOps } from "../Driver.js"
-import { toLimitRow, toLimitUse } from "../shared.js"
+import { limitColumns, limitRowSetsAny, toLimitRow, toLimitUse } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): LimitsOps => {
@@ -15,28 +15,34 @@ export const make = (ctx: MysqlContext): LimitsOps => {
   return {
     limitList: () =>
       Effect.map(
-        sql`SELECT name, running, running_per_key, ${sql.literal(usOf("updated_at"))} AS updated_at_us
+        sql`SELECT ${sql.literal(limitColumns)}, ${sql.literal(usOf("updated_at"))} AS updated_at_us
             FROM ${limits} ORDER BY name`,
         (rows: ReadonlyArray<any>) => rows.map(toLimitRow)
       ),
     // `VALUES(col)` in ON DUPLICATE KEY UPDATE: MariaDB and MySQL 8 both take it (MySQL 8.0.20+
     // deprecates it in favour of a row alias, which MariaDB does not take).
-    // A number left undefined keeps the row's (the column itself in the update), then the row is
-    // read back in the same transaction.
-    limitSet: (name, running, runningPerKey, nowUs) =>
+    // A limit left undefined keeps the row's (the columns themselves in the update), then the row
+    // is read back in the same transaction.
+    limitSet: (name, changes, nowUs) =>
       sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO ${limits} (name, running, running_per_key, updated_at)
-            VALUES (${name}, ${running ?? null}, ${runningPerKey ?? null}, ${ts(nowUs)})
-            ON DUPLICATE KEY UPDATE
-              running = ${running === undefined ? sql.literal("running") : sql.literal("VALUES(running)")},
-              running_per_key = ${
-          runningPerKey === undefined ? sql.literal("running_per_key") : sql.literal("VALUES(running_per_key)")
-        },
-              updated_at = VALUES(updated_at)`
-        const rows = yield* sql`SELECT name, running, running_per_key, ${sql.literal(usOf("updated_at"))} AS updated_at_us
+        const set = (given: unknown, ...columns: ReadonlyArray<string>) =>
+          columns.map((c) => `${c} = ${given === undefined ? c : `VALUES(${c})`}`).join(", ")
+        yield* sql`INSERT INTO ${limits} (${sql.literal(limitColumns)}, updated_at)
+            VALUES (${name}, ${changes.running ?? null}, ${changes.runningPerKey ?? null},
+              ${changes.rate?.starts ?? null}, ${changes.rate?.perMs ?? null},
+              ${changes.ratePerKey?.starts ?? null}, ${changes.ratePerKey?.perMs ?? null}, ${ts(nowUs)})
+            ON DUPLICATE KEY UPDATE ${
+          sql.literal([
+            set(changes.running, "running"),
+            set(changes.runningPerKey, "running_per_key"),
+            set(changes.rate, "rate_starts", "rate_per_ms"),
+            set(changes.ratePerKey, "rate_per_key_starts", "rate_per_key_per_ms")
+          ].join(", "))
+        }, updated_at = VALUES(updated_at)`
+        const rows = yield* sql`SELECT ${sql.literal(limitColumns)}, ${sql.literal(usOf("updated_at"))} AS updated_at_us
             FROM ${limits} WHERE name = ${name}`
         const row = rows.length === 0 ? undefined : toLimitRow(rows[0])
-        if (row === undefined || row.running !== null || row.runningPerKey !== null) return row
+        if (row === undefined || limitRowSetsAny(row)) return row
         yield* sql`DELETE FROM ${limits} WHERE name = ${name}`
         return undefined
       })),

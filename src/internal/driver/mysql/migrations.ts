@@ -201,6 +201,12 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
       ADD KEY ${sql(`${prefix}jobs_unique_key`)} (unique_key, id),
       DROP KEY ${sql(`${prefix}jobs_finished`)},
       ADD KEY ${sql(`${prefix}jobs_finished`)} (state, finished_at, name)`
+  }),
+  "17_runtime_rates": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // As on PostgreSQL (nullable columns at the end: added in place, MySQL 8.0 and MariaDB 10.3+).
+    yield* sql`ALTER TABLE ${sql(`${prefix}limits`)} ADD COLUMN rate_starts INT NULL, ADD COLUMN rate_per_ms BIGINT NULL,
+      ADD COLUMN rate_per_key_starts INT NULL, ADD COLUMN rate_per_key_per_ms BIGINT NULL`
   })
 })
 

@@ -1,12 +1,12 @@
 /**
- * PostgreSQL: concurrency limits set at run time (`<prefix>limits`), and the slots running
- * attempts hold.
+ * PostgreSQL: concurrency and rate limits set at run time (`<prefix>limits`), and the slots
+ * running attempts hold.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import type { LimitsOps } from "../Driver.js"
-import { toLimitRow, toLimitUse } from "../shared.js"
+import { limitColumns, limitRowSetsAny, toLimitRow, toLimitUse } from "../shared.js"
 import type { PgContext } from "./context.js"
 
 export const make = (ctx: PgContext): LimitsOps => {
@@ -15,23 +15,29 @@ export const make = (ctx: PgContext): LimitsOps => {
   return {
     limitList: () =>
       Effect.map(
-        sql`SELECT name, running, running_per_key, ${us("updated_at")} AS updated_at_us FROM ${limits} ORDER BY name`,
+        sql`SELECT ${sql.literal(limitColumns)}, ${us("updated_at")} AS updated_at_us FROM ${limits} ORDER BY name`,
         (rows: ReadonlyArray<any>) => rows.map(toLimitRow)
       ),
-    // A number left undefined keeps the row's (the row's own column in the update).
-    limitSet: (name, running, runningPerKey, nowUs) =>
+    // A limit left undefined keeps the row's (the row's own columns in the update).
+    limitSet: (name, changes, nowUs) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql`INSERT INTO ${limits} AS l (name, running, running_per_key, updated_at)
-            VALUES (${name}, ${running ?? null}, ${runningPerKey ?? null}, ${ts(nowUs)})
-            ON CONFLICT (name) DO UPDATE SET
-              running = ${running === undefined ? sql.literal("l.running") : sql.literal("EXCLUDED.running")},
-              running_per_key = ${
-          runningPerKey === undefined ? sql.literal("l.running_per_key") : sql.literal("EXCLUDED.running_per_key")
-        },
-              updated_at = EXCLUDED.updated_at
-            RETURNING name, running, running_per_key, ${us("updated_at")} AS updated_at_us`
+        const set = (given: unknown, ...columns: ReadonlyArray<string>) =>
+          columns.map((c) => `${c} = ${given === undefined ? "l" : "EXCLUDED"}.${c}`).join(", ")
+        const rows = yield* sql`INSERT INTO ${limits} AS l (${sql.literal(limitColumns)}, updated_at)
+            VALUES (${name}, ${changes.running ?? null}, ${changes.runningPerKey ?? null},
+              ${changes.rate?.starts ?? null}, ${changes.rate?.perMs ?? null}::bigint,
+              ${changes.ratePerKey?.starts ?? null}, ${changes.ratePerKey?.perMs ?? null}::bigint, ${ts(nowUs)})
+            ON CONFLICT (name) DO UPDATE SET ${
+          sql.literal([
+            set(changes.running, "running"),
+            set(changes.runningPerKey, "running_per_key"),
+            set(changes.rate, "rate_starts", "rate_per_ms"),
+            set(changes.ratePerKey, "rate_per_key_starts", "rate_per_key_per_ms")
+          ].join(", "))
+        }, updated_at = EXCLUDED.updated_at
+            RETURNING ${sql.literal(limitColumns)}, ${us("updated_at")} AS updated_at_us`
         const row = toLimitRow(rows[0])
-        if (row.running !== null || row.runningPerKey !== null) return row
+        if (limitRowSetsAny(row)) return row
         yield* sql`DELETE FROM ${limits} WHERE name = ${name}`
         return undefined
       })),

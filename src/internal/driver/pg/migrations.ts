@@ -219,6 +219,14 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_name_state`)} ON ${jobs} (name, state, id) WHERE state <> 'running'`
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_state`)} ON ${jobs} (state, id) WHERE state <> 'running'`
     yield* sql`CREATE INDEX ${sql(`${prefix}jobs_unique_key`)} ON ${jobs} (unique_key, id) WHERE unique_key IS NOT NULL`
+  }),
+  "17_runtime_rates": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    // Rate limits set at run time (`sqlane limit --rate`), over those of the job definitions, beside
+    // the concurrency limits: `starts` per window of `per_ms` milliseconds, of the name and per
+    // concurrency key; null: the definition's. A rate is read only with both of its columns.
+    yield* sql`ALTER TABLE ${sql(`${prefix}limits`)} ADD COLUMN rate_starts integer NULL, ADD COLUMN rate_per_ms bigint NULL,
+      ADD COLUMN rate_per_key_starts integer NULL, ADD COLUMN rate_per_key_per_ms bigint NULL`
   })
 })
 

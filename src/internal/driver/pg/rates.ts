@@ -29,7 +29,7 @@ export const make = (ctx: PgContext) => {
             AND (j.limit_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${rates} r
               WHERE r.name = ${name} AND r.rate_key = j.limit_key AND (r.blocked_until_us > ${nowUs}${
       bounds === undefined ? sql.literal("") : sql`
-                OR r.window_us > ${bounds.windowUs} OR (r.window_us = ${bounds.windowUs} AND r.starts >= ${bounds.starts})`
+                OR r.window_us >= ${bounds.endUs} OR (r.window_us >= ${bounds.windowUs} AND r.starts >= ${bounds.starts})`
     })))`
   }
   /**
