@@ -448,7 +448,7 @@ const runGroup: Group = {
           await fill(producer, n)
           if (scenario !== "burst-c50") await settle(env)
           await system.checkPlan?.(env)
-          if (scenario === "run-c50-limited") await producer.limitRunning!(40)
+          if (scenario === "run-c50-limited" && process.env.BENCH_NO_LIMIT !== "1") await producer.limitRunning!(40)
           const handle = workMs > 0
             ? () => new Promise<void>((r) => setTimeout(() => {
               counter.inc()

@@ -376,6 +376,7 @@ export const make = <R>(
         const l = limits?.get(name)
         return l !== undefined && Limits.passesSlots(l) && passing(limits!) && (slot === undefined || slot < l.running!)
       },
+      limitOf: (name) => limitsView?.current().get(name)?.running ?? 1,
       stop: (row) => attempts.stop(row)
     })
     const { inflight } = slots
@@ -418,18 +419,25 @@ export const make = <R>(
         const limits = limitsView!.current()
         if (!passing(limits) || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
         const names = new Set<string>()
-        let share = 0
+        let held = 0
         for (const [name, l] of limits) {
           // A claim made with the write of ends takes again the slots those ends free.
           const n = slots.heldOf(name, withEnds)
           if (n > 0 && Limits.passesSlots(l)) {
             names.add(name)
-            share += n / Math.min(concurrency, l.running!)
+            held += n
           }
         }
-        // Jobs wait ahead in proportion to the slots held here: as many as the worker would keep
-        // waiting (`Slots.target`) with every slot it can hold (its concurrency, or the limit).
-        return { slots: slots.open(), waiting: Math.max(0, Math.ceil(slots.target() * Math.min(1, share)) - slots.waiting()), names }
+        // Jobs wait ahead for the slots held here as they would for as many slots of a worker
+        // without limits (`Slots.targetFor`): what those slots run while one end is written.
+        // A slot left to other workers lately is not taken back meanwhile: the claims take no more
+        // slots than those held (with the ends' write: those its ends free) less the slots left.
+        const left = slots.left()
+        return {
+          slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - left)),
+          waiting: Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting()),
+          names
+        }
       },
       slots,
       paused,

@@ -55,6 +55,8 @@ export interface SlotsHost {
    * number `slot` may pass now (it is below the limit).
    */
   readonly passes: (name: string, slot?: number) => boolean
+  /** The concurrency limit of a name whose slots pass (`passes`). */
+  readonly limitOf: (name: string) => number
   /** Stops an attempt whose slot was lost (interrupted, then released: the attempt not counted). */
   readonly stop: (row: ClaimedRow) => void
 }
@@ -82,6 +84,8 @@ export interface Slots {
   readonly waiting: () => number
   /** How many jobs wait ahead of the running ones at most now (see the module's description). */
   readonly target: () => number
+  /** `target` for a worker of `n` slots: the jobs that end in `n` slots while one end is written, at most `prefetch`. */
+  readonly targetFor: (n: number) => number
   /** The moving average of this worker's attempt times (ms, wall clock), once one has ended. */
   readonly attemptMs: () => number | undefined
   /**
@@ -117,11 +121,13 @@ export interface Slots {
   readonly handed: (row: ClaimedRow) => void
   /** The write of `row`'s end did not pass its slot (`passTo`): the attempt running in it is stopped. */
   readonly notPassed: (row: ClaimedRow) => void
-  /**
-   * How many jobs a claim may start now (with slots of limits they take in the claim): the slots
-   * neither running nor held by a job that may start, less those being left to other workers.
-   */
+  /** How many jobs a claim may start now (with slots of limits they take in the claim): the slots neither running nor held by a job that may start. */
   readonly open: () => number
+  /**
+   * How many slots of limits this worker left to other workers lately (within the last
+   * `leaveEveryMs`): until then its claims take back no more slots than it holds less those.
+   */
+  readonly left: () => number
   /** How many slots of a name's concurrency limit this worker holds now (see `NameSlots.heldOf`). */
   readonly heldOf: (name: string, freeing: boolean) => number
   /**
@@ -213,10 +219,11 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     }
     const average = (previous: number | undefined, ms: number) =>
       previous === undefined ? ms : previous + weight * (ms - previous)
-    const target = () => {
+    const targetFor = (n: number) => {
       if (prefetch === 0 || attemptMs === undefined || writeMs === undefined) return 0
-      return Math.min(prefetch, Math.round(2 * concurrency * writeMs / Math.max(attemptMs, 0.01)))
+      return Math.min(prefetch, Math.round(2 * n * writeMs / Math.max(attemptMs, 0.01)))
     }
+    const target = () => targetFor(concurrency)
     /** Whether a waiting job waits for a slot to pass to it (claimed ahead without one). */
     const awaitsSlot = (row: ClaimedRow) => (row.nameSlot === undefined || row.nameSlot === null) && host.passes(row.name)
     /**
@@ -268,9 +275,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     }
     /**
      * Every this many ms at most, a worker leaves one slot of a name that would pass to other
-     * workers, and its claims take that many slots fewer for as long.
+     * workers, and for as long its claims take back no more than the slots it holds less that one.
      */
-    const leaveEveryMs = 50
+    const leaveEveryMs = Number(process.env.LEAVE_MS ?? 50)
     /** Releases the waiting jobs `which` selects; returns the longest wait (ms) of those released, or -1. */
     const releaseWaiting = (which?: (row: ClaimedRow, waitedMs: number) => boolean) => {
       if (ready.length === 0) return -1
@@ -300,6 +307,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       active: () => active.size,
       waiting: () => ready.length,
       target,
+      targetFor,
       attemptMs: () => attemptMs,
       free: (backlog, ended = 0) =>
         prefetch === 0
@@ -340,7 +348,11 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         // waiting for the name get one.
         const nowMs = performance.now()
         if (!leftAt.has(slot.name)) leftAt.set(slot.name, nowMs)
-        if (i >= 0 && nowMs - leftAt.get(slot.name)! >= leaveEveryMs) {
+        // The more of the limit's slots this worker holds, the more often it leaves one: slots
+        // move towards the workers that hold fewer, until their shares even out.
+        const limit = host.limitOf(slot.name)
+        const everyMs = Math.min(8 * leaveEveryMs, Math.max(leaveEveryMs / 5, (leaveEveryMs * limit) / (2 * Math.max(1, nameSlots.heldOf(slot.name, false)))))
+        if (i >= 0 && nowMs - leftAt.get(slot.name)! >= everyMs) {
           leftAt.set(slot.name, nowMs)
           if (nowMs >= leftUntilMs) leftOpen = 0
           leftOpen++
@@ -361,7 +373,8 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         const running = nameSlots.lost(row)
         if (running !== undefined) host.stop(running)
       },
-      open: () => Math.max(0, concurrency - active.size - passed.length - (performance.now() < leftUntilMs ? leftOpen : 0)),
+      open: () => Math.max(0, concurrency - active.size - passed.length),
+      left: () => (performance.now() < leftUntilMs ? leftOpen : 0),
       heldOf: nameSlots.heldOf,
       handed: (row) => {
         nameSlots.free(row)

@@ -108,7 +108,7 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
       rated && (only === undefined || only.key === null) ? windows.keyRateOpen(g.name, nowUs, limits) : sql.literal("")
     }
       ORDER BY run_at, id LIMIT ${
-      sql.literal(only === undefined ? (ahead ? keyedWindow(limit) : nameWindow(limit, limits.get(g.name))) : String(only.window))
+      sql.literal(only === undefined ? (ahead ? String(Math.max(1, Math.floor(limit))) : nameWindow(limit, limits.get(g.name))) : String(only.window))
     }
       FOR UPDATE SKIP LOCKED`
   }

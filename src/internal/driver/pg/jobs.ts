@@ -183,7 +183,10 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
               WHERE r.state = 'running' AND r.mutex_key IS NOT NULL AND r.mutex_key = j.mutex_key${freed}))`
     const inGroup = sql`j.state = 'pending' AND j.name = ${g.name} AND j.priority = ${g.priority}`
     // A name limited only by its name's slots locks no more jobs than it has free slots.
-    const windowSize = nameLeft !== undefined && perKey === undefined && l?.fair !== true && !ahead
+    // A name whose jobs may be claimed ahead (no mutex keys, no key limits) locks no more than the claim takes.
+    const windowSize = ahead
+      ? sql.literal(String(Math.max(1, Math.floor(limit))))
+      : nameLeft !== undefined && perKey === undefined && l?.fair !== true
       ? sql`LEAST(${sql.literal(nameWindow(limit, l))}, GREATEST(${nameLeft}, 0))`
       : sql.literal(keyedWindow(limit))
     const window = (keys: Statement.Fragment, filters: Statement.Fragment) =>
@@ -261,7 +264,11 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
     const claimOrder = (t: string) =>
       sql.literal(fair ? `${t}.priority, ${t}.rnd, ${t}.ord, ${t}.run_at, ${t}.id` : `${t}.priority, ${t}.run_at, ${t}.id`)
     const take = sql.literal(String(Math.floor(limit)))
-    const mutexFirst = sql`SELECT c.* FROM (
+    // Claiming ahead (not with rate limits or fair shares, whose claims take no jobs ahead): a
+    // worker whose names pass slots has no mutex keys (the unique index on running keys would
+    // refuse a second job of a key all the same), so the one-per-key pass is left out.
+    const capped = ahead !== undefined && rated.length === 0 && !fair
+    const mutexFirst = capped ? sql`SELECT c.* FROM cand c` : sql`SELECT c.* FROM (
             SELECT c.*, row_number() OVER (PARTITION BY c.mutex_key ORDER BY c.priority, c.run_at, c.id) AS rn
             FROM cand c) c
           WHERE c.mutex_key IS NULL OR c.rn = 1`
@@ -278,8 +285,6 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         ${update(sql.literal("name_slot = NULL, key_slot = NULL"))}`
     }
     const names = Array.from(limits.keys())
-    // Claiming ahead (not with rate limits or fair shares, whose claims take no jobs ahead).
-    const capped = ahead !== undefined && rated.length === 0 && !fair
     const aheadNames = capped ? groups.map((g) => g.name).filter((n) => ahead.names.has(n)) : []
     const perKeyLimited = groups.some((g) => limits.get(g.name)?.runningPerKey !== undefined)
     // The free slots of each (name, key) with jobs to place, numbered (`nth`): the numbers below the
