@@ -248,9 +248,10 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       }
       if (chosen === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
       const [claimant, claim] = chosen
+      // After a defect nothing is known of the write: no slot counts as passed.
       const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds; failed: boolean } = {
         claimed: [],
-        stale: new Set(),
+        stale: new Set(batch.flatMap(([o]) => (o.handTo === undefined ? [] : [handKey(o.id, o.attempt)]))),
         failed: true
       }
       return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId, claim.keyed)

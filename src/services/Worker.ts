@@ -357,9 +357,12 @@ export const make = <R>(
       mutexNames.length === 0 &&
       Array.from(limits.values()).every((l) => !Limits.holdsWhileWaiting(l) || Limits.passesSlots(l))
     const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) => passing(limits) ? prefetch : 0
-    const slots = yield* Slots.make({
+    /** The limits of the worker's names now (its definitions', then what `limitsView` follows), and whether slots pass. */
+    let limitsNow: ReadonlyMap<string, NameLimits> = Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))
+    let passingNow = passing(limitsNow)
+    const slots: Slots.Slots = yield* Slots.make({
       concurrency,
-      prefetch: prefetchFor(Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))),
+      prefetch: prefetchFor(limitsNow),
       leaseMillis: Duration.toMillis(config.leaseTimeout)
     }, {
       start: (row) => {
@@ -372,11 +375,11 @@ export const make = <R>(
       },
       release: (row) => release(row),
       passes: (name, slot) => {
-        const limits = limitsView?.current()
-        const l = limits?.get(name)
-        return l !== undefined && Limits.passesSlots(l) && passing(limits!) && (slot === undefined || slot < l.running!)
+        const l = limitsNow.get(name)
+        return passingNow && l !== undefined && Limits.passesSlots(l) && (slot === undefined || slot < l.running!)
       },
-      limitOf: (name) => limitsView?.current().get(name)?.running ?? 1,
+      limited: (name) => limitsNow.get(name)?.running !== undefined,
+      limitOf: (name) => limitsNow.get(name)?.running ?? 1,
       stop: (row) => attempts.stop(row)
     })
     const { inflight } = slots
@@ -403,10 +406,13 @@ export const make = <R>(
     limitsView = yield* Limits.watch(
       new Map(names.map((n) => [n, handlers.get(n)!.job.limits as JobLimits<never> | undefined])),
       (limits) => {
+        limitsNow = limits
+        passingNow = passing(limits)
         keyed.clear()
         for (const n of mutexNames) keyed.add(n)
         for (const n of limits.keys()) keyed.add(n)
         slots.setPrefetch(prefetchFor(limits))
+        slots.limitsChanged()
         Effect.runFork(wakeSelf)
       }
     )
@@ -416,8 +422,8 @@ export const make = <R>(
       keyed,
       limits: limitsView.current,
       ahead: (withEnds) => {
-        const limits = limitsView!.current()
-        if (!passing(limits) || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
+        const limits = limitsNow
+        if (!passingNow || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
         const names = new Set<string>()
         let held = 0
         for (const [name, l] of limits) {
@@ -432,11 +438,13 @@ export const make = <R>(
         // without limits (`Slots.targetFor`): what those slots run while one end is written.
         // A slot left to other workers lately is not taken back meanwhile: the claims take no more
         // slots than those held (with the ends' write: those its ends free) less the slots left.
-        const left = slots.left()
+        const left = withEnds ? slots.takeLeft() : 0
+        const waiting = Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting())
         return {
           slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - left)),
-          waiting: Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting()),
-          names
+          waiting,
+          // With none to take ahead, the claim reads only jobs it may give a slot.
+          names: waiting === 0 ? new Set<string>() : names
         }
       },
       slots,

@@ -292,6 +292,42 @@ export const limits = (target: Target) => {
           assert.strictEqual(Number(holding[0].n), 0)
         }), { pollInterval: "1 hour" }), 120_000)
 
+    it.live(name("a name limit of 1, one worker at concurrency 2, short jobs: every job runs once, none claimed ahead is released waiting for a slot"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const { passed, released, services } = yield* countingRides
+          const queue = yield* Queue.Queue
+          const Single = Job.make("single", { payload: Schema.Struct({ i: Schema.Number }), limits: { running: 1 } })
+          yield* queue.enqueueMany(Single, Array.from({ length: 300 }, (_, i) => ({ i })))
+          yield* Worker.make({ handlers: [recording(Single, prefix, "a", 0)], concurrency: 2 }).pipe(Effect.provide(services))
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 300), 60_000, "300 jobs completed")
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, 300)
+          assert.strictEqual(mostAtOnce(runs, nowUs()), 1)
+          assert.isAbove(passed(), 0, "no end passed its slot")
+          // A slot left to other workers (there are none) is taken back by the next claim: no job
+          // claimed ahead waits out its bound and is released.
+          assert.strictEqual(released(), 0)
+        }), { pollInterval: "1 hour" }), 120_000)
+
+    it.live(name("slots stop passing when another name of the worker gets a per-key limit: its jobs claimed ahead never start without a slot"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const ledger = yield* runsLedger(prefix)
+          const queue = yield* Queue.Queue
+          const admin = yield* Admin.Admin
+          yield* queue.enqueueMany(Capped, Array.from({ length: 400 }, (_, i) => ({ i })))
+          yield* Worker.make({ handlers: [recording(Capped, prefix, "a", 1), Job.handler(Free, () => Effect.void)], concurrency: 10 })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n >= 60), 60_000, "60 jobs completed")
+          // A limit that does not pass slots on another name of the worker: it claims none ahead now.
+          yield* admin.setLimits(Free.name, { running: 5, runningPerKey: 1 })
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 400), 60_000, "400 jobs completed")
+          const runs = yield* ledger.all
+          assert.strictEqual(runs.length, 400)
+          assert.strictEqual(mostAtOnce(runs, nowUs()), 3)
+        }), { pollInterval: "1 hour" }), 120_000)
+
     it.live(name("per-key limit 2 and name limit 3: keys share the name's slots; a job without a key takes only a name slot"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

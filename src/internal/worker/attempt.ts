@@ -279,6 +279,9 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
       })
     }
 
+    /** Attempts stopped before they were launched (`stop`), by `id:attempt`. */
+    const stoppedEarly = new Set<string>()
+
     /** Decodes the payload of a claimed job and launches its attempt, or dead-letters the job. */
     const decodeAndLaunch = (row: ClaimedRow) => {
       const handler = handlers.get(row.name)!
@@ -305,7 +308,10 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
           Effect.catchAllDefect((defect) => Effect.fail(defect)),
           Effect.either
         )
+        // Stopped while its payload was decoded (its slot of a limit did not pass to it): released.
+        const wasStopped = stoppedEarly.delete(`${row.id}:${row.attempts}`)
         if (Either.isRight(payload)) {
+          if (wasStopped) return released(row)
           launch(row, handler, payload.right)
           return undefined
         }
@@ -331,9 +337,13 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
     }
     const stop = (row: ClaimedRow) => {
       const entry = inflight.get(row.id)
-      if (entry !== undefined && entry.attempt === row.attempts && entry.reason === undefined) {
+      if (entry !== undefined && entry.attempt === row.attempts) {
+        if (entry.reason !== undefined) return
         entry.reason = "slot"
         Effect.runFork(Fiber.interrupt(entry.fiber))
+      } else {
+        // Not launched yet (its payload is being decoded): released instead of launched.
+        stoppedEarly.add(`${row.id}:${row.attempts}`)
       }
     }
     return {

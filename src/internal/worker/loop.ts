@@ -199,7 +199,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         yielding = ahead === undefined && rideBound && ++boundRides >= yieldEvery && slots.running() > ended
         if (yielding) boundRides = 0
         const limit = ahead !== undefined
-          ? Math.min(slots.free(true, ended), ahead.slots + ahead.waiting)
+          ? ahead.slots + ahead.waiting
           : yielding
           ? ended - 1
           : yielded
@@ -246,11 +246,14 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       return wake
     }
 
-    /** How many jobs a claim may take now (`Slots.free`, and what the worker's slots of limits allow). */
+    /**
+     * How many jobs a claim may take now: `Slots.free`; where slots pass, the jobs that may start
+     * with a slot the claim gives and those that may wait for one (`Ahead`) — jobs waiting for a
+     * slot to pass to them take no room from jobs a claim may start.
+     */
     const claimableNow = (backlog: boolean) => {
-      const free = slots.free(backlog)
       const ahead = host.ahead(false)
-      return ahead === undefined ? free : Math.min(free, ahead.slots + ahead.waiting)
+      return ahead === undefined ? slots.free(backlog) : ahead.slots + ahead.waiting
     }
 
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
@@ -395,7 +398,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         // claimed or run while the other's ends are written, so round trips overlap.
         const ahead = host.ahead(false)
         const wanted: number = backlog ? Math.min(slots.free(true), batchMin + slots.target()) : slots.free(false)
-        const free = ahead === undefined ? wanted : Math.min(wanted, ahead.slots + ahead.waiting)
+        const free = ahead === undefined ? wanted : ahead.slots + ahead.waiting
         // The slots changed during the waits and the probe above (a slot taken back by a release, the
         // jobs that may wait fewer): nothing to claim now; the probe's groups are kept for the next pass.
         if (free <= 0) continue

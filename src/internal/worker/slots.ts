@@ -55,6 +55,8 @@ export interface SlotsHost {
    * number `slot` may pass now (it is below the limit).
    */
   readonly passes: (name: string, slot?: number) => boolean
+  /** Whether `name` is under a concurrency limit by `running` now: a job of it without a slot never starts. */
+  readonly limited: (name: string) => boolean
   /** The concurrency limit of a name whose slots pass (`passes`). */
   readonly limitOf: (name: string) => number
   /** Stops an attempt whose slot was lost (interrupted, then released: the attempt not counted). */
@@ -124,10 +126,16 @@ export interface Slots {
   /** How many jobs a claim may start now (with slots of limits they take in the claim): the slots neither running nor held by a job that may start. */
   readonly open: () => number
   /**
-   * How many slots of limits this worker left to other workers lately (within the last
-   * `leaveEveryMs`): until then its claims take back no more slots than it holds less those.
+   * How many slots of limits this worker left to other workers since this was last asked: the
+   * claim made with the write of the ends that left them takes back no more slots than the worker
+   * holds less those (a claim made apart from a write cannot take them before that write).
    */
-  readonly left: () => number
+  readonly takeLeft: () => number
+  /**
+   * The limits changed: waiting jobs of a name now limited by `running` that have no slot wait for
+   * one to pass to them, or, where slots do not pass, are released.
+   */
+  readonly limitsChanged: () => void
   /** How many slots of a name's concurrency limit this worker holds now (see `NameSlots.heldOf`). */
   readonly heldOf: (name: string, freeing: boolean) => number
   /**
@@ -193,10 +201,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const limitedWaiting = new Set<ClaimedRow>()
     /** Jobs a slot passed to, started first by `startWaiting`. */
     const passed: Array<ClaimedRow> = []
-    /** Per name, when a slot was last left to other workers (wall clock, ms); and how many are left now, until when. */
+    /** Per name, when a slot was last left to other workers (wall clock, ms); and how many since `takeLeft`. */
     const leftAt = new Map<string, number>()
     let leftOpen = 0
-    let leftUntilMs = 0
     /** Moving averages (ms) of an attempt's time and of an end's write. */
     let attemptMs: number | undefined
     let writeMs: number | undefined
@@ -224,8 +231,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       return Math.min(prefetch, Math.round(2 * n * writeMs / Math.max(attemptMs, 0.01)))
     }
     const target = () => targetFor(concurrency)
-    /** Whether a waiting job waits for a slot to pass to it (claimed ahead without one). */
-    const awaitsSlot = (row: ClaimedRow) => (row.nameSlot === undefined || row.nameSlot === null) && host.passes(row.name)
+    const slotted = (row: ClaimedRow) => row.nameSlot !== undefined && row.nameSlot !== null
+    /** Whether a waiting job waits for a slot to pass to it (claimed ahead without one, or before its name was limited). */
+    const awaitsSlot = (row: ClaimedRow) => !slotted(row) && host.limited(row.name)
     /**
      * Starts waiting jobs while slots are free — first those a slot passed to, then those that
      * hold a slot of a limit, then the others in claim order, never one that waits for a slot to
@@ -259,8 +267,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           for (const pass of [true, false]) {
             for (let i = 0; i < ready.length && active.size < concurrency;) {
               const [row] = ready[i]
-              const slotted = row.nameSlot !== undefined && row.nameSlot !== null
-              if (pass ? slotted : !awaitsSlot(row)) {
+              if (pass ? slotted(row) : !awaitsSlot(row)) {
                 ready.splice(i, 1)
                 limitedWaiting.delete(row)
                 began = true
@@ -274,10 +281,29 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       }
     }
     /**
-     * Every this many ms at most, a worker leaves one slot of a name that would pass to other
-     * workers, and for as long its claims take back no more than the slots it holds less that one.
+     * A worker that holds every slot of a limit leaves one that would pass to other workers every
+     * this many ms (one that holds half of them, every twice as many; at most every 8 times as
+     * many), and its next claim takes back no more than the slots it holds less that one.
      */
-    const leaveEveryMs = Number(process.env.LEAVE_MS ?? 50)
+    const leaveEveryMs = 25
+    /**
+     * A job whose slot was lost: released if it has not started (about to start in a passed slot,
+     * or waiting with a slot), else stopped.
+     */
+    const stopHolder = (row: ClaimedRow) => {
+      const p = passed.indexOf(row)
+      if (p >= 0) {
+        passed.splice(p, 1)
+        return host.release(row)
+      }
+      const w = ready.findIndex(([r]) => r === row)
+      if (w >= 0) {
+        ready.splice(w, 1)
+        limitedWaiting.delete(row)
+        return host.release(row)
+      }
+      host.stop(row)
+    }
     /** Releases the waiting jobs `which` selects; returns the longest wait (ms) of those released, or -1. */
     const releaseWaiting = (which?: (row: ClaimedRow, waitedMs: number) => boolean) => {
       if (ready.length === 0) return -1
@@ -328,14 +354,20 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         for (const row of rows) {
           claiming.set(row.id, row.attempts)
           const lost = nameSlots.claimed(row)
-          if (lost !== undefined) host.stop(lost)
+          if (lost !== undefined) stopHolder(lost)
         }
       },
       admit: (rows) => {
         const nowMs = performance.now()
         for (const row of rows) {
+          // A job of a limited name without a slot (claimed as the limits were changing) that no
+          // slot will pass to: released, never started.
+          if (awaitsSlot(row) && !host.passes(row.name)) {
+            host.release(row)
+            continue
+          }
           ready.push([row, nowMs])
-          if ((row.nameSlot !== undefined && row.nameSlot !== null) || host.passes(row.name)) limitedWaiting.add(row)
+          if (slotted(row) || host.limited(row.name)) limitedWaiting.add(row)
         }
         startWaiting()
       },
@@ -351,12 +383,10 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         // The more of the limit's slots this worker holds, the more often it leaves one: slots
         // move towards the workers that hold fewer, until their shares even out.
         const limit = host.limitOf(slot.name)
-        const everyMs = Math.min(8 * leaveEveryMs, Math.max(leaveEveryMs / 5, (leaveEveryMs * limit) / (2 * Math.max(1, nameSlots.heldOf(slot.name, false)))))
+        const everyMs = Math.min(8 * leaveEveryMs, (leaveEveryMs * limit) / Math.max(1, nameSlots.heldOf(slot.name, false)))
         if (i >= 0 && nowMs - leftAt.get(slot.name)! >= everyMs) {
           leftAt.set(slot.name, nowMs)
-          if (nowMs >= leftUntilMs) leftOpen = 0
           leftOpen++
-          leftUntilMs = nowMs + leaveEveryMs
           nameSlots.free(row)
           return "left"
         }
@@ -371,10 +401,20 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       notPassed: (row) => {
         const running = nameSlots.lost(row)
-        if (running !== undefined) host.stop(running)
+        if (running !== undefined) stopHolder(running)
       },
       open: () => Math.max(0, concurrency - active.size - passed.length),
-      left: () => (performance.now() < leftUntilMs ? leftOpen : 0),
+      takeLeft: () => {
+        const n = leftOpen
+        leftOpen = 0
+        return n
+      },
+      limitsChanged: () => {
+        limitedWaiting.clear()
+        for (const [row] of ready) if (slotted(row) || host.limited(row.name)) limitedWaiting.add(row)
+        releaseWaiting((row) => awaitsSlot(row) && !host.passes(row.name))
+        startWaiting()
+      },
       heldOf: nameSlots.heldOf,
       handed: (row) => {
         nameSlots.free(row)
