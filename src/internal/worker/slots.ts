@@ -178,6 +178,9 @@ export interface Slots {
   readonly awaitIdle: Effect.Effect<void>
 }
 
+/** A job waiting to start, and when it began to wait (wall clock, ms). */
+type Waiting = readonly [ClaimedRow, number]
+
 /** Weight of the newest measure in the moving averages of attempt and write times. */
 const weight = 0.1
 
@@ -191,14 +194,20 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     let held = 0
     /** Started attempts, with when they started (wall clock, ms). */
     const active = new Map<ClaimedRow, number>()
-    /** Jobs waiting to start, in claim order, with when they began to wait (wall clock, ms). */
-    const ready: Array<readonly [ClaimedRow, number]> = []
+    /**
+     * Jobs waiting to start, in claim order, with when they began to wait (wall clock, ms): those
+     * that hold a slot of a limit (started first), the others that may start, and per name those
+     * waiting for a slot to pass to them.
+     */
+    const slottedReady: Array<Waiting> = []
+    const ready: Array<Waiting> = []
+    const awaiting = new Map<string, Array<Waiting>>()
+    let awaitingCount = 0
+    const waitingCount = () => slottedReady.length + ready.length + awaitingCount
     /** Ends handed to the Completer and not yet written, with when they were handed (wall clock, ms). */
     const writing = new Map<ClaimedRow, number>()
     /** The slots of limits this worker holds, passed from attempt to attempt. */
     const nameSlots = NameSlots.make()
-    /** Waiting jobs that hold a slot of a limit or may wait for one to pass to them. */
-    const limitedWaiting = new Set<ClaimedRow>()
     /** Jobs a slot passed to, started first by `startWaiting`. */
     const passed: Array<ClaimedRow> = []
     /** Per name, when a slot was last left to other workers (wall clock, ms); and how many since `takeLeft`. */
@@ -249,31 +258,21 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           host.start(row)
         }
         // A start may end its attempt at once, which may pass its slot on (`passed`) or free one:
-        // round again until a round starts nothing. Without jobs of limited names, in claim order.
+        // round again until a round starts nothing.
         let began = true
-        while (began && limitedWaiting.size === 0 && passed.length === 0) {
-          began = false
-          if (ready.length > 0 && active.size < concurrency) {
-            began = true
-            begin(ready.shift()![0])
-          }
-        }
         while (began) {
           began = false
           while (passed.length > 0) {
             began = true
             begin(passed.shift()!)
           }
-          for (const pass of [true, false]) {
-            for (let i = 0; i < ready.length && active.size < concurrency;) {
-              const [row] = ready[i]
-              if (pass ? slotted(row) : !awaitsSlot(row)) {
-                ready.splice(i, 1)
-                limitedWaiting.delete(row)
-                began = true
-                begin(row)
-              } else i++
-            }
+          while (active.size < concurrency && slottedReady.length > 0) {
+            began = true
+            begin(slottedReady.shift()![0])
+          }
+          while (active.size < concurrency && ready.length > 0 && passed.length === 0 && slottedReady.length === 0) {
+            began = true
+            begin(ready.shift()![0])
           }
         }
       } finally {
@@ -287,6 +286,19 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
      */
     const leaveEveryMs = 25
     /**
+     * Puts a claimed job in its queue: one of a limited name without a slot waits for a slot to pass
+     * to it, or, where slots do not pass (the limits changed as it was claimed), is released.
+     */
+    const wait = (row: ClaimedRow, sinceMs: number) => {
+      if (slotted(row)) return void slottedReady.push([row, sinceMs])
+      if (!awaitsSlot(row)) return void ready.push([row, sinceMs])
+      if (!host.passes(row.name)) return host.release(row)
+      let queue = awaiting.get(row.name)
+      if (queue === undefined) awaiting.set(row.name, queue = [])
+      queue.push([row, sinceMs])
+      awaitingCount++
+    }
+    /**
      * A job whose slot was lost: released if it has not started (about to start in a passed slot,
      * or waiting with a slot), else stopped.
      */
@@ -296,28 +308,35 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         passed.splice(p, 1)
         return host.release(row)
       }
-      const w = ready.findIndex(([r]) => r === row)
+      const w = slottedReady.findIndex(([r]) => r === row)
       if (w >= 0) {
-        ready.splice(w, 1)
-        limitedWaiting.delete(row)
+        slottedReady.splice(w, 1)
         return host.release(row)
       }
       host.stop(row)
     }
     /** Releases the waiting jobs `which` selects; returns the longest wait (ms) of those released, or -1. */
     const releaseWaiting = (which?: (row: ClaimedRow, waitedMs: number) => boolean) => {
-      if (ready.length === 0) return -1
+      if (waitingCount() === 0) return -1
       const nowMs = performance.now()
       const released: Array<ClaimedRow> = []
       let longestMs = -1
-      for (let i = ready.length - 1; i >= 0; i--) {
-        const [row, sinceMs] = ready[i]
-        if (which === undefined || which(row, nowMs - sinceMs)) {
-          ready.splice(i, 1)
-          limitedWaiting.delete(row)
-          released.push(row)
-          longestMs = Math.max(longestMs, nowMs - sinceMs)
+      const from = (queue: Array<Waiting>) => {
+        for (let i = queue.length - 1; i >= 0; i--) {
+          const [row, sinceMs] = queue[i]
+          if (which === undefined || which(row, nowMs - sinceMs)) {
+            queue.splice(i, 1)
+            released.push(row)
+            longestMs = Math.max(longestMs, nowMs - sinceMs)
+          }
         }
+      }
+      from(slottedReady)
+      from(ready)
+      for (const queue of awaiting.values()) {
+        const before = queue.length
+        from(queue)
+        awaitingCount -= before - queue.length
       }
       for (let i = released.length - 1; i >= 0; i--) host.release(released[i])
       if (released.length > 0) Queue.unsafeOffer(slotFreedQueue, undefined)
@@ -331,22 +350,27 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       running: () => held,
       active: () => active.size,
-      waiting: () => ready.length,
+      waiting: waitingCount,
       target,
       targetFor,
       attemptMs: () => attemptMs,
       free: (backlog, ended = 0) =>
         prefetch === 0
           ? concurrency - held + ended
-          : concurrency + (backlog ? target() : 0) - active.size - ready.length,
+          : concurrency + (backlog ? target() : 0) - active.size - waitingCount(),
       inflight,
       claiming,
       holds: (id) => inflight.has(id) || claiming.has(id),
       attempts: () => {
-        if (ready.length === 0) return inflight
+        if (waitingCount() === 0) return inflight
         const all = new Map<string, { readonly attempt: number }>(inflight)
         // An earlier attempt of a job may still run here while its retry waits: both are checked.
-        for (const [row] of ready) if (!all.has(row.id)) all.set(row.id, { attempt: row.attempts })
+        const add = (queue: ReadonlyArray<Waiting>) => {
+          for (const [row] of queue) if (!all.has(row.id)) all.set(row.id, { attempt: row.attempts })
+        }
+        add(slottedReady)
+        add(ready)
+        for (const queue of awaiting.values()) add(queue)
         return all
       },
       take: (rows) => {
@@ -359,22 +383,14 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       },
       admit: (rows) => {
         const nowMs = performance.now()
-        for (const row of rows) {
-          // A job of a limited name without a slot (claimed as the limits were changing) that no
-          // slot will pass to: released, never started.
-          if (awaitsSlot(row) && !host.passes(row.name)) {
-            host.release(row)
-            continue
-          }
-          ready.push([row, nowMs])
-          if (slotted(row) || host.limited(row.name)) limitedWaiting.add(row)
-        }
+        for (const row of rows) wait(row, nowMs)
         startWaiting()
       },
       passTo: (row) => {
         const slot = nameSlots.of(row)
         if (slot === undefined) return undefined
-        let i = host.passes(slot.name, slot.slot) ? ready.findIndex(([r]) => r.name === slot.name && awaitsSlot(r)) : -1
+        const queue = host.passes(slot.name, slot.slot) ? awaiting.get(slot.name) : undefined
+        const waits = queue !== undefined && queue.length > 0
         // Now and then a slot that would pass is left to other workers instead (freed with the
         // end's write, announced), and the claims until then start one job fewer, so that workers
         // waiting for the name get one.
@@ -384,18 +400,18 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         // move towards the workers that hold fewer, until their shares even out.
         const limit = host.limitOf(slot.name)
         const everyMs = Math.min(8 * leaveEveryMs, (leaveEveryMs * limit) / Math.max(1, nameSlots.heldOf(slot.name, false)))
-        if (i >= 0 && nowMs - leftAt.get(slot.name)! >= everyMs) {
+        if (waits && nowMs - leftAt.get(slot.name)! >= everyMs) {
           leftAt.set(slot.name, nowMs)
           leftOpen++
           nameSlots.free(row)
           return "left"
         }
-        if (i < 0) {
+        if (!waits) {
           nameSlots.free(row)
           return undefined
         }
-        const [to] = ready.splice(i, 1)[0]
-        limitedWaiting.delete(to)
+        const [to] = queue!.shift()!
+        awaitingCount--
         passed.push(to)
         return nameSlots.pass(row, to)
       },
@@ -410,9 +426,12 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         return n
       },
       limitsChanged: () => {
-        limitedWaiting.clear()
-        for (const [row] of ready) if (slotted(row) || host.limited(row.name)) limitedWaiting.add(row)
-        releaseWaiting((row) => awaitsSlot(row) && !host.passes(row.name))
+        const all = [...slottedReady, ...ready, ...Array.from(awaiting.values()).flat()]
+        slottedReady.length = 0
+        ready.length = 0
+        awaiting.clear()
+        awaitingCount = 0
+        for (const [row, sinceMs] of all.sort((a, b) => a[1] - b[1])) wait(row, sinceMs)
         startWaiting()
       },
       heldOf: nameSlots.heldOf,
