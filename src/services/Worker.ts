@@ -94,7 +94,9 @@ export interface WorkerOptions<R> {
    *
    * Fewer wait than this when fewer are needed: about the jobs that end while one end is written
    * (measured), so a worker of long jobs claims none ahead. Jobs wait only while the worker has a
-   * backlog, never for a worker with a job that has a `mutexKey` (a waiting job would hold its key),
+   * backlog, never for a worker with a job that has a `mutexKey` (a waiting job would hold its key)
+   * or a name under a per-key or rate limit; jobs of a name limited by `running` alone wait without a
+   * slot, for one an ended attempt passes on (docs/flow-control.md),
    * and at most 1 s (or half `leaseTimeout`); then, and when they are cancelled, their name paused,
    * or the worker stops, they are released: back to pending, the attempt not counted. Waiting jobs
    * are held by the worker like running ones: if it crashes, they are rescued with them.
