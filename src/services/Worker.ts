@@ -394,7 +394,8 @@ export const make = <R>(
       (name, key, untilUs) =>
         driver.rateHold(name, key, untilUs).pipe(
           Effect.catchAll((error) => Effect.logWarning("sqlane: could not hold back a rate-limited name or key", error))
-        )
+        ),
+      (name) => limitsNow.get(name)
     )
     const { released } = outcomes
     /** Releases a claimed job that did not start: back to pending, the attempt not counted. */
@@ -415,6 +416,7 @@ export const make = <R>(
         for (const n of limits.keys()) keyed.add(n)
         slots.setPrefetch(prefetchFor(limits))
         slots.limitsChanged()
+        loop?.limitsChanged()
         Effect.runFork(wakeSelf)
       }
     )

@@ -106,6 +106,58 @@ export const runtimeRates = (target: Target) => {
           assert.deepStrictEqual((yield* admin.status).names.find((n) => n.name === Unrated.name)?.limits, undefined)
         }), queueOptions), 60_000)
 
+    it.effect(name("a worker that found the window used up claims again as soon as the rate is raised, not at the window's end"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<number> = []
+          yield* Worker.make({
+            handlers: [Job.handler(Unrated, () => Effect.map(Clock.currentTimeMillis, (ms) => void started.push(ms)))],
+            concurrency: 5
+          })
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          yield* admin.setLimits(Unrated.name, { rate: { starts: 2, per: "1 hour" } })
+          // As in the test above: the worker reads the new limits before the jobs come.
+          yield* realSleep(1_000)
+          yield* queue.enqueueMany(Unrated, Array.from({ length: 6 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 2), 20_000, "2 starts")
+          yield* realSleep(500)
+          assert.strictEqual(started.length, 2)
+          // Raised: the same window (the clock has not moved) admits 4 more, without waiting an hour.
+          yield* admin.setLimits(Unrated.name, { rate: { starts: 6, per: "1 hour" } })
+          yield* waitUntil(Effect.sync(() => started.length === 6), 20_000, "6 starts in the raised window")
+          assert.deepStrictEqual(started, [0, 0, 0, 0, 0, 0])
+        }), queueOptions), 60_000)
+
+    it.effect(name("RateLimited with scope name holds a name rated only at run time in every claim until its delay"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const started: Array<number> = []
+          let first = true
+          yield* Worker.make({
+            handlers: [Job.handler(Unrated, () =>
+              Effect.flatMap(Clock.currentTimeMillis, (ms) => {
+                started.push(ms)
+                if (!first) return Effect.void
+                first = false
+                return Effect.fail(new Errors.RateLimited({ delay: 60_000, scope: "name" }))
+              }))],
+            concurrency: 1
+          })
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          yield* admin.setLimits(Unrated.name, { rate: { starts: 100, per: "1 hour" } })
+          yield* realSleep(1_000)
+          yield* queue.enqueueMany(Unrated, Array.from({ length: 3 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 1), 20_000, "the first start")
+          // The name is held for a minute: nothing else starts, though the window has room.
+          yield* realSleep(1_000)
+          assert.strictEqual(started.length, 1)
+          yield* TestClock.adjust("61 seconds")
+          yield* waitUntil(Effect.sync(() => started.length === 4), 20_000, "every job started after the hold")
+          assert.isTrue(started.slice(1).every((ms) => ms >= 60_000), JSON.stringify(started))
+        }), queueOptions), 60_000)
+
     it.effect(name("a run-time rate wins over the definition's, in two workers; removed, the definition's applies again"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

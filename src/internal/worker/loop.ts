@@ -103,6 +103,11 @@ export interface ClaimLoop {
   readonly retakes: () => boolean
   /** Wakes the loop (an attempt was rescheduled, a name resumed): it probes again. */
   readonly wake: Effect.Effect<void>
+  /**
+   * The limits changed: what rate windows held back is forgotten (a raised or removed rate admits
+   * jobs at once; the next rated claim learns the windows again).
+   */
+  readonly limitsChanged: () => void
 }
 
 export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | Notifier | QueueConfig | Database> =>
@@ -475,6 +480,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         }
       },
       retakes: () => rideArmed && rideBound && !yielding,
-      wake: Effect.suspend(() => wakeSelf)
+      wake: Effect.suspend(() => wakeSelf),
+      limitsChanged: () => {
+        heldUntilUs.clear()
+        keyWakeUs = undefined
+      }
     } satisfies ClaimLoop
   })

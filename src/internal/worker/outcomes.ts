@@ -17,7 +17,7 @@ import { JobTimeout, RateLimited } from "../../schema/Errors.js"
 import { type Handler, schemasOf } from "../../schema/Job.js"
 import { AttemptError, ErrorHistory } from "../../schema/JobInfo.js"
 import type { Outcome } from "../../services/Completer.js"
-import type { ClaimedRow } from "../driver/Driver.js"
+import type { ClaimedRow, NameLimits } from "../driver/Driver.js"
 import {
   defectStack,
   describe,
@@ -90,7 +90,9 @@ export const make = <R>(
   handlers: ReadonlyMap<string, Handler<R>>,
   deleteCompleted: boolean,
   /** Holds back a job name (`key` null) or one of its keys until `untilUs`, in every process (`RateLimited`). */
-  hold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void> = () => Effect.void
+  hold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void> = () => Effect.void,
+  /** The limits of a job name now (its definition's, or those set at run time over them). */
+  limitsOf: (name: string) => NameLimits | undefined = () => undefined
 ): Outcomes<R> => {
   /** The payload and success codecs of each job name, compiled once. */
   const codecs = new Map(
@@ -218,11 +220,13 @@ export const make = <R>(
       const nowUs = yield* nowMicros
       const ms = Number.isFinite(error.delay) ? Math.max(0, error.delay) : 0
       const untilUs = nowUs + Math.round(ms * 1000)
-      const limits = handler.job.limits
+      // The name's rates now: its definition's, or those set at run time.
+      const limits = limitsOf(row.name)
+      const keyOf = handler.job.limits?.key
       if (limits?.rate !== undefined || limits?.ratePerKey !== undefined) {
         if (error.scope === "name") yield* hold(row.name, null, untilUs)
-        if (error.scope === "key" && limits.key !== undefined) {
-          const key = keyOfRow(row, limits.key as (payload: unknown) => string | undefined)
+        if (error.scope === "key" && keyOf !== undefined) {
+          const key = keyOfRow(row, keyOf as (payload: unknown) => string | undefined)
           if (key !== undefined) yield* hold(row.name, key, untilUs)
         }
       }
