@@ -355,9 +355,13 @@ export const make = <R>(
      * passes on (`internal/worker/nameSlots.ts`); a name with a concurrency key only (fair shares)
      * holds nothing while it waits.
      */
-    const passing = (limits: ReadonlyMap<string, NameLimits>) =>
-      mutexNames.length === 0 &&
-      Array.from(limits.values()).every((l) => !Limits.holdsWhileWaiting(l) || Limits.passesSlots(l))
+    const passing = (limits: ReadonlyMap<string, NameLimits>) => {
+      const all = Array.from(limits.values())
+      return mutexNames.length === 0 &&
+        all.every((l) => !Limits.holdsWhileWaiting(l) || Limits.passesSlots(l)) &&
+        // Fair shares' claims cap no slots: with a name whose slots pass, the worker claims none ahead.
+        !(all.some((l) => l.fair === true) && all.some(Limits.passesSlots))
+    }
     const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) => passing(limits) ? prefetch : 0
     /** The limits of the worker's names now (its definitions', then what `limitsView` follows), and whether slots pass. */
     let limitsNow: ReadonlyMap<string, NameLimits> = Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))
@@ -427,25 +431,27 @@ export const make = <R>(
       limits: limitsView.current,
       ahead: (withEnds) => {
         const limits = limitsNow
-        if (!passingNow || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
+        if (prefetch === 0 || !passingNow || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
         const names = new Set<string>()
         let held = 0
+        let heldNow = 0
         for (const [name, l] of limits) {
           // A claim made with the write of ends takes again the slots those ends free.
           const n = slots.heldOf(name, withEnds)
           if (n > 0 && Limits.passesSlots(l)) {
             names.add(name)
             held += n
+            heldNow += slots.heldOf(name, false)
           }
         }
         // Jobs wait ahead for the slots held here as they would for as many slots of a worker
         // without limits (`Slots.targetFor`): what those slots run while one end is written.
-        // A slot left to other workers lately is not taken back meanwhile: the claims take no more
-        // slots than those held (with the ends' write: those its ends free) less the slots left.
+        // A slot left to other workers is not taken back by the claim made with the write that
+        // leaves it: that claim gives no more slots than the write's ends free less those left.
         const left = withEnds ? slots.takeLeft() : 0
         const waiting = Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting())
         return {
-          slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - left)),
+          slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - heldNow - left)),
           waiting,
           // With none to take ahead, the claim reads only jobs it may give a slot.
           names: waiting === 0 ? new Set<string>() : names
@@ -500,7 +506,8 @@ export const make = <R>(
         }
         slots.ended(row, unwritten)
         claims.settled()
-        if (outcome.state === "pending") Effect.runFork(wakeSelf)
+        // Back to pending (a retry, or a job released unstarted): this worker's loop probes for it.
+        if (outcome.state === "pending" || outcome.state === "released") Effect.runFork(wakeSelf)
         // Its mutex key or limit slot is free again: wake the workers of jobs that may wait for it.
         // (A name with a concurrency key only holds neither; a limit slot the write's claim took
         // back, or the next write's claim will, or that passed to a job claimed ahead, is not free
@@ -509,6 +516,8 @@ export const make = <R>(
         if (mutexNames.includes(row.name)) Effect.runFork(notifier.released(mutexNames))
         else if (
           passing === "left" ||
+          // A slot meant to pass that did not (the job it went to was gone) is free now.
+          (handTo !== undefined && handed !== true && changed !== false) ||
           (limited !== undefined && Limits.holdsWhileWaiting(limited) && handTo === undefined && retaken !== true && !claims.retakes())
         ) {
           Effect.runFork(notifier.released([...mutexNames, row.name]))

@@ -116,14 +116,12 @@ export const ledgerOf = (prefix: string) =>
 /**
  * A Completer on a Claimer that counts the jobs claimed with the writes of ends (claims riding on
  * them; on MySQL/MariaDB the ends written in the claim's transaction), and the ends that passed
- * their slot of a concurrency limit to a job claimed ahead (`passed`), and the jobs released
- * unstarted or stopped (`released`): the services to give a
+ * their slot of a concurrency limit to a job claimed ahead (`passed`): the services to give a
  * `Worker.make`, and the counts so far. Built in the caller's scope, on its `Database` and `Facts`.
  */
 export const countingRides = Effect.gen(function*() {
   let rode = 0
   let passed = 0
-  let released = 0
   const spying = Layer.effect(
     Claimer.Claimer,
     Effect.map(Claimer.make, (claimer) => ({
@@ -144,9 +142,8 @@ export const countingRides = Effect.gen(function*() {
     submit: (outcome, onWritten, claimant) =>
       completer.submit(outcome, (changed, unwritten, retaken, handed) => {
         if (outcome.handTo !== undefined && handed === true) passed++
-        if (outcome.state === "released") released++
         onWritten(changed, unwritten, retaken, handed)
       }, claimant)
   })
-  return { services, rode: () => rode, passed: () => passed, released: () => released }
+  return { services, rode: () => rode, passed: () => passed }
 })

@@ -279,7 +279,8 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
       })
     }
 
-    /** Attempts stopped before they were launched (`stop`), by `id:attempt`. */
+    /** Attempts whose payload is being decoded (not launched yet), and those of them stopped (`stop`), by `id:attempt`. */
+    const decoding = new Set<string>()
     const stoppedEarly = new Set<string>()
 
     /** Decodes the payload of a claimed job and launches its attempt, or dead-letters the job. */
@@ -300,6 +301,7 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
       }
       if (decoded !== undefined && Either.isRight(decoded)) return launch(row, handler, decoded.right)
       // Slow path: a payload that is not JSON, does not match, or needs an asynchronous schema.
+      decoding.add(`${row.id}:${row.attempts}`)
       runFork(orLastResort(row, handler, Effect.gen(function*() {
         const job = handler.job
         const payload = yield* Effect.try(() => JSON.parse(row.payload)).pipe(
@@ -309,6 +311,7 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
           Effect.either
         )
         // Stopped while its payload was decoded (its slot of a limit did not pass to it): released.
+        decoding.delete(`${row.id}:${row.attempts}`)
         const wasStopped = stoppedEarly.delete(`${row.id}:${row.attempts}`)
         if (Either.isRight(payload)) {
           if (wasStopped) return released(row)
@@ -341,7 +344,7 @@ export const make = <R>(host: AttemptsHost<R>): Effect.Effect<Attempts, never, R
         if (entry.reason !== undefined) return
         entry.reason = "slot"
         Effect.runFork(Fiber.interrupt(entry.fiber))
-      } else {
+      } else if (decoding.has(`${row.id}:${row.attempts}`)) {
         // Not launched yet (its payload is being decoded): released instead of launched.
         stoppedEarly.add(`${row.id}:${row.attempts}`)
       }

@@ -200,13 +200,15 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         const groups = notHeld(paused.claimableGroups(rideGroups), nowUs)
         const ahead = host.ahead(true)
         // Leave a slot only while later ends of this worker will carry the ride on. (Where slots
-        // pass from attempt to attempt, the slots leave them instead: `Slots.passTo`.)
-        yielding = ahead === undefined && rideBound && ++boundRides >= yieldEvery && slots.running() > ended
+        // pass from attempt to attempt and jobs wait for them, the slots leave them instead:
+        // `Slots.passTo`.)
+        yielding = (ahead === undefined || slots.waiting() === 0) && rideBound && ++boundRides >= yieldEvery &&
+          slots.running() > ended
         if (yielding) boundRides = 0
-        const limit = ahead !== undefined
-          ? ahead.slots + ahead.waiting
-          : yielding
+        const limit = yielding
           ? ended - 1
+          : ahead !== undefined
+          ? ahead.slots + ahead.waiting
           : yielded
           ? Math.min(ended, slots.free(true, ended))
           : slots.free(true, ended)
@@ -421,6 +423,12 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         if (claimed > 0 || !probed) {
           // A short claim: these groups are drained (or were taken by other workers). Probe before
           // sleeping, to learn what else is due and when the next pending job is.
+          probeNext = true
+          continue
+        }
+        // Jobs waiting for a slot to pass to them with no slot of their name held here (the
+        // backlog's last jobs, claimed ahead as the last slots freed) are released, and probed for.
+        if (slots.releaseStranded() > 0) {
           probeNext = true
           continue
         }

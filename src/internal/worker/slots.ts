@@ -150,6 +150,12 @@ export interface Slots {
    */
   readonly releaseWaiting: (which?: (row: ClaimedRow, waitedMs: number) => boolean) => void
   /**
+   * Releases the jobs waiting for a slot to pass to them whose name has no slot held here (none
+   * running, none being freed by an end not yet written): no end will pass one to them. Returns how
+   * many. (Back to pending, a claim gives them a slot.)
+   */
+  readonly releaseStranded: () => number
+  /**
    * Releases the waiting jobs that waited longer than their bound; the worker then claims none ahead
    * until its attempts end faster than that wait.
    */
@@ -280,9 +286,10 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
       }
     }
     /**
-     * A worker that holds every slot of a limit leaves one that would pass to other workers every
-     * this many ms (one that holds half of them, every twice as many; at most every 8 times as
-     * many), and its next claim takes back no more than the slots it holds less that one.
+     * A worker that holds every slot of a limit of 4 or more leaves one to other workers every this
+     * many ms (one that holds half of them, every twice as many; a limit under 4 counts as 4; at
+     * most every 8 times as many), and the claim made with that end's write takes back no more than
+     * the slots it holds less that one.
      */
     const leaveEveryMs = 25
     /**
@@ -392,14 +399,15 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         const queue = host.passes(slot.name, slot.slot) ? awaiting.get(slot.name) : undefined
         const waits = queue !== undefined && queue.length > 0
         // Now and then a slot that would pass is left to other workers instead (freed with the
-        // end's write, announced), and the claims until then start one job fewer, so that workers
-        // waiting for the name get one.
+        // end's write, announced), and the claim made with that write takes it not back, so that
+        // workers waiting for the name get one. (With no job waiting here, the claim loop leaves
+        // one now and then: `loop.ts`.)
         const nowMs = performance.now()
         if (!leftAt.has(slot.name)) leftAt.set(slot.name, nowMs)
         // The more of the limit's slots this worker holds, the more often it leaves one: slots
         // move towards the workers that hold fewer, until their shares even out.
         const limit = host.limitOf(slot.name)
-        const everyMs = Math.min(8 * leaveEveryMs, (leaveEveryMs * limit) / Math.max(1, nameSlots.heldOf(slot.name, false)))
+        const everyMs = Math.min(8 * leaveEveryMs, (leaveEveryMs * Math.max(limit, 4)) / Math.max(1, nameSlots.heldOf(slot.name, false)))
         if (waits && nowMs - leftAt.get(slot.name)! >= everyMs) {
           leftAt.set(slot.name, nowMs)
           leftOpen++
@@ -459,6 +467,14 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         idleCheck()
       },
       releaseWaiting: (which) => void releaseWaiting(which),
+      releaseStranded: () => {
+        if (awaitingCount === 0) return 0
+        const before = awaitingCount
+        const stranded = new Set<string>()
+        for (const [name, queue] of awaiting) if (queue.length > 0 && nameSlots.heldOf(name, true) === 0) stranded.add(name)
+        if (stranded.size > 0) releaseWaiting((row) => stranded.has(row.name) && awaitsSlot(row))
+        return before - awaitingCount
+      },
       releaseOverdue: () => {
         const waitedMs = releaseWaiting((_, waitedMs) => waitedMs > waitBoundMs)
         // No slot freed for `waitedMs`: the running attempts take longer than measured — at least
