@@ -3,7 +3,7 @@
  * (`soak_enqueued`, written in the enqueue's transaction), the job rows, the ledger of handler runs
  * (`soak_ledger`) and the chaos driver's kill log.
  */
-import { expected, firstSucceedingAttempt, type Kind, limitedLimits, ratedRates } from "./jobs.js"
+import { cappedLimits, expected, firstSucceedingAttempt, type Kind, limitedLimits, ratedRates } from "./jobs.js"
 
 export interface EnqueuedRow {
   readonly seq: number
@@ -39,6 +39,12 @@ export interface LedgerRow {
   readonly rateKey?: string | null
   /** The instant of the run's claim (the `rated` kind; null when its job row held another attempt), µs. */
   readonly claimedUs?: number | null
+  /**
+   * The `capped` kind (null for the others): whether its job row held a slot of the name's limit when
+   * the run started (`unslotted`: it started in a slot an ended attempt passed on, before that end's
+   * write reached the database).
+   */
+  readonly cappedStart?: "slotted" | "unslotted" | null
 }
 export interface Kill {
   readonly pid: number
@@ -66,7 +72,8 @@ export interface Violations {
   readonly mutexOverlaps: number
   /**
    * Starts of `limited` runs at which more runs of that kind (or of one key) were running than its
-   * limits allow (`limitedLimits`), counting the recorded runs.
+   * limits allow (`limitedLimits`), and of `capped` runs at which more than `cappedLimits.running`
+   * `capped` runs were running, counting the recorded runs.
    */
   readonly limitOvershoots: number
   /**
@@ -91,6 +98,10 @@ export interface Violations {
   readonly completedFinalAttemptUnrecorded: number
   /** The least time between a delayed job's earliest start and its first run (ms), for the report. */
   readonly delayedMinMarginMs: number | null
+  /** The most `capped` runs recorded as running at once, for the report (its limit when reached). */
+  readonly cappedMostRunning: number
+  /** `capped` runs that started while their job row held no slot (`cappedStart`), for the report. */
+  readonly cappedStartedUnslotted: number
   /** The most `rated` runs claimed in one window of its name's rate, for the report (the rate was reached when it equals its `starts`). */
   readonly rateBusiestWindow: number
   /** Examples of each violation, for the report. */
@@ -279,26 +290,33 @@ export const check = (
     }
   }
 
-  // The recorded runs of the limited kind as [start, finish) intervals: at each start, how many run.
+  // The recorded runs of the limited and capped kinds as [start, finish) intervals: at each start, how
+  // many run. Returns the most seen at a start.
   let limitOvershoots = 0
   const overshoots = (runs: ReadonlyArray<LedgerRow>, most: number, what: string) => {
     const events: Array<readonly [number, number, LedgerRow]> = []
     for (const r of runs) events.push([r.startedUs, 1, r], [r.finishedUs, -1, r])
     events.sort((a, b) => a[0] - b[0] || a[1] - b[1])
     let open = 0
+    let busiest = 0
     for (const [at, d, r] of events) {
       open += d
+      if (d === 1) busiest = Math.max(busiest, open)
       if (d === 1 && open > most) {
         limitOvershoots++
         example("limit overshoot", `${what}: ${open} running at ${at} µs (limit ${most}), job ${r.jobId} (pid ${r.workerPid})`)
       }
     }
+    return busiest
   }
   const limitedRuns = ledger.filter((r) => r.limitKey !== null && r.limitKey !== undefined)
-  overshoots(limitedRuns, limitedLimits.running, "all keys")
+  overshoots(limitedRuns, limitedLimits.running, "limited, all keys")
   const byLimitKey = new Map<string, Array<LedgerRow>>()
   for (const r of limitedRuns) byLimitKey.set(r.limitKey!, [...(byLimitKey.get(r.limitKey!) ?? []), r])
-  for (const [key, runs] of byLimitKey) overshoots(runs, limitedLimits.runningPerKey, `key ${key}`)
+  for (const [key, runs] of byLimitKey) overshoots(runs, limitedLimits.runningPerKey, `limited, key ${key}`)
+  const cappedRuns = ledger.filter((r) => r.cappedStart !== null && r.cappedStart !== undefined)
+  const cappedMostRunning = overshoots(cappedRuns, cappedLimits.running, "capped")
+  const cappedStartedUnslotted = cappedRuns.filter((r) => r.cappedStart === "unslotted").length
 
   // The recorded runs of the rated kind by the window of their claim: no window may have more
   // starts than its rate (a run whose job row held another attempt has no claim instant, and is left out).
@@ -358,6 +376,8 @@ export const check = (
     delayedRanEarly,
     completedFinalAttemptUnrecorded,
     delayedMinMarginMs: delayedMinMarginUs === null ? null : Math.round(delayedMinMarginUs / 100) / 10,
+    cappedMostRunning,
+    cappedStartedUnslotted,
     rateBusiestWindow,
     examples
   }

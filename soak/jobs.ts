@@ -3,10 +3,13 @@
  * run them), and what each one must end as.
  *
  * Every handler that succeeds records its run in `soak_ledger` in a transaction of its own:
- * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key, claimed_us)`,
- * times in µs of the machine's wall clock. A failing attempt records nothing. `claimed_us` (the
- * `rated` kind only) is the attempt's `claimed_at` as its job row holds it while the handler runs: the
- * instant of the claim, whose rate window the start counts in.
+ * `(job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key, claimed_us,
+ * capped_start)`, times in µs of the machine's wall clock. A failing attempt records nothing.
+ * `claimed_us` (the `rated` kind only) is the attempt's `claimed_at` as its job row holds it while the
+ * handler runs: the instant of the claim, whose rate window the start counts in. `capped_start` (the
+ * `capped` kind only, and its marker) says whether the job row held a slot of its name's limit when
+ * the run started: `slotted`, or `unslotted` — a job claimed ahead that started in a slot an ended
+ * attempt passed on before the write of that end reached the database.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
@@ -40,6 +43,19 @@ export const Limited = Job.make("soak-limited", {
   retry,
   limits: { ...limitedLimits, key: (p) => p.key }
 })
+/** The limit of the `capped` kind: 4 at once, by `running` alone. */
+export const cappedLimits = { running: 4 } as const
+/**
+ * At most 4 running (`running` alone: no key, per-key limit or rate); runs 2–10 ms. No instant may
+ * have more. Its slots pass from an ended attempt to a job its worker claimed ahead without one.
+ */
+export const Capped = Job.make("soak-capped", { payload: Seq, retry, limits: cappedLimits })
+/**
+ * How many `capped` jobs the driver enqueues at once (the backlog's, and then whenever as many are
+ * due by the pace): a burst beyond the limit, so that jobs wait for slots and ended attempts pass
+ * theirs on, which an even trickle of short jobs would seldom make them do.
+ */
+export const cappedBurst = 50
 /** The rates of the `rated` kind: 10 starts a second in all, 2 per key per half second. */
 export const ratedRates = {
   rate: { starts: 10, per: "1 second", perUs: 1_000_000 },
@@ -70,13 +86,24 @@ export const Poison = Job.make("soak-poison", {
 /** Times out (300 ms) on its first attempt by sleeping 5 s, then succeeds. */
 export const Timeout = Job.make("soak-timeout", { payload: Seq, retry, timeout: "300 millis" })
 
-export type Kind = "quick" | "mutex" | "limited" | "rated" | "unique" | "delayed" | "flaky" | "poison" | "timeout"
+export type Kind =
+  | "quick"
+  | "mutex"
+  | "limited"
+  | "capped"
+  | "rated"
+  | "unique"
+  | "delayed"
+  | "flaky"
+  | "poison"
+  | "timeout"
 
 /** The share of each kind among the soak's jobs (sums to 1). */
 export const mix: ReadonlyArray<readonly [Kind, number]> = [
-  ["quick", 0.41],
+  ["quick", 0.35],
   ["mutex", 0.12],
   ["limited", 0.08],
+  ["capped", 0.06],
   ["rated", 0.06],
   ["unique", 0.1],
   ["delayed", 0.06],
@@ -89,6 +116,7 @@ export const jobOf = {
   quick: Quick,
   mutex: Mutex,
   limited: Limited,
+  capped: Capped,
   rated: Rated,
   unique: Unique,
   delayed: Delayed,
@@ -104,6 +132,7 @@ export const expected: Record<Kind, { readonly state: "completed" | "dead"; read
   quick: { state: "completed" },
   mutex: { state: "completed" },
   limited: { state: "completed" },
+  capped: { state: "completed" },
   rated: { state: "completed" },
   unique: { state: "completed" },
   delayed: { state: "completed" },
@@ -125,6 +154,21 @@ export const rateKeys = 4
  */
 export const firstSucceedingAttempt: Partial<Record<Kind, number>> = { flaky: 3, timeout: 2 }
 
+/**
+ * The job names each worker process runs in a `Worker` of their own. A worker passes slots only when
+ * none of its names has a mutex key or a limit other than `running` alone (a job waiting ahead would
+ * hold a key, a slot or a start another worker could use): with the other kinds, `capped` would be
+ * claimed only for a free slot, and no slot would pass.
+ */
+export const ownWorker: ReadonlySet<string> = new Set([Capped.name])
+
+/** What a run records besides its times, by kind (left out: not of that kind; recorded as NULL). */
+interface Marks {
+  readonly mutexKey?: string
+  readonly limitKey?: string
+  readonly rateKey?: string
+  readonly cappedStart?: "slotted" | "unslotted"
+}
 
 /** The handlers, for a worker process whose SqlClient reaches the soak database. */
 export const handlers = (sql: SqlClient.SqlClient) => {
@@ -134,21 +178,25 @@ export const handlers = (sql: SqlClient.SqlClient) => {
     pg: () => sql.literal("(EXTRACT(EPOCH FROM claimed_at) * 1000000)::bigint"),
     orElse: () => sql.literal("TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', claimed_at)")
   })
-  const record = (
-    id: string,
-    attempt: number,
-    startedUs: number,
-    mutexKey: string | null,
-    limitKey: string | null = null,
-    rateKey: string | null = null
-  ) =>
+  /** The attempt's row, while it holds that attempt. */
+  const ownRow = (id: string, attempt: number) =>
+    sql`${sql("soak_jobs")} WHERE id = ${Number(id)} AND attempts = ${attempt} AND state = 'running'`
+  /** The slot of its name's limit the attempt's job row holds now (null: none). */
+  const nameSlot = (id: string, attempt: number) =>
+    sql<{ name_slot: number | null }>`SELECT name_slot FROM ${ownRow(id, attempt)}`.pipe(
+      Effect.map((rows) => rows[0]?.name_slot ?? null),
+      // A database error fails the attempt (a defect, retried), as a ledger write's does.
+      Effect.orDie
+    )
+  const record = (id: string, attempt: number, startedUs: number, marks: Marks = {}) =>
     sql.withTransaction(
-      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key, claimed_us)
-          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${mutexKey}, ${limitKey}, ${rateKey}, ${
-        rateKey === null
-          ? null
-          : sql`(SELECT ${claimedUs} FROM ${sql("soak_jobs")} WHERE id = ${Number(id)} AND attempts = ${attempt} AND state = 'running')`
-      })`
+      sql`INSERT INTO ${ledger} (job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key, rate_key,
+            claimed_us, capped_start)
+          VALUES (${Number(id)}, ${attempt}, ${process.pid}, ${startedUs}, ${nowUs()}, ${marks.mutexKey ?? null}, ${
+        marks.limitKey ?? null
+      }, ${marks.rateKey ?? null}, ${
+        marks.rateKey === undefined ? null : sql`(SELECT ${claimedUs} FROM ${ownRow(id, attempt)})`
+      }, ${marks.cappedStart ?? null})`
     ).pipe(
       Effect.asVoid,
       // A database error fails the attempt (a defect, retried), with the driver's message in the job's
@@ -163,35 +211,35 @@ export const handlers = (sql: SqlClient.SqlClient) => {
           : Effect.die(new Error(`ledger write failed: ${message}`))
       })
     )
+  /** Sleeps `min`–`max` ms, then records the run (started before the sleep). */
+  const after = (min: number, max: number, id: string, attempt: number, startedUs: number, marks: Marks) =>
+    Effect.sleep(min + Math.floor(Math.random() * (max - min))).pipe(Effect.zipRight(record(id, attempt, startedUs, marks)))
   return [
-    Job.handler(Quick, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),
-    Job.handler(Unique, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),
-    Job.handler(Delayed, (_, ctx) => record(ctx.id, ctx.attempt, nowUs(), null)),
-    Job.handler(Mutex, (p, ctx) =>
+    Job.handler(Quick, (_, ctx) => record(ctx.id, ctx.attempt, nowUs())),
+    Job.handler(Unique, (_, ctx) => record(ctx.id, ctx.attempt, nowUs())),
+    Job.handler(Delayed, (_, ctx) => record(ctx.id, ctx.attempt, nowUs())),
+    Job.handler(Mutex, (p, ctx) => Effect.suspend(() => after(10, 40, ctx.id, ctx.attempt, nowUs(), { mutexKey: p.key }))),
+    Job.handler(Limited, (p, ctx) => Effect.suspend(() => after(10, 40, ctx.id, ctx.attempt, nowUs(), { limitKey: p.key }))),
+    Job.handler(Capped, (_, ctx) =>
       Effect.suspend(() => {
         const startedUs = nowUs()
-        return Effect.sleep(10 + Math.floor(Math.random() * 30)).pipe(
-          Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, p.key))
+        return nameSlot(ctx.id, ctx.attempt).pipe(
+          Effect.flatMap((slot) =>
+            after(2, 10, ctx.id, ctx.attempt, startedUs, { cappedStart: slot === null ? "unslotted" : "slotted" })
+          )
         )
       })),
-    Job.handler(Limited, (p, ctx) =>
-      Effect.suspend(() => {
-        const startedUs = nowUs()
-        return Effect.sleep(10 + Math.floor(Math.random() * 30)).pipe(
-          Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, null, p.key))
-        )
-      })),
-    Job.handler(Rated, (p, ctx) => record(ctx.id, ctx.attempt, nowUs(), null, null, p.key)),
+    Job.handler(Rated, (p, ctx) => record(ctx.id, ctx.attempt, nowUs(), { rateKey: p.key })),
     Job.handler(Flaky, (_, ctx) =>
       ctx.attempt < firstSucceedingAttempt.flaky!
         ? Effect.fail(new Designed({ message: `designed failure of attempt ${ctx.attempt}` }))
-        : record(ctx.id, ctx.attempt, nowUs(), null)),
+        : record(ctx.id, ctx.attempt, nowUs())),
     Job.handler(Poison, (_, ctx) => Effect.fail(new Designed({ message: `poison, attempt ${ctx.attempt}` }))),
     Job.handler(Timeout, (_, ctx) =>
       Effect.suspend(() => {
         const startedUs = nowUs()
         return (ctx.attempt < firstSucceedingAttempt.timeout! ? Effect.sleep("5 seconds") : Effect.void).pipe(
-          Effect.zipRight(record(ctx.id, ctx.attempt, startedUs, null))
+          Effect.zipRight(record(ctx.id, ctx.attempt, startedUs))
         )
       }))
   ]

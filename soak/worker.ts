@@ -1,9 +1,11 @@
 /**
  * One soak worker process: `tsx soak/worker.ts <pg|mysql> <url> <concurrency>`.
  *
- * A `QueueLive` on the soak's tables (prefix `soak_`, no migrations: the driver ran them) and one
- * `Worker` with every soak handler. It sends "ready" to the driver (IPC) once the worker has
- * started, and runs until SIGTERM/SIGINT (a graceful shutdown) or SIGKILL (the chaos driver).
+ * A `QueueLive` on the soak's tables (prefix `soak_`, no migrations: the driver ran them) and two
+ * `Worker`s, each at `<concurrency>`: one with the `capped` kind's handler alone (so that its slots
+ * pass: `ownWorker` in soak/jobs.ts), one with every other soak handler. It sends "ready" to the
+ * driver (IPC) once both have started, and runs until SIGTERM/SIGINT (a graceful shutdown) or
+ * SIGKILL (the chaos driver).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as MysqlClient from "@effect/sql-mysql2/MysqlClient"
@@ -15,7 +17,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Redacted from "effect/Redacted"
 import { QueueLive, Worker } from "../src/index.js"
-import { handlers } from "./jobs.js"
+import { handlers, ownWorker } from "./jobs.js"
 
 const [dialect, url, concurrency] = process.argv.slice(2)
 
@@ -25,8 +27,16 @@ const client = dialect === "pg"
 
 const program = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const worker = yield* Worker.make({ concurrency: Number(concurrency), handlers: handlers(sql), shutdownTimeout: "10 seconds" })
-  process.send?.({ ready: worker.id })
+  const all = handlers(sql)
+  const worker = (own: boolean) =>
+    Worker.make({
+      concurrency: Number(concurrency),
+      handlers: all.filter((h) => ownWorker.has(h.job.name) === own),
+      shutdownTimeout: "10 seconds"
+    })
+  const shared = yield* worker(false)
+  const capped = yield* worker(true)
+  process.send?.({ ready: [shared.id, capped.id] })
   yield* Effect.never
 }).pipe(
   Effect.scoped,

@@ -42,7 +42,8 @@ const timedOut = (attempt: number) => ({ attempt, at: "", kind: "timeout", messa
 
 /** The counts of a check, without the examples. */
 const counts = (...args: Parameters<typeof check>) => {
-  const { examples: _, delayedMinMarginMs: __, rateBusiestWindow: ___, ...rest } = check(...args)
+  const { examples: _, delayedMinMarginMs: __, rateBusiestWindow: ___, cappedMostRunning: _m, cappedStartedUnslotted: _u, ...rest } =
+    check(...args)
   return rest
 }
 const zero = {
@@ -76,11 +77,13 @@ describe("soak check", () => {
       [run("1", 1, 10, 1_000), run("2", 3, 10, 2_000), run("3", 2, 11, 3_000), run("4", 1, 11, 7_000)],
       []
     )
-    const { examples, delayedMinMarginMs, rateBusiestWindow, ...rest } = result
+    const { examples, delayedMinMarginMs, rateBusiestWindow, cappedMostRunning, cappedStartedUnslotted, ...rest } = result
     assert.deepStrictEqual(rest, zero)
     assert.deepStrictEqual(examples, [])
     assert.strictEqual(delayedMinMarginMs, 2)
     assert.strictEqual(rateBusiestWindow, 0)
+    assert.strictEqual(cappedMostRunning, 0)
+    assert.strictEqual(cappedStartedUnslotted, 0)
   })
 
   it("rated runs: more than 10 claims in one 1 s window, or 2 of one key in one 0.5 s window, overshoot; windows are fixed, counted by the claims' instants", () => {
@@ -133,6 +136,47 @@ describe("soak check", () => {
       counts(nineIds.map((id) => enq(id, "limited")), nineIds.map((id) => job(id, 1)), nine, []),
       { ...zero, limitOvershoots: 1 }
     )
+  })
+
+  it("capped runs: a start with 5 running is an overshoot (limit 4), 4 is not; runs of other kinds do not count; unslotted starts are counted", () => {
+    const capped = (id: string, startedUs: number, start: "slotted" | "unslotted" = "slotted"): LedgerRow => ({
+      ...run(id, 1, 10, startedUs),
+      cappedStart: start
+    })
+    const all = (rows: ReadonlyArray<LedgerRow>) =>
+      check(
+        rows.map((r) => enq(r.jobId, r.cappedStart === undefined ? "limited" : "capped")),
+        rows.map((r) => job(r.jobId, 1)),
+        rows,
+        []
+      )
+    // Runs last 100 µs: 1–4 overlap (4 at once); 5 starts as 1 ends (in the slot 1 passed on, before
+    // the write of 1's end), 6 as 2 ends. A limited run alongside is not a capped one.
+    const within = [
+      capped("1", 1_000),
+      capped("2", 1_010),
+      capped("3", 1_020),
+      capped("4", 1_030),
+      capped("5", 1_100, "unslotted"),
+      capped("6", 1_110, "unslotted"),
+      { ...run("7", 1, 11, 1_040), limitKey: "l0" }
+    ]
+    const ok = all(within)
+    assert.deepStrictEqual({ ...ok, examples: [], delayedMinMarginMs: null }, {
+      ...zero,
+      examples: [],
+      delayedMinMarginMs: null,
+      rateBusiestWindow: 0,
+      cappedMostRunning: 4,
+      cappedStartedUnslotted: 2
+    })
+    // A fifth capped run while 1–4 run (a slot passed on while its giver still ran, or taken twice):
+    // an overshoot at its start, and at the starts of 5 and 6 (it still runs as each takes the slot
+    // of the run that ended).
+    const over = all([...within, capped("8", 1_050, "unslotted")])
+    assert.strictEqual(over.limitOvershoots, 3)
+    assert.strictEqual(over.cappedMostRunning, 5)
+    assert.include(over.examples, "limit overshoot: capped: 5 running at 1050 µs (limit 4), job 8 (pid 10)")
   })
 
   it("a run again after the worker was killed and the attempt recorded as worker lost: after a kill", () => {
@@ -191,7 +235,9 @@ describe("soak check", () => {
       duplicatesAfterLostCommit: 1,
       examples: [],
       delayedMinMarginMs: null,
-      rateBusiestWindow: 0
+      rateBusiestWindow: 0,
+      cappedMostRunning: 0,
+      cappedStartedUnslotted: 0
     })
     assert.match(result.examples[0], /^duplicate after a lost COMMIT answer: job 1, attempt 1/)
     // A COMMIT failure recorded for another attempt explains nothing.
@@ -296,7 +342,9 @@ describe("soak check", () => {
         uniqueDuplicates: 1,
         examples: [],
         delayedMinMarginMs: null,
-        rateBusiestWindow: 0
+        rateBusiestWindow: 0,
+        cappedMostRunning: 0,
+        cappedStartedUnslotted: 0
       }
     )
   })
