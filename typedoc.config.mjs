@@ -31,8 +31,10 @@ export default {
   // provides them, and an app never builds them itself.
   intentionallyNotExported: [
     "src/internal/Database.ts:Database",
+    "src/internal/driver/rows.ts:Ahead",
     "src/internal/driver/rows.ts:ClaimedRow",
     "src/internal/driver/rows.ts:Finish",
+    "src/internal/driver/rows.ts:KeyedClaim",
     "src/internal/driver/rows.ts:NameLimits",
     "src/internal/driver/rows.ts:RatedClaim",
     "src/internal/facts.ts:Facts",
