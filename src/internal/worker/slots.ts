@@ -20,6 +20,11 @@
  * the waiting jobs it concerns at once; a pause or the worker's id taken within the worker's next
  * check of its waiting jobs (`Worker.ts`, every 250 ms).
  *
+ * Names under a concurrency limit by `running` alone are claimed ahead too, without a slot of the
+ * limit: such a job waits (in a queue of its name) until an attempt of its name that holds a slot
+ * ends and passes the slot to it (`passTo`, `nameSlots.ts`), and never starts without one; jobs
+ * that took a slot in their claim start first. A worker with any other limit claims none ahead.
+ *
  * Source: Celery's `worker_prefetch_multiplier` and AMQP's consumer prefetch (`basic.qos`), with
  * the number kept to what the write of an end costs.
  *
