@@ -314,18 +314,24 @@ export const limits = (target: Target) => {
           const ledger = yield* runsLedger(prefix)
           const queue = yield* Queue.Queue
           const Four = Job.make("four", { payload: Schema.Struct({ i: Schema.Number }), limits: { running: 4 } })
-          yield* queue.enqueueMany(Four, Array.from({ length: 500 }, (_, i) => ({ i })))
+          yield* queue.enqueueMany(Four, Array.from({ length: 800 }, (_, i) => ({ i })))
           yield* Worker.make({ handlers: [recording(Four, prefix, "a", 1)], concurrency: 8 })
           yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n >= 100), 60_000, "100 jobs completed")
           yield* otherWorker(target, prefix, { handlers: [recording(Four, prefix, "b", 1)], concurrency: 8 }, {
             pollInterval: "1 hour"
           })
-          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 500), 120_000, "500 jobs completed")
+          yield* waitUntil(Effect.map(countJobs(prefix, "completed"), (n) => n === 800), 120_000, "800 jobs completed")
           const runs = yield* ledger.all
-          assert.strictEqual(runs.length, 500)
+          assert.strictEqual(runs.length, 800)
           assert.strictEqual(mostAtOnce(runs, nowUs()), 4)
-          // Slots it left were not taken back by its own next claim: the late worker got a share.
-          assert.isAbove(runs.filter((r) => r.worker === "b").length, 40, `b ran ${runs.filter((r) => r.worker === "b").length}`)
+          // Slots it left were not taken back by its own next claim: from its first start on, the late worker
+          // ran a share: half would be even; without leaving slots, about a fifth (how soon it starts
+          // depends on the machine, not on the slots).
+          const firstOfB = Math.min(...runs.filter((r) => r.worker === "b").map((r) => r.start))
+          const since = runs.filter((r) => r.start >= firstOfB)
+          const ofB = since.filter((r) => r.worker === "b").length
+          assert.isAtLeast(since.length, 50, `b started with ${since.length} jobs left`)
+          assert.isAtLeast(ofB / since.length, 0.3, `b ran ${ofB} of the ${since.length} started since its first`)
         }), { pollInterval: "1 hour" }), 180_000)
 
     it.live(name("slots stop passing when another name of the worker gets a per-key limit: its jobs claimed ahead never start without a slot"), () =>
