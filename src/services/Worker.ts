@@ -23,7 +23,8 @@
  * session lock, row and heartbeat), `slots.ts` (the jobs it holds against `concurrency`),
  * `loop.ts` (probes, claims, wake-ups, the claims made with the writes of its ends),
  * `attempt.ts` (the attempt executor) and `outcomes.ts` (how an attempt ended, as the end written),
- * `rescuer.ts` (lost workers' jobs), and `shutdown.ts`. `make` checks the options and the pool,
+ * `passing.ts` (what it claims ahead under limits whose slots pass), `rescuer.ts` (lost workers'
+ * jobs), `shutdown.ts` and `options.ts` (the options checked). `make` checks the options and the pool,
  * puts the parts together, and hands each attempt's end to the Completer.
  *
  * @since 0.1.0
@@ -37,12 +38,11 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
-import { durationMillis } from "../internal/options.js"
 import * as Limits from "../internal/limits.js"
 import type { NameLimits } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
 import * as Stats from "../internal/stats.js"
-import { checkIdentifier, fitRecord } from "../internal/sanitize.js"
+import { fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
 import { nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
@@ -53,10 +53,12 @@ import { Completer, deadLetteredInPlace, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
 import * as Attempts from "../internal/worker/attempt.js"
+import { defaultPrefetch, optionsProblem } from "../internal/worker/options.js"
 import * as EndLogs from "../internal/worker/endLogs.js"
 import { liveness } from "../internal/worker/liveness.js"
 import * as Loop from "../internal/worker/loop.js"
 import * as Outcomes from "../internal/worker/outcomes.js"
+import * as Passing from "../internal/worker/passing.js"
 import * as Rescuer from "../internal/worker/rescuer.js"
 import * as Shutdown from "../internal/worker/shutdown.js"
 import * as Slots from "../internal/worker/slots.js"
@@ -165,82 +167,8 @@ export interface WorkerHandle {
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
 const workersOn = new WeakMap<object, number>()
 
-/**
- * The default `prefetch`: 8 × the jobs the worker runs at once, and at least 200. A bound for short
- * jobs only: how many wait is measured (see `WorkerOptions.prefetch`). Measured: docs/performance.md,
- * "Prefetch".
- */
-const defaultPrefetch = (concurrency: number) => Math.max(8 * concurrency, 200)
-
 /** How often the jobs waiting to start are checked for a pause, their bound and the worker's id (wall clock, ms). */
 const waitingCheckMillis = 250
-
-/** The longest worker id: MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`. */
-const maxWorkerIdLength = 55
-
-/** Why the options cannot be used, or `undefined`: checked before the worker touches the database. */
-const optionsProblem = <R>(options: WorkerOptions<R>): InvalidWorkerOptions | undefined => {
-  const concurrency = options.concurrency ?? 10
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
-    return new InvalidWorkerOptions({
-      option: "concurrency",
-      reason: typeof concurrency === "number" ? "range" : "type",
-      message: `concurrency must be a positive integer, got ${options.concurrency}`
-    })
-  }
-  const prefetch = options.prefetch
-  if (prefetch !== undefined && (!Number.isSafeInteger(prefetch) || prefetch < 0)) {
-    return new InvalidWorkerOptions({
-      option: "prefetch",
-      reason: typeof prefetch === "number" ? "range" : "type",
-      message: `prefetch must be a whole number of jobs, 0 or more, got ${String(prefetch)}`
-    })
-  }
-  if (options.id !== undefined) {
-    const problem = typeof options.id === "string" && options.id.length > maxWorkerIdLength
-      ? `is ${options.id.length} characters long; a worker id is at most ${maxWorkerIdLength} characters`
-      : checkIdentifier(options.id)
-    if (problem !== undefined) {
-      return new InvalidWorkerOptions({
-        option: "id",
-        reason: typeof options.id !== "string"
-          ? "type"
-          : options.id.length === 0 || options.id.length > maxWorkerIdLength
-          ? "range"
-          : "characters",
-        message: `the worker id ${problem}`
-      })
-    }
-  }
-  if (options.shutdownTimeout !== undefined) {
-    const timeout = durationMillis(options.shutdownTimeout)
-    if ("problem" in timeout) {
-      return new InvalidWorkerOptions({ option: "shutdownTimeout", reason: timeout.reason, message: `shutdownTimeout ${timeout.problem}` })
-    }
-  }
-  if (options.logs !== undefined && options.logs !== "default" && options.logs !== "quiet") {
-    return new InvalidWorkerOptions({
-      option: "logs",
-      reason: "type",
-      message: `logs must be "default" or "quiet", got ${String(options.logs)}`
-    })
-  }
-  if (!Array.isArray(options.handlers)) {
-    return new InvalidWorkerOptions({ option: "handlers", reason: "type", message: "handlers must be an array of Job.handler(…)" })
-  }
-  const names = new Set<string>()
-  for (const h of options.handlers) {
-    if (names.has(h.job.name)) {
-      return new InvalidWorkerOptions({
-        option: "handlers",
-        reason: "conflict",
-        message: `two handlers for job name "${h.job.name}"`
-      })
-    }
-    names.add(h.job.name)
-  }
-  return undefined
-}
 
 /**
  * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
@@ -348,20 +276,8 @@ export const make = <R>(
     let loop: Loop.ClaimLoop | undefined
 
     const prefetch = options.prefetch ?? defaultPrefetch(concurrency)
-    /**
-     * Jobs claimed ahead: none while a name has mutex keys or limits (a waiting job would hold its
-     * key, its limit slot or its rate window's start, which another worker could use now) — except
-     * names limited by `running` alone, whose jobs wait without a slot for one an ended attempt
-     * passes on (`internal/worker/nameSlots.ts`); a name with a concurrency key only (fair shares)
-     * holds nothing while it waits.
-     */
-    const passing = (limits: ReadonlyMap<string, NameLimits>) => {
-      const all = Array.from(limits.values())
-      return mutexNames.length === 0 &&
-        all.every((l) => !Limits.holdsWhileWaiting(l) || Limits.passesSlots(l)) &&
-        // Fair shares' claims cap no slots: with a name whose slots pass, the worker claims none ahead.
-        !(all.some((l) => l.fair === true) && all.some(Limits.passesSlots))
-    }
+    /** Whether the slots of `running`-limited names pass from attempt to attempt (`Passing.passes`). */
+    const passing = (limits: ReadonlyMap<string, NameLimits>) => Passing.passes(limits, mutexNames.length > 0)
     const prefetchFor = (limits: ReadonlyMap<string, NameLimits>) => passing(limits) ? prefetch : 0
     /** The limits of the worker's names now (its definitions', then what `limitsView` follows), and whether slots pass. */
     let limitsNow: ReadonlyMap<string, NameLimits> = Limits.limitsOf(Array.from(handlers.values(), (h) => h.job))
@@ -429,34 +345,7 @@ export const make = <R>(
       names,
       keyed,
       limits: limitsView.current,
-      ahead: (withEnds) => {
-        const limits = limitsNow
-        if (prefetch === 0 || !passingNow || !Array.from(limits.values()).some(Limits.passesSlots)) return undefined
-        const names = new Set<string>()
-        let held = 0
-        let heldNow = 0
-        for (const [name, l] of limits) {
-          // A claim made with the write of ends takes again the slots those ends free.
-          const n = slots.heldOf(name, withEnds)
-          if (n > 0 && Limits.passesSlots(l)) {
-            names.add(name)
-            held += n
-            heldNow += slots.heldOf(name, false)
-          }
-        }
-        // Jobs wait ahead for the slots held here as they would for as many slots of a worker
-        // without limits (`Slots.targetFor`): what those slots run while one end is written.
-        // A slot left to other workers is not taken back by the claim made with the write that
-        // leaves it: that claim gives no more slots than the write's ends free less those left.
-        const left = withEnds ? slots.takeLeft() : 0
-        const waiting = Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting())
-        return {
-          slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - heldNow - left)),
-          waiting,
-          // With none to take ahead, the claim reads only jobs it may give a slot.
-          names: waiting === 0 ? new Set<string>() : names
-        }
-      },
+      ahead: (withEnds) => passingNow ? Passing.ahead(limitsNow, slots, concurrency, prefetch, withEnds) : undefined,
       slots,
       paused,
       release,
