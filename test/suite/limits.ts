@@ -266,6 +266,25 @@ export const limits = (target: Target) => {
           // Two slots are free again (one is held by job 5): a claim takes two jobs into them.
           const refill = yield* claimer.claim(groupsOf(Capped.name), 10, now, "w1", names, limits)
           assert.deepStrictEqual(refill.map((r) => r.id), [ids[7], ids[8]])
+          // A chain that ends in its write: job 5 passes its slot to job 9, whose end (passing nothing)
+          // is in the write too. The slot passed; the write frees it with the last end, and says that
+          // nothing failed to pass.
+          const lastAhead = yield* claimer.claimWithHolds(groupsOf(Capped.name), 10, now, "w1", names, limits, { slots: 0, waiting: 1, names })
+          assert.deepStrictEqual(lastAhead.claimed.map((r) => [r.id, r.nameSlot ?? "none"]), [[ids[9], "none"]])
+          const ended = yield* claimer.finishAndClaim(
+            [end({ id: ids[5], attempts: 1 }, { id: ids[9], slot: slotOf(first[0]) }), end({ id: ids[9], attempts: 1 })],
+            [],
+            0,
+            now,
+            "w1"
+          )
+          assert.strictEqual(ended.stale.size, 0)
+          const afterEnded = yield* slotsNow
+          assert.deepStrictEqual([afterEnded[ids[5]], afterEnded[ids[9]]], ["completed", "completed"])
+          // Its slot is free: a job enqueued now takes it.
+          const [late] = yield* queue.enqueueMany(Capped, [{ i: 10 }])
+          const again = yield* claimer.claim(groupsOf(Capped.name), 10, (yield* nowMicros) + 1000, "w1", names, limits)
+          assert.deepStrictEqual(again.map((r) => [r.id, r.nameSlot]), [[late, slotOf(first[0])]])
         })))
 
     it.live(name("name limit 3, two workers at concurrency 5, short jobs: slots pass from attempt to attempt without a write between, never more than 3 at once, both run some"), () =>

@@ -150,18 +150,15 @@ export interface Handover {
 /**
  * The slots that pass in a write of `finishes` (`Finish.handTo`): a receiver whose own end is in
  * the write passes the slot on to its own receiver, or, without one, frees it with its end; so each
- * chain becomes one handover from its first giver to its last receiver still running, and the
- * ends of a chain that ends in the write (`freed`) pass nothing.
+ * chain becomes one handover from its first giver to its last receiver still running, and a chain
+ * that ends in the write passes nothing (the write frees its slot with its last end).
  */
-export const handoversOf = (
-  finishes: ReadonlyArray<Finish>
-): { readonly handovers: ReadonlyArray<Handover>; readonly freed: ReadonlyArray<Finish> } => {
+export const handoversOf = (finishes: ReadonlyArray<Finish>): ReadonlyArray<Handover> => {
   const handing = finishes.filter((f) => f.handTo !== undefined)
-  if (handing.length === 0) return { handovers: [], freed: [] }
+  if (handing.length === 0) return []
   const byAttempt = new Map(finishes.map((f) => [endKey(f.id, f.attempt), f]))
   const received = new Set(handing.map((f) => endKey(f.handTo!.id, f.handTo!.attempt)))
   const handovers: Array<Handover> = []
-  const freed: Array<Finish> = []
   for (const giver of handing) {
     // A chain starts at a giver that received nothing in this write.
     if (received.has(endKey(giver.id, giver.attempt))) continue
@@ -172,8 +169,7 @@ export const handoversOf = (
       ends.push(next)
       to = next.handTo
     }
-    if (to === undefined || next !== undefined) freed.push(...ends)
-    else {
+    if (to !== undefined && next === undefined) {
       handovers.push({
         giverId: giver.id,
         giverAttempt: giver.attempt,
@@ -184,21 +180,24 @@ export const handoversOf = (
       })
     }
   }
-  return { handovers, freed }
+  return handovers
 }
 
 /**
- * `stale` with the `handKey` of every end of `finishes` whose slot did not pass: those of chains
- * that ended in the write (`freed`) and of handovers not in `passed` (by the giver's `endKey`).
+ * `stale` with the `handKey` of every end whose slot did not pass: the ends of handovers not in
+ * `passed` (by the giver's `endKey`), and `unwritten` (ends a failed or partial write did not pass).
+ * The ends of a chain that ended in the write (see `handoversOf`) are not among them: their
+ * slot passed here from attempt to attempt, and the write frees it with the chain's last end, as it
+ * frees the slot of an end that passes nothing.
  */
 export const withUnhanded = (
   stale: StaleEnds,
   handovers: ReadonlyArray<Handover>,
-  freed: ReadonlyArray<Finish>,
+  unwritten: ReadonlyArray<Finish>,
   passed: ReadonlySet<string>
 ): StaleEnds => {
   const unhanded = [
-    ...freed,
+    ...unwritten,
     ...handovers.filter((h) => !passed.has(endKey(h.giverId, h.giverAttempt))).flatMap((h) => h.ends)
   ].filter((f) => f.handTo !== undefined)
   if (unhanded.length === 0) return stale

@@ -71,14 +71,14 @@ export const make = (ctx: MysqlContext) => {
    */
   const finishStatements = (finishes: ReadonlyArray<Finish>): EndsText => {
     const [ends, endsParams, endStatements] = endsOnly(finishes)
-    const { freed, handovers } = handoversOf(finishes)
+    const handovers = handoversOf(finishes)
     if (handovers.length === 0) {
       return {
         text: ends,
         params: endsParams,
         statements: endStatements,
         changed: affectedRowsOf,
-        report: (_, stale) => withUnhanded(stale, handovers, freed, new Set())
+        report: (_, stale) => stale
       }
     }
     const [mark, markParams] = sql`UPDATE ${jobs} FORCE INDEX (PRIMARY) SET name_slot = -1 - name_slot
@@ -112,7 +112,7 @@ export const make = (ctx: MysqlContext) => {
         const passed = new Set(
           handovers.filter((h) => holding.get(h.receiverId) === h.slot).map((h) => endKey(h.giverId, h.giverAttempt))
         )
-        return withUnhanded(stale, handovers, freed, passed)
+        return withUnhanded(stale, handovers, [], passed)
       }
     }
   }

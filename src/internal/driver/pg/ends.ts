@@ -34,7 +34,7 @@ export const make = (ctx: PgContext) => {
       : rest.length === 0
       ? sql.literal("removed")
       : sql.literal("(SELECT id, attempt FROM removed UNION ALL SELECT id, attempt FROM ended)")
-    const { freed, handovers } = handoversOf(finishes)
+    const handovers = handoversOf(finishes)
     // One row: null when every end was written (the common case), else the ends written; and, when
     // slots pass, the givers whose slot passed (`passed`).
     const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
@@ -61,9 +61,9 @@ export const make = (ctx: PgContext) => {
      */
     const report = (row: { readonly applied: string | null; readonly passed?: string | null } | undefined): StaleEnds => {
       const stale = staleEnds(finishes, row?.applied ?? null)
-      if (handovers.length === 0 && freed.length === 0) return stale
+      if (handovers.length === 0) return stale
       const passed = new Set(row?.passed === null || row?.passed === undefined || row.passed === "" ? [] : row.passed.split(","))
-      return withUnhanded(stale, handovers, freed, passed)
+      return withUnhanded(stale, handovers, [], passed)
     }
     return {
       ctes: handovers.length === 0 ? ctes : sql`${ctes}, ${handed}`,
