@@ -14,6 +14,7 @@
  * sqlane limit NAME --clear-rate        # the definition's rate again
  * sqlane limit NAME --clear-rate-per-key  # the definition's per-key rate again
  * sqlane limit NAME --clear             # the definition's limits again, all of them
+ * sqlane limit NAME --lift-holds        # lift the holds handlers asked for with RateLimited
  * ```
  *
  * @since 0.3.0
@@ -75,6 +76,16 @@ const describeLimits = (name: string, l: Admin.RunTimeLimits) => {
   return `limited ${name}: ${parts.join(", ")} (every worker within one rescue interval)`
 }
 
+/** A limit typed as decimal digits, from 1 to `Job.maxLimit`; else a usage error naming the flag and what was typed. */
+const wholeNumber = (flag: string, typed: string) => {
+  const n = /^[0-9]{1,6}$/.test(typed) ? Number(typed) : NaN
+  return n >= 1 && n <= Job.maxLimit
+    ? Effect.succeed(n)
+    : Effect.fail(
+      new CliError({ message: `${flag} must be an integer from 1 to ${Job.maxLimit}, got ${typed}` })
+    )
+}
+
 /** Both given: a usage error naming them. */
 const either = (a: string, b: string) => new CliError({ message: `give either ${a} or ${b}, not both` })
 
@@ -109,11 +120,12 @@ export const limit = Command.make(
   {
     ...common,
     name: Args.text({ name: "name" }).pipe(Args.optional),
-    running: Args.integer({ name: "running" }).pipe(
+    // Read as text: the integer parser also takes `0x10` and `1e3`.
+    running: Args.text({ name: "running" }).pipe(
       Args.withDescription("at most this many attempts of the name at once, in every process"),
       Args.optional
     ),
-    perKey: Options.integer("per-key").pipe(
+    perKey: Options.text("per-key").pipe(
       Options.withDescription("at most this many attempts of one concurrency key at once"),
       Options.optional
     ),
@@ -141,6 +153,9 @@ export const limit = Command.make(
     ),
     clear: Options.boolean("clear").pipe(
       Options.withDescription("remove every run-time limit of the name: the definition's apply")
+    ),
+    liftHolds: Options.boolean("lift-holds").pipe(
+      Options.withDescription("lift the holds of the name and its keys that handlers asked for with RateLimited")
     )
   },
   (c) =>
@@ -157,6 +172,13 @@ export const limit = Command.make(
           return yield* show(c)
         }
         const name = c.name.value
+        if (c.liftHolds) {
+          if (changes || c.clear) return yield* either("--lift-holds", "a change of the limits")
+          const lifted = yield* admin.liftHolds(name)
+          return yield* c.json
+            ? printJson({ name, lifted })
+            : Console.log(lifted === 0 ? `${name} had no holds` : `lifted ${lifted} hold${lifted === 1 ? "" : "s"} of ${name}`)
+        }
         if (c.clear) {
           if (changes) return yield* either("--clear", "limits")
           const changed = yield* admin.clearLimits(name)
@@ -174,8 +196,8 @@ export const limit = Command.make(
         if (Option.isSome(c.perKey) && c.clearPerKey) return yield* either("--per-key", "--clear-per-key")
         // Only what is given changes: a value sets it, a --clear-… flag removes it (null), and the
         // others stay as they were.
-        const running = Option.isSome(c.running) ? c.running.value : c.clearRunning ? null : undefined
-        const runningPerKey = Option.isSome(c.perKey) ? c.perKey.value : c.clearPerKey ? null : undefined
+        const running = Option.isSome(c.running) ? yield* wholeNumber("running", c.running.value) : c.clearRunning ? null : undefined
+        const runningPerKey = Option.isSome(c.perKey) ? yield* wholeNumber("--per-key", c.perKey.value) : c.clearPerKey ? null : undefined
         const rate = yield* rateChange("--rate", c.rate, c.clearRate)
         const ratePerKey = yield* rateChange("--rate-per-key", c.ratePerKey, c.clearRatePerKey)
         const now = yield* admin.setLimits(name, { running, runningPerKey, rate, ratePerKey }).pipe(

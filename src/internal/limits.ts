@@ -31,7 +31,7 @@ import type {
 } from "./driver/Driver.js"
 import { rowWindow, windowStartUs } from "./driver/rateWindows.js"
 import { checkRate, unknownOption, unknownOptionMessage } from "./options.js"
-import { checkIdentifier } from "./sanitize.js"
+import { checkJobName } from "./sanitize.js"
 import { microsToDate } from "./time.js"
 import { nameKey } from "./pauses.js"
 import { follow } from "./watched.js"
@@ -82,7 +82,9 @@ const sameRate = (a: RateWindow | undefined, b: RateWindow | undefined) =>
  */
 export const watch = (
   definitions: ReadonlyMap<string, Job.Limits<never> | undefined>,
-  onChange: (limits: ReadonlyMap<string, NameLimits>) => void
+  onChange: (limits: ReadonlyMap<string, NameLimits>) => void,
+  /** Called after a notice that the limits or holds changed (this process's, or by `NOTIFY`) when the re-read finds the limits as they were. */
+  onNotice?: () => void
 ): Effect.Effect<LimitsView, never, Scope.Scope | Database | Notifier | QueueConfig> =>
   Effect.gen(function*() {
     const { driver } = yield* Database
@@ -106,14 +108,27 @@ export const watch = (
         return o !== undefined && o.running === l.running && o.runningPerKey === l.runningPerKey && o.fair === l.fair &&
           sameRate(o.rate, l.rate) && sameRate(o.ratePerKey, l.ratePerKey)
       })
+    /** A notice came since the last read (not the backstop's re-read alone). */
+    let noticed = false
     const refresh = Effect.map(driver.limitList(), (rows) => {
       const next = compute(rows)
-      if (same(limits, next)) return
+      const notice = noticed
+      noticed = false
+      if (same(limits, next)) {
+        if (notice) onNotice?.()
+        return
+      }
       limits = next
       onChange(next)
     })
     onChange(limits)
-    if (definitions.size > 0) yield* follow("concurrency limits", refresh, notifier.onLimitsChanged)
+    if (definitions.size > 0) {
+      yield* follow("concurrency limits", refresh, (changed) =>
+        notifier.onLimitsChanged(() => {
+          noticed = true
+          changed()
+        }))
+    }
     return { current: () => limits }
   })
 
@@ -229,13 +244,14 @@ const typed = (u: unknown) =>
  * integer from 1 to `Job.maxLimit`, a rate `Job.make` would refuse (`checkRate`).
  */
 export const changesOf = (name: string, limits: LimitChanges): LimitRowChanges | InvalidLimit => {
-  const nameProblem = checkIdentifier(name)
+  // The names `Job.make` takes (no trailing space: MySQL/MariaDB would compare it equal to the name without).
+  const nameProblem = checkJobName(name)
   if (nameProblem !== undefined) {
     return new InvalidLimit({
       name: String(name).slice(0, 300),
       option: "name",
       reason: typeof name === "string" && name.length > 0 && name.length <= 255 ? "characters" : "range",
-      message: `a job name must be 1 to 255 UTF-16 code units without U+0000; this one ${nameProblem}`
+      message: `a job name must be 1 to 255 UTF-16 code units without U+0000 or a trailing space; this one ${nameProblem}`
     })
   }
   if (typeof limits !== "object" || limits === null) {

@@ -12,7 +12,7 @@ import type { Job } from "../schema/Job.js"
 import { JobState } from "../schema/JobInfo.js"
 import type { UniqueMode, UniqueOptions } from "../services/Queue.js"
 import { stateBits } from "./driver/shared.js"
-import { durationMillisNotBigint } from "./options.js"
+import { durationMillisNotBigint, unknownOption, unknownOptionMessage } from "./options.js"
 import { checkKey } from "./payload.js"
 
 /** A unique option resolved: the key as stored, its guarded states' bit mask, and the mode. */
@@ -53,6 +53,9 @@ const checkUniqueKey = (job: Job.Any, what: string, path: string, key: unknown) 
  * `unique.states`, `unique.mode`, `unique.period`). `where` prefixes messages (enqueueMany: which
  * payload's key).
  */
+/** The options of `unique` as an object. */
+const uniqueOptions = ["key", "states", "mode", "period"] as const
+
 export const resolveUnique = (
   job: Job.Any,
   unique: unknown,
@@ -66,6 +69,9 @@ export const resolveUnique = (
   if (typeof unique !== "object" || unique === null) {
     return invalid(job, "unique", "type", `${where}unique must be a key (a string) or { key, states, mode, period }, got ${typeof unique}`)
   }
+  // A misspelt option (`mdoe`) would otherwise be ignored, and the key kept as with the defaults.
+  const unknown = unknownOption(unique, uniqueOptions)
+  if (unknown !== undefined) return invalid(job, "unique", "type", `${where}unique ${unknownOptionMessage(unknown, uniqueOptions)}`)
   const options = unique as UniqueOptions
   const key = checkUniqueKey(job, `${where}the unique key`, "unique.key", options.key)
   if (Either.isLeft(key)) return Either.left(key.left)
@@ -89,7 +95,14 @@ export const resolveUnique = (
   const period = durationMillisNotBigint(options.period)
   if ("problem" in period) return invalid(job, "unique.period", period.reason, `${where}unique.period ${period.problem}`)
   if (!Number.isSafeInteger(period.millis) || period.millis < 1) {
-    return invalid(job, "unique.period", "range", `${where}unique.period must be a whole number of milliseconds, at least 1, got ${period.millis} ms`)
+    return invalid(
+      job,
+      "unique.period",
+      "range",
+      `${where}unique.period must be a whole number of milliseconds, at least 1, got ${
+        typeof options.period === "string" ? JSON.stringify(options.period) : `${period.millis} ms`
+      }`
+    )
   }
   if (key.right.length > maxPeriodKeyLength) {
     return invalid(job, "unique.key", "range", `${where}a unique key with a period is at most ${maxPeriodKeyLength} characters, got ${key.right.length}`)

@@ -320,8 +320,11 @@ export class InvalidLimit extends Schema.TaggedError<InvalidLimit>("sqlane/Inval
  * - `"key"`: no job of this job's concurrency key (`limits.key`) starts before then, in any
  *   process, under the same condition; other keys of the name go on. A job without a key: as `"job"`.
  *
- * `delay` is in milliseconds; a negative or non-finite one counts as 0. A handler that keeps
- * failing with it keeps its job pending: give it a bound of its own if the service may never recover.
+ * `delay` is in milliseconds, from 0 to 366 days (31,622,400,000): a negative one or NaN counts as
+ * 0, a longer one or `Infinity` as 366 days (check the unit of a `Retry-After` you pass on: seconds
+ * read as milliseconds are short, milliseconds read as microseconds long). A handler that keeps
+ * failing with it keeps its job pending: give it a bound of its own if the service may never
+ * recover. A hold of a name or key is lifted early by `Admin.liftHolds` (`sqlane limit NAME --lift-holds`).
  *
  * Source: BullMQ's `RateLimitError` with `Worker.rateLimit(ms)` (there the job's attempt is moved
  * back to wait), done here so that it never counts as a failed attempt.

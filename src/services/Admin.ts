@@ -283,6 +283,20 @@ export interface AdminShape {
   readonly clearLimits: (name: string) => Effect.Effect<boolean, SqlError>
   /** The run-time limits (concurrency and rates), by name, with the slots their names' running attempts hold now. */
   readonly limits: Effect.Effect<ReadonlyArray<LimitStatus>, SqlError>
+  /**
+   * Lifts the holds of a job name and of its concurrency keys that handlers asked for with
+   * `RateLimited` (scope `name` or `key`): its jobs may start again at once, as their rates allow,
+   * in every process (this one at once, others by `NOTIFY` on PostgreSQL, and within one
+   * `rescueInterval` everywhere). Returns how many holds were lifted (0: none). The jobs whose attempts
+   * ended with `RateLimited` keep the later `run_at` it gave them; the others of the name or key start.
+   *
+   * @example
+   * ```ts
+   * const admin = yield* Admin.Admin
+   * const lifted = yield* admin.liftHolds("sync-crm") // 1: the name's hold; more with keys held
+   * ```
+   */
+  readonly liftHolds: (name: string) => Effect.Effect<number, SqlError>
 }
 
 /**
@@ -495,7 +509,17 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
           if (changed) yield* notifier.announce([name])
           return changed
         }),
-      limits: Limits.statuses(driver)
+      limits: Limits.statuses(driver),
+      liftHolds: (name) =>
+        Effect.gen(function*() {
+          const lifted = yield* driver.rateHoldsLift(name)
+          if (lifted > 0) {
+            // Workers forget the holds they read (as after a change of the limits) and claim again.
+            yield* notifier.limitsChanged
+            yield* notifier.announce([name])
+          }
+          return lifted
+        })
     }
     return service
   })

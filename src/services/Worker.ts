@@ -338,6 +338,12 @@ export const make = <R>(
         slots.limitsChanged()
         loop?.limitsChanged()
         Effect.runFork(wakeSelf)
+      },
+      // A notice may be of holds lifted (`Admin.liftHolds`), which the limits do not show: the loop
+      // forgets the rate holds it read, and its next claim reads them again.
+      () => {
+        loop?.limitsChanged()
+        Effect.runFork(wakeSelf)
       }
     )
     const claims = yield* Loop.make({

@@ -383,6 +383,12 @@ export const dedup = (target: Target) => {
           assert.deepStrictEqual(yield* one({ key: "k", period: "1500 micros" }), ["InvalidEnqueueOption", "unique.period", "range"])
           assert.deepStrictEqual(yield* one({ key: "x".repeat(201), period: "1 hour" }), ["InvalidEnqueueOption", "unique.key", "range"])
           assert.deepStrictEqual(yield* one({ key: "k", states: "completed" }), ["InvalidEnqueueOption", "unique.states", "type"])
+          // A misspelt option is refused, not ignored; a negative period is named as typed.
+          const typo = yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { unique: { key: "k", mdoe: "replace" } as any }))
+          assert.deepStrictEqual([typo._tag, (typo as any).path], ["InvalidEnqueueOption", "unique"])
+          assert.include(typo.message, `unknown option "mdoe" (did you mean "mode"?)`)
+          const negative = yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { unique: { key: "k", period: "-1 hour" } }))
+          assert.include(negative.message, `unique.period must be a whole number of milliseconds, at least 1, got "-1 hour"`)
           // 200 characters with a period, and 255 without, are taken
           assert.isFalse((yield* queue.insert(Doc, { v: 1 }, { unique: { key: "y".repeat(200), period: "1 hour" } })).duplicate)
           assert.isFalse((yield* queue.insert(Doc, { v: 1 }, { unique: { key: "z".repeat(255), mode: "replace" } })).duplicate)

@@ -250,6 +250,12 @@ export const runtimeRates = (target: Target) => {
             assert.include(e.message, message)
           }
           assert.deepStrictEqual(yield* before, [[Unrated.name, 4, { starts: 10, perMs: 60_000 }, undefined]])
+          // A name `Job.make` refuses (MySQL/MariaDB would compare "unrated " equal to "unrated").
+          const spaced = (yield* Effect.flip(admin.setLimits(`${Unrated.name} `, { running: 1 }))) as Errors.InvalidLimit
+          assert.instanceOf(spaced, Errors.InvalidLimit)
+          assert.deepStrictEqual([spaced.option, spaced.reason], ["name", "characters"])
+          assert.include(spaced.message, "without U+0000 or a trailing space")
+          assert.deepStrictEqual(yield* before, [[Unrated.name, 4, { starts: 10, perMs: 60_000 }, undefined]])
           // Every form a definition takes is taken.
           for (const per of [60_000, "1 minute", Duration.minutes(1), [60, 0]] as ReadonlyArray<Job.Rate["per"]>) {
             const now = yield* admin.setLimits(Unrated.name, { ratePerKey: { starts: 2, per } })
@@ -289,6 +295,47 @@ export const runtimeRates = (target: Target) => {
       }
     })
 
+    it.effect(name("RateLimited with a delay past 366 days waits 366 days (its end is written); liftHolds lifts the name's hold at once"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const started: Array<number> = []
+          let first = true
+          yield* Worker.make({
+            handlers: [Job.handler(Unrated, () =>
+              Effect.flatMap(Clock.currentTimeMillis, (ms) => {
+                started.push(ms)
+                if (!first) return Effect.void
+                first = false
+                // A Retry-After read in the wrong unit: about 3 million years.
+                return Effect.fail(new Errors.RateLimited({ delay: 1e17, scope: "name" }))
+              }))],
+            concurrency: 1
+          })
+          const admin = yield* Admin.Admin
+          const queue = yield* Queue.Queue
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* admin.setLimits(Unrated.name, { rate: { starts: 100, per: "1 hour" } })
+          yield* realSleep(1_000)
+          const [held] = yield* queue.enqueueMany(Unrated, Array.from({ length: 3 }, (_, i) => ({ i })))
+          yield* waitUntil(Effect.sync(() => started.length === 1), 20_000, "the first start")
+          const row = Effect.map(
+            sql<{ state: string; attempts: number }>`SELECT state, attempts FROM ${sql(prefix + "jobs")} WHERE id = ${held}`,
+            (rows) => [rows[0].state, Number(rows[0].attempts)]
+          )
+          yield* waitUntil(Effect.map(row, ([state]) => state === "pending"), 20_000, "the end of the held attempt written")
+          assert.deepStrictEqual(yield* row, ["pending", 0])
+          const job = yield* queue.get(held)
+          assert.strictEqual(job.runAt.getTime() - started[0], 366 * 24 * 3_600_000)
+          // The name is held: nothing else starts.
+          yield* realSleep(1_000)
+          assert.strictEqual(started.length, 1)
+          assert.strictEqual(yield* admin.liftHolds(Unrated.name), 1)
+          yield* waitUntil(Effect.sync(() => started.length === 3), 20_000, "the name's other jobs started once the hold was lifted")
+          assert.strictEqual(yield* admin.liftHolds(Unrated.name), 0)
+          // The job that asked for the hold keeps its own run_at.
+          assert.deepStrictEqual(yield* row, ["pending", 0])
+        }), queueOptions), 60_000)
+
     it.live(name("sqlane limit --rate and --rate-per-key: set, listed, shown by status, each cleared on its own; bad forms refused, changing nothing"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
@@ -325,6 +372,21 @@ export const runtimeRates = (target: Target) => {
             )
             assert.deepStrictEqual(yield* row, [was])
           }
+          for (const [args, message] of [
+            [["0x10"], "running must be an integer from 1 to 10000, got 0x10"],
+            [["1e3"], "running must be an integer from 1 to 10000, got 1e3"],
+            [["99999999999999999999"], "running must be an integer from 1 to 10000, got 99999999999999999999"],
+            [["--per-key", "2.5"], "--per-key must be an integer from 1 to 10000, got 2.5"],
+            [["--lift-holds", "--clear"], "give either --lift-holds or a change of the limits, not both"]
+          ] as const) {
+            const bad = yield* cli("limit", Unrated.name, ...args)
+            assert.strictEqual(bad.code, 1, args.join(" "))
+            assert.include(bad.stderr, message)
+            assert.deepStrictEqual(yield* row, [was])
+          }
+          const noHolds = yield* cli("limit", Unrated.name, "--lift-holds")
+          assert.strictEqual(noHolds.code, 0, noHolds.stderr)
+          assert.strictEqual(noHolds.stdout.trim(), "unrated had no holds")
           const conflict = yield* cli("limit", Unrated.name, "--rate", "1/1s", "--clear-rate")
           assert.strictEqual(conflict.code, 1)
           assert.match(conflict.stderr, /give either --rate or --clear-rate, not both/)

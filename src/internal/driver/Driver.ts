@@ -333,6 +333,8 @@ export interface Driver {
   readonly limitSet: (name: string, changes: LimitChanges, nowUs: number) => Effect.Effect<LimitRow | undefined, SqlError>
   /** Removes a job name's run-time limits; returns `false` when it had none. */
   readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
+  /** Lifts every hold (`rateHold`) of a job name and of its keys; returns how many were lifted. */
+  readonly rateHoldsLift: (name: string) => Effect.Effect<number, SqlError>
   /**
    * The slots held now by running attempts of `names` (names holding none are left out); without
    * `keys` (default true), only the name slots (the keys' counts are 0).
@@ -589,7 +591,7 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
 >
-export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "limitUse" | "slotsHeld">
+export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "rateHoldsLift" | "limitUse" | "slotsHeld">
 export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
 export type StatsOps = Pick<Driver, "statsAdd" | "statsRead" | "statsPrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">

@@ -147,6 +147,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     limitList: cold(d.limitList),
     limitSet: cold(d.limitSet),
     limitDelete: cold(d.limitDelete),
+    rateHoldsLift: cold(d.rateHoldsLift),
     limitUse: cold(d.limitUse),
     rateHold: cold(d.rateHold),
     rateNameList: cold(d.rateNameList),

@@ -271,7 +271,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         return Effect.ensuring(
           Effect.map(claimer.claimWithHolds(groups, free, nowUs, workerId, keyed, host.limits(), ahead), (claim) => {
             const rows = claim.claimed
-            for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, until)
+            // Held at most one poll interval at a time: a hold lifted in another process
+            // (`Admin.liftHolds`) is seen by the next claim even where no notice reaches this one.
+            for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, Math.min(until, nowUs + pollMillis * 1000))
             keyWakeUs = claim.keyWakeUs
             if (riding() && backlogAfter(groups, rows.length, free)) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before

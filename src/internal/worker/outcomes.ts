@@ -29,6 +29,7 @@ import {
   text as sanitizeText,
   toJson as resultJson
 } from "../sanitize.js"
+import { maxRatePeriodMillis } from "../options.js"
 import { retryDelay } from "../schedule.js"
 import { microsToDate, nowMicros } from "../time.js"
 import type { Inflight } from "./slots.js"
@@ -218,7 +219,9 @@ export const make = <R>(
   const rateLimited = (row: ClaimedRow, handler: Handler<R>, error: RateLimited) =>
     Effect.gen(function*() {
       const nowUs = yield* nowMicros
-      const ms = Number.isFinite(error.delay) ? Math.max(0, error.delay) : 0
+      // At most 366 days (the longest rate window): a later `run_at` or hold could overflow the
+      // database's times, and the end would not be written.
+      const ms = Number.isNaN(error.delay) ? 0 : Math.min(Math.max(0, error.delay), maxRatePeriodMillis)
       const untilUs = nowUs + Math.round(ms * 1000)
       // The name's rates now: its definition's, or those set at run time.
       const limits = limitsOf(row.name)

@@ -48,6 +48,11 @@ export const make = (ctx: MysqlContext): LimitsOps => {
       })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
+    rateHoldsLift: (name) =>
+      Effect.map(
+        sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL WHERE name = ${name} AND blocked_until_us IS NOT NULL`.raw,
+        (r: any) => Number(r.affectedRows)
+      ),
     // A statement per name, its name as a parameter in each comparison (a derived table of parameters
     // could compare under another collation on MySQL 8). Each count is one range of a slot index:
     // the running rows that hold a slot.

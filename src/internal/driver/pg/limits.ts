@@ -43,6 +43,12 @@ export const make = (ctx: PgContext): LimitsOps => {
       })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
+    rateHoldsLift: (name) =>
+      Effect.map(
+        sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL
+          WHERE name = ${name} AND blocked_until_us IS NOT NULL RETURNING name`,
+        (rows) => rows.length
+      ),
     // Each count reads one of the slot indexes (running rows holding a slot only).
     limitUse: (names) =>
       names.length === 0 ? Effect.succeed([]) : Effect.map(
