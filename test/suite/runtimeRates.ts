@@ -53,6 +53,27 @@ const perWindow = (started: ReadonlyArray<number>, perMs: number, fromMs = 0) =>
   return Array.from(counts).sort((a, b) => a[0] - b[0])
 }
 
+/**
+ * A worker of `Unrated` at concurrency 1 whose first attempt fails with `RateLimited` of scope `name`
+ * and `delay`, the others succeed; returns the TestClock ms of each start.
+ */
+const firstHoldsName = (delay: number) =>
+  Effect.gen(function*() {
+    const started: Array<number> = []
+    let first = true
+    yield* Worker.make({
+      handlers: [Job.handler(Unrated, () =>
+        Effect.flatMap(Clock.currentTimeMillis, (ms) => {
+          started.push(ms)
+          if (!first) return Effect.void
+          first = false
+          return Effect.fail(new Errors.RateLimited({ delay, scope: "name" }))
+        }))],
+      concurrency: 1
+    })
+    return started
+  })
+
 export const runtimeRates = (target: Target) => {
   const name = (s: string) => `[${target.id}] ${s}`
   const queueOptions = { pollInterval: "1 hour", rescueInterval: "300 millis" } as const
@@ -132,18 +153,7 @@ export const runtimeRates = (target: Target) => {
     it.effect(name("RateLimited with scope name holds a name rated only at run time in every claim until its delay"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {
-          const started: Array<number> = []
-          let first = true
-          yield* Worker.make({
-            handlers: [Job.handler(Unrated, () =>
-              Effect.flatMap(Clock.currentTimeMillis, (ms) => {
-                started.push(ms)
-                if (!first) return Effect.void
-                first = false
-                return Effect.fail(new Errors.RateLimited({ delay: 60_000, scope: "name" }))
-              }))],
-            concurrency: 1
-          })
+          const started = yield* firstHoldsName(60_000)
           const admin = yield* Admin.Admin
           const queue = yield* Queue.Queue
           yield* admin.setLimits(Unrated.name, { rate: { starts: 100, per: "1 hour" } })
@@ -298,19 +308,8 @@ export const runtimeRates = (target: Target) => {
     it.effect(name("RateLimited with a delay past 366 days waits 366 days (its end is written); liftHolds lifts the name's hold at once"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {
-          const started: Array<number> = []
-          let first = true
-          yield* Worker.make({
-            handlers: [Job.handler(Unrated, () =>
-              Effect.flatMap(Clock.currentTimeMillis, (ms) => {
-                started.push(ms)
-                if (!first) return Effect.void
-                first = false
-                // A Retry-After read in the wrong unit: about 3 million years.
-                return Effect.fail(new Errors.RateLimited({ delay: 1e17, scope: "name" }))
-              }))],
-            concurrency: 1
-          })
+          // A Retry-After read in the wrong unit: about 3 million years.
+          const started = yield* firstHoldsName(1e17)
           const admin = yield* Admin.Admin
           const queue = yield* Queue.Queue
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
