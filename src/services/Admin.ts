@@ -287,7 +287,7 @@ export interface AdminShape {
    * Lifts the holds of a job name and of its concurrency keys that handlers asked for with
    * `RateLimited` (scope `name` or `key`): its jobs may start again at once, as their rates allow,
    * in every process (this one at once, others by `NOTIFY` on PostgreSQL, and within one
-   * `rescueInterval` everywhere). Returns how many holds were lifted (0: none). The jobs whose attempts
+   * `pollInterval` everywhere: a worker reads a hold again at least that often). Returns how many holds were lifted (0: none). The jobs whose attempts
    * ended with `RateLimited` keep the later `run_at` it gave them; the others of the name or key start.
    *
    * @example
