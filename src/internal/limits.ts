@@ -254,13 +254,13 @@ export const changesOf = (name: string, limits: LimitChanges): LimitRowChanges |
       message: `a job name must be 1 to 255 UTF-16 code units without U+0000 or a trailing space; this one ${nameProblem}`
     })
   }
-  if (typeof limits !== "object" || limits === null) {
+  if (typeof limits !== "object" || limits === null || Array.isArray(limits)) {
     return new InvalidLimit({
       name,
       option: "limits",
       reason: "type",
       message: `limits must be an object { running?, runningPerKey?, rate?, ratePerKey? }, got ${
-        limits === null ? "null" : typeof limits
+        limits === null ? "null" : Array.isArray(limits) ? "an array" : typeof limits
       }`
     })
   }

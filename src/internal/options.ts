@@ -18,7 +18,7 @@ import { describe } from "./sanitize.js"
 import { builtInTracer, encodeTraceContext } from "./tracing.js"
 
 /** What was passed, for a message: strings quoted, numbers as written (NaN, -Infinity), else described. */
-const got = (u: unknown): string =>
+export const got = (u: unknown): string =>
   typeof u === "string"
     ? JSON.stringify(u.length > 100 ? `${u.slice(0, 100)}…` : u)
     : typeof u === "number" || typeof u === "bigint"

@@ -11,7 +11,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { checkRate, durationMillisNotBigint, maxRateStartsValue, unknownOption, unknownOptionMessage } from "../internal/options.js"
+import { checkRate, durationMillisNotBigint, got, maxRateStartsValue, unknownOption, unknownOptionMessage } from "../internal/options.js"
 import { checkJobName, maxIdentifierLength } from "../internal/sanitize.js"
 import { InvalidJobDefinition, type RateLimited } from "./Errors.js"
 
@@ -454,13 +454,13 @@ export const make = <
     timeoutMillis = timeout.millis
   }
   const limits = options.limits
-  if (limits !== undefined && (typeof limits !== "object" || limits === null)) {
+  if (limits !== undefined && (typeof limits !== "object" || limits === null || Array.isArray(limits))) {
     throw new InvalidJobDefinition({
       job: name,
       option: "limits",
       reason: "type",
       message: `limits must be an object { running?, key?, runningPerKey?, rate?, ratePerKey? }, got ${
-        limits === null ? "null" : typeof limits
+        limits === null ? "null" : Array.isArray(limits) ? "an array" : typeof limits
       }`
     })
   }
@@ -482,7 +482,7 @@ export const make = <
           job: name,
           option: `limits.${option}`,
           reason: typeof n === "number" ? "range" : "type",
-          message: `limits.${option} must be an integer from 1 to ${maxLimit}, got ${String(n)}`
+          message: `limits.${option} must be an integer from 1 to ${maxLimit}, got ${got(n)}`
         })
       }
     }

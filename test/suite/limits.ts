@@ -716,6 +716,7 @@ export const limits = (target: Target) => {
             ["x", {}, "running"],
             ["x", { running: 5n }, "running"],
             ["x", { runing: 3 }, "limits"],
+            ["x", [], "limits"],
             ["", { running: 1 }, "name"]
           ] as const) {
             const error = yield* Effect.flip(admin.setLimits(n, limits as any))
@@ -755,6 +756,13 @@ export const limits = (target: Target) => {
       assert.include(refusal({ running: 3, concurrency: 2 }).message, `unknown option "concurrency"; the options are`)
       // Even with the value undefined: the key says what was meant.
       assert.include(refusal({ running: 3, perKey: undefined }).message, `unknown option "perKey"`)
+      // An array is not an object of limits; a number as text is named as typed.
+      const array = refusal([])
+      assert.deepStrictEqual([array.option, array.reason], ["limits", "type"])
+      assert.include(array.message, "got an array")
+      const text = refusal({ running: "5" })
+      assert.deepStrictEqual([text.option, text.reason], ["limits.running", "type"])
+      assert.include(text.message, `got "5"`)
       // Inside a rate: its options are starts and per.
       const rate = refusal({ rate: { starts: 10, per: "1 second", burst: 5 } })
       assert.deepStrictEqual([rate.option, rate.reason], ["limits.rate", "type"])
