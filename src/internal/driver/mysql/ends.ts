@@ -109,10 +109,9 @@ export const make = (ctx: MysqlContext) => {
       report: (results, stale) => {
         const rows = (results[results.length - 1] ?? []) as ReadonlyArray<any>
         const holding = new Map(rows.map((r) => [String(r.id), r.name_slot === null ? null : num(r.name_slot)]))
-        const passed = new Set(
-          handovers.filter((h) => holding.get(h.receiverId) === h.slot).map((h) => endKey(h.giverId, h.giverAttempt))
-        )
-        return withUnhanded(stale, handovers, [], passed)
+        const received = handovers.filter((h) => holding.get(h.receiverId) === h.slot)
+        if (received.length === handovers.length) return stale
+        return withUnhanded(stale, handovers, [], new Set(received.map((h) => endKey(h.giverId, h.giverAttempt))))
       }
     }
   }

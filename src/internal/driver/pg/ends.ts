@@ -36,12 +36,13 @@ export const make = (ctx: PgContext) => {
       : sql.literal("(SELECT id, attempt FROM removed UNION ALL SELECT id, attempt FROM ended)")
     const handovers = handoversOf(finishes)
     // One row: null when every end was written (the common case), else the ends written; and, when
-    // slots pass, the givers whose slot passed (`passed`).
+    // slots pass, null when every slot passed (the common case), else the givers whose slot passed (`passed`).
     const applied = sql`(SELECT CASE WHEN count(*) < ${sql.literal(String(finishes.length))}
         THEN (SELECT coalesce(string_agg(w.id::text || ':' || w.attempt::text, ','), '') FROM ${written} AS w) END
         AS applied, ${
       handovers.length === 0 ? sql.literal("NULL::text") : sql`
-        (SELECT coalesce(string_agg(h.giver::text || ':' || h.gattempt::text, ','), '') FROM handed AS h)`
+        (SELECT CASE WHEN count(*) < ${sql.literal(String(handovers.length))}
+          THEN coalesce(string_agg(h.giver::text || ':' || h.gattempt::text, ','), '') END FROM handed AS h)`
     } AS passed FROM ${written} AS e)`
     // A slot passes only from a giver whose end this statement wrote and whose row held it (its
     // snapshot), to a receiver still running without one. A receiver is updated only once its
@@ -61,8 +62,8 @@ export const make = (ctx: PgContext) => {
      */
     const report = (row: { readonly applied: string | null; readonly passed?: string | null } | undefined): StaleEnds => {
       const stale = staleEnds(finishes, row?.applied ?? null)
-      if (handovers.length === 0) return stale
-      const passed = new Set(row?.passed === null || row?.passed === undefined || row.passed === "" ? [] : row.passed.split(","))
+      if (handovers.length === 0 || (row !== undefined && row.passed === null)) return stale
+      const passed = new Set(row?.passed === undefined || row.passed === null || row.passed === "" ? [] : row.passed.split(","))
       return withUnhanded(stale, handovers, [], passed)
     }
     return {
