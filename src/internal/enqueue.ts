@@ -208,7 +208,14 @@ export const makeEnqueuer = (driver: Driver, notifier: NotifierShape, sql: SqlCl
     const results: Array<InsertResult> = new Array(count)
     const written: Array<InsertRow> = []
     const counted: Array<InsertRow> = []
-    const ordered = [...keyed].sort((a, b) => (a[1].uniqueKey < b[1].uniqueKey ? -1 : a[1].uniqueKey > b[1].uniqueKey ? 1 : a[0] - b[0]))
+    const sorted = [...keyed].sort((a, b) => (a[1].uniqueKey < b[1].uniqueKey ? -1 : a[1].uniqueKey > b[1].uniqueKey ? 1 : a[0] - b[0]))
+    // The first row of a key whose rows include one that replaces takes the key first (`lockKey`).
+    const replacing = new Set(sorted.filter(([, r]) => r.mode === "replace" || r.mode === "throttle").map(([, r]) => r.uniqueKey))
+    const ordered = sorted.map(([index, row], i): readonly [number, UniqueInsertRow] =>
+      replacing.has(row.uniqueKey) && (i === 0 || sorted[i - 1][1].uniqueKey !== row.uniqueKey)
+        ? [index, { ...row, lockKey: true }]
+        : [index, row]
+    )
     const body = Effect.zipRight(
       plain.length === 0 ? Effect.void : Effect.map(
         driver.jobInsertMany(plain.map(([, r]) => r), nowUs, undefined),

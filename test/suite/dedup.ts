@@ -366,6 +366,28 @@ export const dedup = (target: Target) => {
           assert.strictEqual(yield* countJobs(prefix, "pending"), 10)
         }), { maxConnections: 10 }))
 
+    it.live(name("concurrent enqueueMany batches repeating keys in mixed modes (skip, replace, throttle): none fails, one job per key"), () =>
+      withQueue(target, (prefix) =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const modes = ["skip", "replace", "throttle"] as const
+          // 8 fibers × 12 batches of 8 rows over 12 keys, each key twice or more in some batches: on
+          // MySQL/MariaDB a skip's duplicate check and a replace's update of one key deadlocked with
+          // another batch doing the same, more often than its retries could absorb.
+          const results = yield* Effect.all(
+            Array.from({ length: 8 }, (_, f) =>
+              Effect.forEach(Array.from({ length: 12 }, (_, r) => r), (r) =>
+                Effect.either(queue.enqueueMany(Doc, Array.from({ length: 8 }, (_, i) => ({ v: (i * 3 + f + r) % 12 })), {
+                  delay: "1 hour",
+                  unique: (p, i) => ({ key: `mixed:${p.v}`, mode: modes[(i + f) % 3] })
+                })))),
+            { concurrency: "unbounded" }
+          )
+          const failed = results.flat().filter((e) => e._tag === "Left")
+          assert.deepStrictEqual(failed.map((e) => String(e.left)).slice(0, 3), [])
+          assert.strictEqual(yield* countJobs(prefix, "pending"), 12)
+        }), { maxConnections: 10 }), 120_000)
+
     it.live(name("bad input is refused with InvalidEnqueueOption and a path, and writes nothing"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

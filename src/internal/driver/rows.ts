@@ -78,6 +78,13 @@ export interface UniqueInsertRow extends InsertRow {
    * Default `skip`.
    */
   readonly mode?: "skip" | "replace" | "throttle" | undefined
+  /**
+   * Take the key before writing, as a replacing mode does: set by a batch on the first row of a key
+   * whose rows include one that replaces. On MySQL/MariaDB the insert's duplicate check takes a
+   * shared lock on the holder, which a later replace of the key would have to upgrade — two
+   * concurrent batches doing that deadlock.
+   */
+  readonly lockKey?: boolean | undefined
 }
 
 /** What `jobInsertUnique` did: inserted a job, gave the holder this row (`replaced`), or found the holder. */

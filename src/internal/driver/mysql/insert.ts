@@ -102,10 +102,14 @@ export const make = (ctx: MysqlContext): InsertOps => {
    * matched). A separate UPDATE rather than `INSERT … ON DUPLICATE KEY UPDATE`: the latter's
    * affected-rows count cannot tell an insert from a holder left alone under `CLIENT_FOUND_ROWS`.
    */
+  const uniqueIndex = sql(`${ctx.prefix}jobs_unique`)
+  /** Locks the job holding `key`, if any, for an update (through the unique index alone). */
+  const lockHolder = (key: string) =>
+    run(sql`SELECT id FROM ${jobs} FORCE INDEX (${uniqueIndex}) WHERE unique_active = ${key} FOR UPDATE`)
   const replaceHolder = (row: UniqueInsertRow) =>
     Effect.map(
       run(
-        sql`UPDATE ${jobs} SET id = LAST_INSERT_ID(id), payload = ${row.payload}, priority = ${row.priority},
+        sql`UPDATE ${jobs} FORCE INDEX (${uniqueIndex}) SET id = LAST_INSERT_ID(id), payload = ${row.payload}, priority = ${row.priority},
           mutex_key = ${row.mutexKey}, limit_key = ${row.limitKey}, trace_context = ${row.traceContext},
           run_at = ${row.mode === "replace" ? ts(row.runAtUs) : sql`LEAST(run_at, ${ts(row.runAtUs)})`}
         WHERE unique_active = ${row.uniqueKey} AND state = 'pending' AND name = ${row.name}`,
@@ -145,10 +149,14 @@ export const make = (ctx: MysqlContext): InsertOps => {
         Effect.map((result: any): UniqueInsertResult | undefined => ({ id: String(result.insertId), inserted: true, replaced: false })),
         Effect.catchIf(isUniqueViolation, () => Effect.succeed(undefined))
       )
-      const written = row.mode === undefined || row.mode === "skip"
-        ? inserted
-        : Effect.flatMap(inserted, (r): Effect.Effect<UniqueInsertResult | undefined, SqlError> =>
+      const replaces = row.mode === "replace" || row.mode === "throttle"
+      const write = replaces
+        ? Effect.flatMap(inserted, (r): Effect.Effect<UniqueInsertResult | undefined, SqlError> =>
           r === undefined ? replaceHolder(row) : Effect.succeed(r))
+        : inserted
+      // Where the key may be replaced, its holder is locked for the update first: the insert's
+      // duplicate check would take a shared lock, and two transactions upgrading theirs deadlock.
+      const written = replaces || row.lockKey === true ? Effect.zipRight(lockHolder(row.uniqueKey), write) : write
       return insertUnique(row.name, row.uniqueKey, written, Effect.map(holder, firstId))
     },
     jobNewestId: () => newestId(run, sql, jobs)
