@@ -131,7 +131,7 @@ export const limit = Command.make(
     ),
     rate: Options.text("rate").pipe(
       Options.withDescription(
-        "at most STARTS attempts of the name start per PERIOD, in every process: 100/1m (units ms, s, m, h, d)"
+        "at most STARTS attempts of the name start per PERIOD, in every process: 100/1m (units ms, s, m, h, d, w)"
       ),
       Options.optional
     ),

@@ -57,12 +57,15 @@ export const durationOption = (name: string, fallback: string) =>
       // A bare 0 (as `retention: { completed: 0 }` in QueueLive) needs no unit.
       if (/^\s*0+\s*$/.test(text)) return Effect.succeed(Duration.zero)
       // Duration reads "-5 days" as zero, which would delete every job of that state: refused.
-      const d = /^\s*-/.test(text) ? Option.none() : Duration.decodeUnknown(text)
+      const negative = /^\s*-/.test(text)
+      const d = negative ? Option.none() : Duration.decodeUnknown(text)
       return Option.isSome(d)
         ? Effect.succeed(d.value)
         : Effect.fail(ValidationError.invalidValue(
           HelpDoc.p(
-            `--${name}: not a duration: ${JSON.stringify(text)} (e.g. "1 day", "12 hours", "0 seconds", "infinity")`
+            `--${name}: ${negative ? "must not be negative" : "not a duration"}: ${
+              JSON.stringify(text)
+            } (e.g. "1 day", "12 hours", "0 seconds", "infinity")`
           )
         ))
     })

@@ -20,7 +20,7 @@ const shortUnits: Readonly<Record<string, string>> = {
 }
 
 /** What `--rate` takes, for a message. */
-export const rateForm = "STARTS/PERIOD, e.g. 100/1m (units ms, s, m, h, d)"
+export const rateForm = "STARTS/PERIOD, e.g. 100/1m (units ms, s, m, h, d, w, or a word: 100/1 minute)"
 
 /**
  * A rate typed as `STARTS/PERIOD`: `STARTS` digits, `PERIOD` a number (1 if left out) and a unit —

@@ -68,6 +68,9 @@ export const durationMillisNotBigint = (input: unknown): ReturnType<typeof durat
     }
     : durationMillis(input)
 
+/** The options of an enqueue (`EnqueueOptions`; `enqueueMany`'s are the same). */
+const enqueueOptions = ["runAt", "delay", "priority", "unique"] as const
+
 /**
  * Why an enqueue's `runAt`, `delay` or `unique` cannot be used (or `runAt` and `delay` are both
  * given), as the error to fail with; else `undefined`. Priority and the range of the resulting time
@@ -78,6 +81,11 @@ export const checkEnqueueOptions = (
   options: { readonly runAt?: unknown; readonly delay?: unknown; readonly unique?: unknown } | undefined
 ): InvalidEnqueueOption | undefined => {
   if (options === undefined) return undefined
+  // A misspelt option (`uniqe`) would otherwise be ignored: a job meant to be unique written twice.
+  const unknown = typeof options === "object" && options !== null ? unknownOption(options, enqueueOptions) : undefined
+  if (unknown !== undefined) {
+    return new InvalidEnqueueOption({ job, path: "options", reason: "type", message: `options ${unknownOptionMessage(unknown, enqueueOptions)}` })
+  }
   const { delay, runAt, unique } = options
   if (runAt !== undefined && delay !== undefined) {
     return new InvalidEnqueueOption({

@@ -12,7 +12,7 @@ import type { Job } from "../schema/Job.js"
 import { JobState } from "../schema/JobInfo.js"
 import type { UniqueMode, UniqueOptions } from "../services/Queue.js"
 import { stateBits } from "./driver/shared.js"
-import { durationMillisNotBigint, unknownOption, unknownOptionMessage } from "./options.js"
+import { durationMillisNotBigint, got, unknownOption, unknownOptionMessage } from "./options.js"
 import { checkKey } from "./payload.js"
 
 /** A unique option resolved: the key as stored, its guarded states' bit mask, and the mode. */
@@ -99,8 +99,8 @@ export const resolveUnique = (
       job,
       "unique.period",
       "range",
-      `${where}unique.period must be a whole number of milliseconds, at least 1, got ${
-        typeof options.period === "string" ? JSON.stringify(options.period) : `${period.millis} ms`
+      `${where}unique.period must be a whole number of milliseconds from 1 to ${Number.MAX_SAFE_INTEGER}, got ${
+        got(options.period)
       }`
     )
   }

@@ -143,7 +143,8 @@ export type InvalidOptionReason = typeof InvalidOptionReason.Type
  * mutex key the job's `mutexKey` gave, the job name of a definition that bypassed `Job.make`, or the
  * payloads argument of `enqueueMany`. `path` names the option (`"runAt"`, `"delay"`, `"priority"`,
  * `"unique"`, `"unique.key"`, `"unique.states"`, `"unique.mode"`, `"unique.period"`, `"mutexKey"`,
- * `"name"`, `"payloads"`; for `enqueueMany`'s `unique`, the message names the payload), `reason`
+ * `"name"`, `"payloads"`, `"options"` for an unknown option such as a misspelt `uniqe`; for
+ * `enqueueMany`'s `unique`, the message names the payload), `reason`
  * says what is wrong with it (see {@link InvalidOptionReason}) and `message` what it got. A
  * programming error: enqueueing again with the same options fails the same way.
  *

@@ -28,7 +28,9 @@ import { Notifier } from "./Notifier.js"
 
 /**
  * The options of `enqueue` and `insert`: when the job is due (`runAt` or `delay`), its priority,
- * and its unique key.
+ * and its unique key. Any other key (a misspelt `uniqe`, which would leave the job without its
+ * key) fails the enqueue with `InvalidEnqueueOption` (path `options`, reason `type`, the option
+ * meant in the message) and writes nothing.
  *
  * @example
  * ```ts

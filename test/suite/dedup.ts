@@ -410,7 +410,18 @@ export const dedup = (target: Target) => {
           assert.deepStrictEqual([typo._tag, (typo as any).path], ["InvalidEnqueueOption", "unique"])
           assert.include(typo.message, `unknown option "mdoe" (did you mean "mode"?)`)
           const negative = yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { unique: { key: "k", period: "-1 hour" } }))
-          assert.include(negative.message, `unique.period must be a whole number of milliseconds, at least 1, got "-1 hour"`)
+          assert.include(negative.message, `unique.period must be a whole number of milliseconds from 1 to 9007199254740991, got "-1 hour"`)
+          assert.include((yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { unique: { key: "k", period: -5 } }))).message, "got -5")
+          assert.include(
+            (yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { unique: { key: "k", period: "100000000 weeks" } }))).message,
+            `to 9007199254740991, got "100000000 weeks"`
+          )
+          // A misspelt option of the enqueue itself is refused too (a job meant to be unique written twice).
+          const uniqe = yield* Effect.flip(queue.enqueue(Doc, { v: 1 }, { uniqe: "k" } as any))
+          assert.deepStrictEqual([uniqe._tag, (uniqe as any).path, (uniqe as any).reason], ["InvalidEnqueueOption", "options", "type"])
+          assert.include(uniqe.message, `unknown option "uniqe" (did you mean "unique"?)`)
+          const manyTypo = yield* Effect.flip(queue.enqueueMany(Doc, [{ v: 1 }], { uniqe: () => "k" } as any))
+          assert.deepStrictEqual([manyTypo._tag, (manyTypo as any).path], ["InvalidEnqueueOption", "options"])
           // 200 characters with a period, and 255 without, are taken
           assert.isFalse((yield* queue.insert(Doc, { v: 1 }, { unique: { key: "y".repeat(200), period: "1 hour" } })).duplicate)
           assert.isFalse((yield* queue.insert(Doc, { v: 1 }, { unique: { key: "z".repeat(255), mode: "replace" } })).duplicate)

@@ -515,7 +515,7 @@ export const operations = (target: Target) => {
           })
           assert.strictEqual(run.code, 1, `exit code; stdout: ${run.stdout} stderr: ${run.stderr}`)
           assert.strictEqual(run.stdout, "")
-          assert.match(run.stderr, /keep-completed/)
+          assert.match(run.stderr, /--keep-completed: must not be negative: "-5 days"/)
           assert.strictEqual(yield* countJobs(prefix, "completed"), 3)
         })))
 

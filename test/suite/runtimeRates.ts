@@ -366,7 +366,7 @@ export const runtimeRates = (target: Target) => {
             assert.strictEqual(bad.code, 1, `${flag} ${typed}`)
             assert.include(
               bad.stderr,
-              `${flag} must be STARTS/PERIOD, e.g. 100/1m (units ms, s, m, h, d), with STARTS from 1 to 1000000 and PERIOD ` +
+              `${flag} must be STARTS/PERIOD, e.g. 100/1m (units ms, s, m, h, d, w, or a word: 100/1 minute), with STARTS from 1 to 1000000 and PERIOD ` +
                 `from 1ms to 366d in whole milliseconds; got ${JSON.stringify(typed)}`
             )
             assert.deepStrictEqual(yield* row, [was])
