@@ -249,11 +249,11 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
       if (chosen === undefined) return Effect.flatMap(writeEnds(batch), (stale) => written(batch, stale))
       const [claimant, claim] = chosen
       // After a defect nothing is known of the write: no slot counts as passed.
-      const none: { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds; failed: boolean } = {
+      const none = (): { claimed: ReadonlyArray<ClaimedRow>; stale: StaleEnds; failed: boolean } => ({
         claimed: [],
         stale: new Set(batch.flatMap(([o]) => (o.handTo === undefined ? [] : [handKey(o.id, o.attempt)]))),
         failed: true
-      }
+      })
       return claimer.finishAndClaim(batch.map(([outcome]) => outcome), claim.groups, claim.limit, claim.nowUs, claim.workerId, claim.keyed)
         .pipe(
           Effect.map(({ claimed, stale }) => ({ claimed, stale, failed: false })),
@@ -265,7 +265,7 @@ export const make: Effect.Effect<CompleterShape, never, Database | Claimer | Fac
           ),
           // A defect must not end the completer: the ends count as written, nothing as claimed.
           Effect.catchAllDefect((defect) =>
-            Effect.as(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
+            Effect.map(Effect.logError("sqlane: ending jobs with a claim failed", defect), none)
           ),
           Effect.flatMap(({ claimed, failed, stale }) => {
             Queue.unsafeOffer(claimant.answers, { rows: claimed, asked: claim.limit, failed })
