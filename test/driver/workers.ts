@@ -7,7 +7,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { Driver } from "../../src/internal/driver/Driver.js"
+import type { Driver, OrphanedRow } from "../../src/internal/driver/Driver.js"
 import { workerLockPrefix } from "../../src/internal/driver/shared.js"
 import { waitUntil } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
@@ -77,15 +77,25 @@ export const workersOps = (target: Target) => {
   })
 
   describe("workerHeartbeat", () => {
-    it.live(name("moves the worker's heartbeat; an unknown id writes nothing"), () =>
+    it.live(name("moves the worker's heartbeat and nothing else; a row that is gone is written again as the worker started"), () =>
       withDriver(target, ({ driver, prefix, sql }) =>
         Effect.gen(function*() {
+          const started = { startedAtUs: t0 - s(60), host: "h", pid: 1, jobNames: ["a"], jobLimits: new Map() }
           yield* driver.workerRegister("w1", t0 - s(60), "h", 1, ["a"])
           assert.deepStrictEqual(yield* names(driver, t0), [])
-          yield* driver.workerHeartbeat("w1", t0)
+          // The row's other columns are its own: a heartbeat that finds it moves the heartbeat alone.
+          yield* driver.workerRelocking("w1")
+          yield* driver.workerHeartbeat("w1", t0, { ...started, host: "elsewhere", pid: 9, jobNames: ["z"] })
           assert.deepStrictEqual(yield* names(driver, t0), ["a"])
-          yield* driver.workerHeartbeat("nobody", t0)
-          assert.deepStrictEqual((yield* workerRows(sql, prefix)).map((w) => w.id), ["w1"])
+          assert.deepStrictEqual(yield* workerRows(sql, prefix), [
+            { id: "w1", host: "h", pid: 1, jobNames: ["a"], relocking: true, relocks: 0 }
+          ])
+          // Pruned while the worker was stopped: its next heartbeat writes the row again.
+          yield* sql`DELETE FROM ${sql(prefix + "workers")}`
+          yield* driver.workerHeartbeat("w1", t0 + s(1), started)
+          assert.deepStrictEqual(yield* driver.workerList(10), [
+            { id: "w1", host: "h", pid: 1, startedAtUs: t0 - s(60), heartbeatAtUs: t0 + s(1), jobNames: `["a"]` }
+          ])
         })))
   })
 
@@ -140,7 +150,7 @@ export const workersOps = (target: Target) => {
         Effect.gen(function*() {
           yield* driver.workerRegister("w2", t0, "h2", 2, ["x", "y"])
           yield* driver.workerRegister("w1", t0 - s(5), "h1", 1)
-          yield* driver.workerHeartbeat("w2", t0 + s(3))
+          yield* driver.workerHeartbeat("w2", t0 + s(3), { startedAtUs: t0, host: "h2", pid: 2, jobNames: ["x", "y"], jobLimits: new Map() })
           const rows = yield* driver.workerList(10)
           assert.deepStrictEqual(rows.map((r) => ({ ...r, jobNames: r.jobNames === null ? null : JSON.parse(r.jobNames) })), [
             { id: "w1", host: "h1", pid: 1, startedAtUs: t0 - s(5), heartbeatAtUs: t0 - s(5), jobNames: [] },
@@ -189,11 +199,14 @@ export const workersOps = (target: Target) => {
   })
 
   describe("jobListOrphaned", () => {
-    it.live(name("running jobs of workers gone: no row, an old heartbeat or a free lock; and the caller's own"), () =>
+    it.live(name("running jobs of workers gone: an old heartbeat or a free lock, no row since a lease; and the caller's own"), () =>
       withDriver(target, ({ driver }) =>
         Effect.gen(function*() {
-          // Holders of their locks (each on a session of its own): alive, and the caller itself.
-          for (const id of ["alive", "self"]) assert.isTrue(yield* runLock(yield* session, driver.workerLockStatement(id)))
+          // Holders of their locks (each on a session of its own): alive, the caller itself, and a
+          // live worker whose row was pruned (it writes it again at its next heartbeat).
+          for (const id of ["alive", "self", "pruned"]) {
+            assert.isTrue(yield* runLock(yield* session, driver.workerLockStatement(id)))
+          }
           yield* driver.workerRegister("alive", t0, "h", 1)
           yield* driver.workerRegister("self", t0, "h", 2)
           yield* driver.workerRegister("unlocked", t0, "h", 3)
@@ -201,7 +214,7 @@ export const workersOps = (target: Target) => {
           yield* driver.workerRelocking("unlocked")
           yield* driver.workerRelocked("old")
           const byWorker = new Map<string, string>()
-          for (const worker of ["alive", "self", "unlocked", "old", "gone"]) {
+          for (const worker of ["alive", "self", "unlocked", "old", "gone", "pruned"]) {
             const [id] = yield* insert(driver, row("a", { payload: JSON.stringify({ worker }) }))
             yield* claim(driver, "a", 1, worker)
             byWorker.set(worker, id)
@@ -209,29 +222,39 @@ export const workersOps = (target: Target) => {
           // Another name's lost job is not listed.
           yield* insert(driver, row("b"))
           yield* claim(driver, "b", 1, "gone")
+          const listing = (orphaned: ReadonlyArray<OrphanedRow>) =>
+            sortBy(orphaned, (o) => o.workerId ?? "").map((o) => [o.workerId, o.id, o.expired, o.relocking, o.relocks])
+          // Claimed at t0, within the lease: a job without a worker row is not lost on PostgreSQL, and
+          // on MySQL/MariaDB only while its worker's lock is free (then as a free lock is: not expired).
           const orphaned = yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 100)
+          const expected = [
+            ["old", byWorker.get("old")!, true, false, 1],
+            ["self", byWorker.get("self")!, false, false, 0],
+            ["unlocked", byWorker.get("unlocked")!, false, true, 0]
+          ]
           assert.deepStrictEqual(
-            sortBy(orphaned, (o) => o.workerId ?? "").map((o) => [o.workerId, o.id, o.expired, o.relocking, o.relocks]),
-            [
-              ["gone", byWorker.get("gone")!, true, false, 0],
-              ["old", byWorker.get("old")!, true, false, 1],
-              ["self", byWorker.get("self")!, false, false, 0],
-              ["unlocked", byWorker.get("unlocked")!, false, true, 0]
-            ]
+            listing(orphaned),
+            target.dialect === "pg" ? expected : [["gone", byWorker.get("gone")!, false, false, 0], ...expected]
           )
-          const gone = orphaned.find((o) => o.workerId === "gone")!
-          assert.deepStrictEqual([gone.name, gone.attempts, gone.claimedAtUs, gone.payload], ["a", 1, t0, `{"worker":"gone"}`])
+          const old = orphaned.find((o) => o.workerId === "old")!
+          assert.deepStrictEqual([old.name, old.attempts, old.claimedAtUs, old.payload], ["a", 1, t0, `{"worker":"old"}`])
           assert.strictEqual((yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 2)).length, 2)
+          // Claimed longer than a lease ago with no worker row since: lost, whether the lock is held or not.
+          const later = yield* driver.jobListOrphaned(["a"], t0 + s(1), "self", 100)
+          assert.deepStrictEqual(listing(later).filter((o) => o[0] === "gone" || o[0] === "pruned"), [
+            ["gone", byWorker.get("gone")!, true, false, 0],
+            ["pruned", byWorker.get("pruned")!, true, false, 0]
+          ])
           // Only the jobs of workers whose row says they are lost: not the caller's own, and (on
           // PostgreSQL; MySQL/MariaDB may list more) not those without a worker row.
           const lost = yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 100, "lost")
-          const listed = sortBy(lost, (o) => o.workerId ?? "").map((o) => [o.workerId, o.id, o.expired, o.relocking, o.relocks])
-          const expected = [
+          const listed = listing(lost)
+          const lostExpected = [
             ["old", byWorker.get("old")!, true, false, 1],
             ["unlocked", byWorker.get("unlocked")!, false, true, 0]
           ]
-          assert.deepStrictEqual(listed.filter((o) => o[0] !== "gone"), expected)
-          if (target.dialect === "pg") assert.deepStrictEqual(listed, expected)
+          assert.deepStrictEqual(listed.filter((o) => o[0] !== "gone"), lostExpected)
+          if (target.dialect === "pg") assert.deepStrictEqual(listed, lostExpected)
           assert.strictEqual((yield* driver.jobListOrphaned(["a"], t0 - s(60), "self", 1, "lost")).length, 1)
         })))
   })

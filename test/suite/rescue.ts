@@ -3,14 +3,16 @@
  * lost; every running job (its own among them) in the sweep, every `leaseTimeout`, and in the
  * passes of the 5 s after a claim of the worker failed (two at least) — a claim whose commit was
  * applied and whose answer was lost leaves its jobs running under the live worker's id, and only
- * those passes find them.
+ * those passes find them. A job whose worker has no row is lost once it was claimed a lease ago (or,
+ * on MySQL/MariaDB, its worker's lock is free): a live worker writes its pruned row again at its
+ * next heartbeat.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Job, Queue, Worker } from "../../src/index.js"
 import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
-import { Noop } from "../support/jobs.js"
+import { Noop, Slow } from "../support/jobs.js"
 import type { Target } from "../support/targets.js"
 
 export const rescue = (target: Target) => {
@@ -70,6 +72,37 @@ export const rescue = (target: Target) => {
             // Its handler never ran: the claim is released, not counted as a failed attempt.
             assert.strictEqual((yield* queue.get(lost)).attempts, 1)
           }).pipe(Effect.scoped)),
+      30_000
+    )
+
+    it.live(
+      name("a live worker whose row was pruned (stopped for minutes) writes it again at its next heartbeat; no sweep takes its running job"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const queue = yield* Queue.Queue
+            const runs: Array<string> = []
+            const handler = (worker: string) =>
+              Job.handler(Slow, () => Effect.zipRight(Effect.sync(() => runs.push(worker)), realSleep(3500)))
+            yield* Worker.make({ id: "paused-host", handlers: [handler("paused-host")] })
+            const id = yield* queue.enqueue(Slow, {})
+            yield* waitUntil(Effect.sync(() => runs.length === 1), 10_000, "the job to start")
+            // A second worker, whose sweeps (every `leaseTimeout`, 2 s here) read every running job.
+            yield* Worker.make({ id: "other", handlers: [handler("other")] })
+            // What the prune of worker rows leaves after a worker was stopped for ten leases: no row.
+            yield* sql`DELETE FROM ${sql(prefix + "workers")} WHERE id = ${"paused-host"}`
+            const rowOf = Effect.map(
+              sql<{ id: string }>`SELECT id FROM ${sql(prefix + "workers")} WHERE id = ${"paused-host"}`,
+              (rows) => rows.length
+            )
+            // Written again by its next heartbeat (every 500 ms here).
+            yield* waitUntil(Effect.map(rowOf, (n) => n === 1), 2_000, "the row to be written again")
+            yield* waitUntil(Effect.map(queue.get(id), (j) => j.state === "completed"), 15_000, "the job to complete")
+            // The job ran once, in the worker that claimed it, across the other worker's sweeps.
+            assert.deepStrictEqual(runs, ["paused-host"])
+            assert.strictEqual((yield* queue.get(id)).attempts, 1)
+          }), { rescueInterval: "100 millis", heartbeatInterval: "500 millis", leaseTimeout: "2 seconds" }),
       30_000
     )
   })

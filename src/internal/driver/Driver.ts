@@ -43,7 +43,8 @@ import type {
   StatsRow,
   UniqueInsertResult,
   UniqueInsertRow,
-  WorkerRow
+  WorkerRow,
+  WorkerStart
 } from "./rows.js"
 
 export type * from "./rows.js"
@@ -257,7 +258,12 @@ export interface Driver {
   readonly workerJobNames: (sinceUs: number) => Effect.Effect<ReadonlySet<string>, SqlError>
   /** The job definitions' limits the workers whose heartbeat is at or after `sinceUs` published, by name. */
   readonly workerJobLimits: (sinceUs: number) => Effect.Effect<ReadonlyMap<string, NameLimits>, SqlError>
-  readonly workerHeartbeat: (id: string, nowUs: number) => Effect.Effect<void, SqlError>
+  /**
+   * A worker's heartbeat: its row's `heartbeat_at` set to `nowUs`; a row that is gone (pruned while
+   * the worker was stopped for minutes, or deleted by hand) is written again from `started`, so that
+   * the jobs the worker claims from then on have a live worker's row.
+   */
+  readonly workerHeartbeat: (id: string, nowUs: number, started: WorkerStart) => Effect.Effect<void, SqlError>
   /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
   readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
   /** Clears the mark of {@link workerRelocking} and counts the lock taken again (`relocks`). */

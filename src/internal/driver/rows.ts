@@ -304,6 +304,15 @@ export interface WorkerRow {
   readonly jobNames: string | null
 }
 
+/** What a worker's row says of it from its start (`workerRegister`); `startedAtUs` in µs. */
+export interface WorkerStart {
+  readonly startedAtUs: number
+  readonly host: string
+  readonly pid: number
+  readonly jobNames: ReadonlyArray<string>
+  readonly jobLimits: ReadonlyMap<string, NameLimits>
+}
+
 /** A row of `<prefix>schedules`, as `scheduleList` reads it. Times are µs. */
 export interface ScheduleRow {
   readonly name: string

@@ -27,6 +27,7 @@ import type {
   StatsRow,
   UniqueInsertResult,
   WorkerRow,
+  WorkerStart,
   WorkersOps
 } from "./Driver.js"
 import { isUniqueViolation } from "./errors.js"
@@ -433,18 +434,23 @@ export const toWorker = (r: any): WorkerRow => ({
 
 export const workerRows = (
   ctx: WorkerRowsContext,
-  upsert: string
+  /** The clause of a registration whose row exists: every column but `started_at`, `host` and `pid` written again. */
+  upsert: string,
+  /** The clause of a heartbeat whose row exists: `heartbeat_at` alone. */
+  beat: string
 ): Pick<
   WorkersOps,
   "workerRegister" | "workerJobNames" | "workerJobLimits" | "workerHeartbeat" | "workerRelocking" | "workerRelocked"
 > => {
   const { run, sql, ts, workers } = ctx
+  const write = (id: string, started: WorkerStart, nowUs: number, onConflict: string) =>
+    sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names, job_limits)
+        VALUES (${id}, ${ts(started.startedAtUs)}, ${ts(nowUs)}, ${started.host}, ${started.pid}, ${JSON.stringify(started.jobNames)},
+          ${started.jobLimits.size === 0 ? null : JSON.stringify(Object.fromEntries(started.jobLimits))})
+        ${sql.literal(onConflict)}`
   return {
     workerRegister: (id, nowUs, host, pid, jobNames = [], jobLimits = new Map()) =>
-      sql`INSERT INTO ${workers} (id, started_at, heartbeat_at, host, pid, job_names, job_limits)
-          VALUES (${id}, ${ts(nowUs)}, ${ts(nowUs)}, ${host}, ${pid}, ${JSON.stringify(jobNames)},
-            ${jobLimits.size === 0 ? null : JSON.stringify(Object.fromEntries(jobLimits))})
-          ${sql.literal(upsert)}`.pipe(Effect.asVoid),
+      write(id, { startedAtUs: nowUs, host, pid, jobNames, jobLimits }, nowUs, upsert).pipe(Effect.asVoid),
     workerJobLimits: (sinceUs) =>
       Effect.map(
         sql<{ job_limits: string | null }>`SELECT job_limits FROM ${workers}
@@ -456,8 +462,9 @@ export const workerRows = (
         sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
         jobNamesOf
       ),
-    workerHeartbeat: (id, nowUs) =>
-      run(sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`).pipe(Effect.asVoid),
+    // An insert that updates the heartbeat of the row it finds: one statement, which writes a row
+    // that is gone again.
+    workerHeartbeat: (id, nowUs, started) => run(write(id, started, nowUs, beat)).pipe(Effect.asVoid),
     workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
     workerRelocked: (id) =>
       sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid)

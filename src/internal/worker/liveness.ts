@@ -219,7 +219,7 @@ export const liveness = (
           yield* reachability.succeeded
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
-          yield* driver.workerHeartbeat(workerId, yield* nowMicros)
+          yield* driver.workerHeartbeat(workerId, yield* nowMicros, started)
           yield* onHeartbeat
         }
       }).pipe(Effect.scoped)
@@ -227,6 +227,8 @@ export const liveness = (
     let lost = false
     const nowUs = yield* nowMicros
     yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames, jobLimits)
+    // What a heartbeat writes again if the row is gone (pruned while this worker was stopped).
+    const started = { startedAtUs: nowUs, host: os.hostname(), pid: process.pid, jobNames, jobLimits }
     /** This worker took its lock, and no other live worker took its id since: the row is its own. */
     let ownsRow = false
     // With the database gone the row stays; rescuers and the pruner of worker rows handle it. A worker

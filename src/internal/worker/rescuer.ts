@@ -33,10 +33,12 @@ export const doubtMillis = 5000
 /**
  * How many passes apart two passes in a row read every running job of the worker's names (the sweep;
  * the first two passes after the start are one): `leaseTimeout ÷ rescueInterval`, at least 2 (60, or
- * 30 s, by default). So a job whose worker has no row — deleted by hand, or pruned while the worker
- * was stopped (a process paused for minutes) and claimed for since — is rescued within about
- * `leaseTimeout`, as a job whose worker's heartbeat stopped is; and so is a job running under this
- * worker's id that it does not know of, when no failed claim of its own announced it.
+ * 30 s, by default). So a job whose worker has no row (deleted by hand) is rescued once it was
+ * claimed a lease ago, as if its worker's heartbeat had stopped at the claim (on MySQL/MariaDB also
+ * when its worker's lock is free) — a live worker whose row was pruned while it was stopped (a
+ * process paused for minutes) writes it again at its next heartbeat, so its jobs are never taken
+ * for lost; and a job running under this worker's id that it does not know of is rescued within
+ * about `leaseTimeout`, when no failed claim of its own announced it.
  */
 export const sweepPasses = (leaseTimeout: Duration.Duration, rescueInterval: Duration.Duration): number =>
   Math.max(2, Math.round(Duration.toMillis(leaseTimeout) / Math.max(1, Duration.toMillis(rescueInterval))))

@@ -34,23 +34,29 @@ export const make = (ctx: MysqlContext): WorkersOps => {
         (rows) => staleAttempts(attempts, rows)
       ),
     // Running jobs are read from the range state = 'running' of jobs_finished, whatever the scope:
-    // InnoDB purges the old versions of rows, so the range holds the running jobs only.
+    // InnoDB purges the old versions of rows, so the range holds the running jobs only. A job whose
+    // worker has no row (deleted by hand; or pruned while the worker was stopped and claimed for
+    // since, until its next heartbeat writes the row again) is lost when its worker's lock is free
+    // or it was claimed longer than a lease ago, as if the worker's heartbeat had stopped at the claim.
     jobListOrphaned: (names, leaseCutoffUs, selfId, limit, scope = "all") =>
       Effect.map(
         run(sql`SELECT ${claimedColumnsJ}, j.worker_id, ${sql.literal(usOf("j.claimed_at"))} AS claimed_at_us,
-              (w.id IS NULL OR w.heartbeat_at < ${ts(leaseCutoffUs)}) AS expired,
+              (COALESCE(w.heartbeat_at, j.claimed_at) < ${ts(leaseCutoffUs)}) AS expired,
               COALESCE(w.relocking, 0) AS relocking, COALESCE(w.relocks, 0) AS relocks
             FROM ${jobs} j
             LEFT JOIN ${workers} w ON w.id = j.worker_id
             WHERE j.state = 'running' AND j.name IN ${sql.in(names)}
-              AND (${scope === "all" ? sql`w.id IS NULL OR j.worker_id = ${selfId} OR ` : sql.literal("")}w.heartbeat_at < ${ts(leaseCutoffUs)}
-                   OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
+              AND (${scope === "all" ? sql`j.worker_id = ${selfId} OR ` : sql.literal("")}COALESCE(w.heartbeat_at, j.claimed_at) < ${
+          ts(leaseCutoffUs)
+        }
+                   OR j.worker_id IS NULL OR IS_FREE_LOCK(CONCAT(${lockPrefix}, j.worker_id)) = 1)
             LIMIT ${sql.literal(String(Math.min(Math.floor(limit), 2147483647)))}`, "unprepared"),
         (rows) => rows.map(toOrphaned)
       ),
     ...workerRows(
       ctx,
-      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names), job_limits = VALUES(job_limits)"
+      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at), relocking = FALSE, job_names = VALUES(job_names), job_limits = VALUES(job_limits)",
+      "ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)"
     ),
     // As on PostgreSQL: the row at the epoch, then the prune of rows at the epoch.
     workerRemove: (id) =>

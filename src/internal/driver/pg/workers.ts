@@ -41,11 +41,14 @@ export const make = (ctx: PgContext): WorkersOps => {
             SELECT * FROM ${jobs} r
             WHERE r.state = 'running' AND r.worker_id = s.id AND r.name = ANY(${names}::text[])
             LIMIT ${n}) j`
-      // Running jobs whose worker has no row (removed while they ran): every running job is read.
+      // Running jobs whose worker has no row (deleted by hand; or pruned while the worker was stopped
+      // and claimed for since, until its next heartbeat writes the row again), claimed longer than a
+      // lease ago: the worker has not written its row since, as a worker whose heartbeat stopped at
+      // the claim. Every running job is read.
       const unregistered = sql`SELECT ${claimedColumnsJ}, j.worker_id,
             ${sql.literal(usText("j.claimed_at"))} AS claimed_at_us, true AS expired, false AS relocking, 0 AS relocks
           FROM ${jobs} j
-          WHERE j.state = 'running' AND j.name = ANY(${names}::text[])
+          WHERE j.state = 'running' AND j.name = ANY(${names}::text[]) AND j.claimed_at < ${ts(leaseCutoffUs)}
             AND NOT EXISTS (SELECT 1 FROM ${workers} w WHERE w.id = j.worker_id)`
       return Effect.map(
         scope === "all"
@@ -56,7 +59,8 @@ export const make = (ctx: PgContext): WorkersOps => {
     },
     ...workerRows(
       ctx,
-      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names, job_limits = EXCLUDED.job_limits"
+      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, relocking = false, job_names = EXCLUDED.job_names, job_limits = EXCLUDED.job_limits",
+      "ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at"
     ),
     // The row says the worker is lost (its heartbeat at the epoch) before it goes, so that a job left
     // running (a handler that did not stop) is rescued at once; the prune of rows at the epoch deletes
