@@ -287,7 +287,7 @@ export interface AdminShape {
    * Lifts the holds of a job name and of its concurrency keys that handlers asked for with
    * `RateLimited` (scope `name` or `key`): its jobs may start again at once, as their rates allow,
    * in every process (this one at once, others by `NOTIFY` on PostgreSQL, and within one
-   * `pollInterval` everywhere: a worker reads a hold again at least that often). Returns how many holds were lifted (0: none). The jobs whose attempts
+   * `pollInterval` everywhere: a worker reads a hold again at least that often). Returns how many holds were lifted: those still in force (0: none; a hold whose time has passed holds nothing and is not counted). The jobs whose attempts
    * ended with `RateLimited` keep the later `run_at` it gave them; the others of the name or key start.
    *
    * @example
@@ -512,7 +512,7 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       limits: Limits.statuses(driver),
       liftHolds: (name) =>
         Effect.gen(function*() {
-          const lifted = yield* driver.rateHoldsLift(name)
+          const lifted = yield* driver.rateHoldsLift(name, yield* nowMicros)
           if (lifted > 0) {
             // Workers forget the holds they read (as after a change of the limits) and claim again.
             yield* notifier.limitsChanged

@@ -54,6 +54,23 @@ export const ratesOps = (target: Target) => {
         })))
   })
 
+  describe("rateHoldsLift", () => {
+    it.live(name("lifts the holds of a name and of its keys still in force, and counts those only"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          yield* driver.rateHold("a", null, t0 + s(60))
+          yield* driver.rateHold("a", "k1", t0 + s(30))
+          yield* driver.rateHold("a", "k2", t0 - s(1))
+          yield* driver.rateHold("b", null, t0 + s(60))
+          // k2's hold has passed: it holds nothing, and lifting it is no news.
+          assert.strictEqual(yield* driver.rateHoldsLift("a", t0), 2)
+          assert.strictEqual(yield* driver.rateHoldsLift("a", t0), 0)
+          assert.strictEqual(yield* driver.rateHoldsLift("nobody", t0), 0)
+          // Another name's hold is left.
+          assert.strictEqual(yield* driver.rateHoldsLift("b", t0 + s(59)), 1)
+        })))
+  })
+
   describe("ratePrune", () => {
     it.live(name("deletes the rows of a name whose window began before the cutoff and whose hold ended, a batch at a time in key order"), () =>
       withDriver(target, ({ driver, prefix, sql }) =>

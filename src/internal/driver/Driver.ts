@@ -339,8 +339,11 @@ export interface Driver {
   readonly limitSet: (name: string, changes: LimitChanges, nowUs: number) => Effect.Effect<LimitRow | undefined, SqlError>
   /** Removes a job name's run-time limits; returns `false` when it had none. */
   readonly limitDelete: (name: string) => Effect.Effect<boolean, SqlError>
-  /** Lifts every hold (`rateHold`) of a job name and of its keys; returns how many were lifted. */
-  readonly rateHoldsLift: (name: string) => Effect.Effect<number, SqlError>
+  /**
+   * Lifts the holds (`rateHold`) of a job name and of its keys still in force at `nowUs`; returns how
+   * many. (A hold whose time has passed holds nothing: it is left, and not counted.)
+   */
+  readonly rateHoldsLift: (name: string, nowUs: number) => Effect.Effect<number, SqlError>
   /**
    * The slots held now by running attempts of `names` (names holding none are left out); without
    * `keys` (default true), only the name slots (the keys' counts are 0).

@@ -48,9 +48,9 @@ export const make = (ctx: MysqlContext): LimitsOps => {
       })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name}`.raw, (r: any) => Number(r.affectedRows) > 0),
-    rateHoldsLift: (name) =>
+    rateHoldsLift: (name, nowUs) =>
       Effect.map(
-        sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL WHERE name = ${name} AND blocked_until_us IS NOT NULL`.raw,
+        sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL WHERE name = ${name} AND blocked_until_us > ${nowUs}`.raw,
         (r: any) => Number(r.affectedRows)
       ),
     // A statement per name, its name as a parameter in each comparison (a derived table of parameters

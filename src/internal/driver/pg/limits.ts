@@ -43,10 +43,10 @@ export const make = (ctx: PgContext): LimitsOps => {
       })),
     limitDelete: (name) =>
       Effect.map(sql`DELETE FROM ${limits} WHERE name = ${name} RETURNING name`, (rows) => rows.length > 0),
-    rateHoldsLift: (name) =>
+    rateHoldsLift: (name, nowUs) =>
       Effect.map(
         sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL
-          WHERE name = ${name} AND blocked_until_us IS NOT NULL RETURNING name`,
+          WHERE name = ${name} AND blocked_until_us > ${nowUs} RETURNING name`,
         (rows) => rows.length
       ),
     // Each count reads one of the slot indexes (running rows holding a slot only).
