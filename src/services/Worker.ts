@@ -44,7 +44,7 @@ import * as Pauses from "../internal/pauses.js"
 import * as Stats from "../internal/stats.js"
 import { fitRecord } from "../internal/sanitize.js"
 import { InvalidWorkerOptions } from "../schema/Errors.js"
-import { nowMicros } from "../internal/time.js"
+import { microsToDate, nowMicros } from "../internal/time.js"
 import { wallSleep } from "../internal/wallClock.js"
 import { ofJobName } from "./Metrics.js"
 import type { Handler, Limits as JobLimits } from "../schema/Job.js"
@@ -162,6 +162,13 @@ export interface WorkerHandle {
    * job due, checked in that order and `idle` checked again after (as `sqlane/promise`'s `drain` does).
    */
   readonly idle: Effect.Effect<boolean>
+  /**
+   * When the worker's last claims left due jobs out because a rate limit's window or a `RateLimited`
+   * hold held them back: the earliest instant (Effect's `Clock`) at which one admits a job again;
+   * else undefined. A drain of your own under `TestClock` moves the clock to it (as `drain` of
+   * `sqlane/testing` does with `withScheduled`).
+   */
+  readonly heldBackUntil: Effect.Effect<Date | undefined>
 }
 
 /** The workers running on each SQL client (its pool), to check that its pool can hold their locks. */
@@ -488,7 +495,11 @@ export const make = <R>(
       id: workerId,
       running: Effect.sync(slots.running),
       waiting: Effect.sync(slots.waiting),
-      idle: Effect.sync(slots.quiet)
+      idle: Effect.sync(slots.quiet),
+      heldBackUntil: Effect.map(nowMicros, (nowUs) => {
+        const untilUs = claims.heldBackUntilUs(nowUs)
+        return untilUs === undefined ? undefined : microsToDate(untilUs)
+      })
     } satisfies WorkerHandle
   })
 

@@ -47,6 +47,12 @@ const Forever = Job.make("t-forever", {
   retry: Schedule.spaced("1 second")
 })
 
+/** 2 starts a minute per account, and 3 a minute of the name in all. */
+const Sync = Job.make("t-sync", {
+  payload: Schema.Struct({ account: Schema.String, n: Schema.Number }),
+  limits: { key: (p) => p.account, ratePerKey: { starts: 2, per: "1 minute" }, rate: { starts: 3, per: "1 minute" } }
+})
+
 const email = (to: string, id = 1) => ({ to, order: { id, placedAt: new Date(0) }, tags: ["welcome"] })
 
 export const testing = (target: Target) => {
@@ -154,6 +160,22 @@ export const testing = (target: Target) => {
         // Without `until`, the job 10 days away runs too.
         const rest = yield* drain({ handlers, withScheduled: true })
         assert.deepStrictEqual(rest.map((r) => [r.id, r.outcome, r.at.getTime()]), [[far, "completed", 10 * 86_400_000]])
+      })))
+
+    it.effect(name("drain withScheduled steps TestClock to the windows of rate limits; without it, jobs a rate holds back are left"), () =>
+      withTestQueue(Effect.gen(function*() {
+        const queue = yield* Queue.Queue
+        const ids = yield* queue.enqueueMany(Sync, [0, 1, 2, 3, 4].map((n) => ({ account: n < 4 ? "a" : "b", n })))
+        const handlers = [Job.handler(Sync, () => Effect.void)]
+        // Due now, the rates admit 2 of account a and b's one (3 of the name): the rest are left pending.
+        const now = yield* drain({ handlers, concurrency: 5 })
+        assert.deepStrictEqual(now.map((r) => [r.outcome, r.at.getTime()]), [["completed", 0], ["completed", 0], ["completed", 0]])
+        assert.strictEqual(yield* TestClock.currentTimeMillis, 0)
+        // Stepped to the next window (a minute on): a's last 2 jobs start in it, each attempt once.
+        const later = yield* drain({ handlers, concurrency: 5, withScheduled: true })
+        assert.deepStrictEqual(later.map((r) => [r.outcome, r.attempt, r.at.getTime()]), [["completed", 1, 60_000], ["completed", 1, 60_000]])
+        for (const id of ids) assert.strictEqual((yield* queue.get(id)).state, "completed")
+        assert.strictEqual(yield* TestClock.currentTimeMillis, 60_000)
       })))
 
     it.effect(name("drain reports a job cancelled while it ran, and fails after maxSteps of a job retried for ever"), () =>

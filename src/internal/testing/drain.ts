@@ -77,9 +77,11 @@ export interface DrainOptions<R> {
   readonly concurrency?: number | undefined
   /**
    * Also run jobs not yet due: when nothing is due, `TestClock` is set to the earliest `run_at` of
-   * the pending jobs of these names, and the drain goes on, until no such job is left (retries
-   * included: a job that fails until it is dead ends dead). Needs `TestClock` (`it.effect`).
-   * Default false: only the jobs due now run, and retries that are not yet due wait.
+   * the pending jobs of these names — or, when a rate limit's window (or a `RateLimited` hold)
+   * holds due jobs back, to the instant it admits one, if earlier — and the drain goes on, until no
+   * such job is left (retries included: a job that fails until it is dead ends dead). Needs
+   * `TestClock` (`it.effect`). Default false: only the jobs due now run (as their rate limits
+   * admit them now), and retries that are not yet due wait.
    *
    * Source: Oban's `Oban.Testing.drain_queue/2` (`with_scheduled: true`).
    */
@@ -129,9 +131,13 @@ const base = (e: { readonly id: string; readonly name: string; readonly attempt:
  * Runs every due job of the `handlers`' names now, on a worker that lives for the drain (so every
  * guarantee of a worker holds: claims, timeouts, retries by the job's `Schedule`, dead letters,
  * cancellation), and returns the attempts that ran, in the order they ended. It returns once no job
- * of those names is due or running. With `withScheduled`, it then sets `TestClock` to the earliest
- * `run_at` of their pending jobs (read from the database) and goes on, until none is left, none is
- * due before `until`, or `maxSteps` is reached (then it fails with `DrainIncomplete`).
+ * of those names is due or running, or those due are held back by a rate limit (their window is
+ * used up, or a handler's `RateLimited` holds their name or key). With `withScheduled`, it then sets
+ * `TestClock` to the earliest `run_at` of their pending jobs (read from the database), or to the
+ * instant a rate window or hold admits the jobs it holds back if that is earlier, and goes on, until
+ * none is left, none is due before `until`, or `maxSteps` is reached (then it fails with
+ * `DrainIncomplete`). An attempt that ends with `RateLimited` is not listed (it does not count as an
+ * attempt): the job is listed when it runs again.
  *
  * Start no other worker for these names in the test: the drain would wait for its jobs too, and
  * report only the attempts run in this process. A handler that sleeps on `TestClock` does not end
@@ -220,21 +226,33 @@ export const drain = <R>(
     })
     /**
      * Waits until nothing of these names is due or running and no event came meanwhile: every claim
-     * is an event, so a job cannot slip from due to running between two reads unseen.
+     * is an event, so a job cannot slip from due to running between two reads unseen. Returns
+     * undefined then; or, when the jobs left due are held back by a rate limit's window or a hold
+     * (the worker, woken, still claimed none), the instant (µs) the worker says one admits a job.
      */
     const settle = Effect.gen(function*() {
       let quietSinceMs = Date.now()
+      /** The worker was woken since the last event. */
+      let woken = false
       while (true) {
-        if (yield* take) quietSinceMs = Date.now()
+        const heard = () => {
+          quietSinceMs = Date.now()
+          woken = false
+        }
+        if (yield* take) heard()
         const rows = yield* left
         const running = yield* worker.running
-        if (yield* take) quietSinceMs = Date.now()
-        else if (rows.length === 0 && running === 0) return
+        if (yield* take) heard()
+        else if (rows.length === 0 && running === 0) return undefined
         // Jobs due and nothing claimed for a while: the worker may sleep past a TestClock step that
-        // landed between its reading of the clock and its sleep. Wake it.
+        // landed between its reading of the clock and its sleep. Wake it; if it was woken already,
+        // a rate limit may hold the jobs back until a later window.
         if (running === 0 && rows.some((r) => r.due > 0) && Date.now() - quietSinceMs >= wakeAfterMillis) {
+          const held = woken ? yield* worker.heldBackUntil : undefined
+          if (held !== undefined) return held.getTime() * 1000
           yield* notifier.announce(names)
           quietSinceMs = Date.now()
+          woken = true
         }
         if (Date.now() > deadline) {
           const what = rows.map((r) => `${r.due > 0 ? `${r.due} due` : `${r.count} running`} "${r.name}"`).join(", ")
@@ -248,11 +266,13 @@ export const drain = <R>(
       }
     })
 
-    yield* settle
+    let heldUs = yield* settle
     if (options.withScheduled === true) {
       let steps = 0
       while (true) {
-        const next = (yield* claimer.probe(names, yield* nowMicros)).nextUs
+        // The next pending job's run_at, or the window that admits the due jobs a rate limit holds back.
+        const dueUs = (yield* claimer.probe(names, yield* nowMicros)).nextUs
+        const next = dueUs === undefined ? heldUs : heldUs === undefined ? dueUs : Math.min(dueUs, heldUs)
         if (next === undefined || next > horizonUs) break
         if (steps >= maxSteps) {
           return yield* new DrainIncomplete({
@@ -264,7 +284,7 @@ export const drain = <R>(
         steps++
         const nowMs = (yield* nowMicros) / 1000
         yield* TestClock.adjust(Duration.millis(Math.max(0, Math.ceil(next / 1000 - nowMs))))
-        yield* settle
+        heldUs = yield* settle
       }
     }
     // An attempt claimed and never ended: the job was cancelled while it ran (its end changed nothing).

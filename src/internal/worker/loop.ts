@@ -108,6 +108,11 @@ export interface ClaimLoop {
    * jobs at once; the next rated claim learns the windows again).
    */
   readonly limitsChanged: () => void
+  /**
+   * The earliest instant (µs, Effect's `Clock`) after `nowUs` at which a rate window or a hold that
+   * left due jobs out of this worker's last claims admits one again; undefined when none did.
+   */
+  readonly heldBackUntilUs: (nowUs: number) => number | undefined
 }
 
 export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | Notifier | QueueConfig | Database> =>
@@ -240,6 +245,8 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
      */
     const heldUntilUs = new Map<string, number>()
     let keyWakeUs: number | undefined
+    /** Per name, the instant (µs) its window or hold admits a job again, as the claim said (not capped by the poll). */
+    const admitsAtUs = new Map<string, number>()
     /** The groups whose names no rate limit holds at `nowUs`. */
     const notHeld = (groups: ReadonlyArray<Group>, nowUs: number) => {
       if (heldUntilUs.size === 0) return groups
@@ -273,7 +280,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
             const rows = claim.claimed
             // Held at most one poll interval at a time: a hold lifted in another process
             // (`Admin.liftHolds`) is seen by the next claim even where no notice reaches this one.
-            for (const [name, until] of claim.heldUntilUs) heldUntilUs.set(name, Math.min(until, nowUs + pollMillis * 1000))
+            for (const [name, until] of claim.heldUntilUs) {
+              heldUntilUs.set(name, Math.min(until, nowUs + pollMillis * 1000))
+              admitsAtUs.set(name, until)
+            }
             keyWakeUs = claim.keyWakeUs
             if (riding() && backlogAfter(groups, rows.length, free)) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
@@ -493,7 +503,16 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       wake: Effect.suspend(() => wakeSelf),
       limitsChanged: () => {
         heldUntilUs.clear()
+        admitsAtUs.clear()
         keyWakeUs = undefined
+      },
+      heldBackUntilUs: (nowUs) => {
+        let earliest = keyWakeUs !== undefined && keyWakeUs > nowUs ? keyWakeUs : undefined
+        for (const [name, until] of admitsAtUs) {
+          if (until <= nowUs) admitsAtUs.delete(name)
+          else if (earliest === undefined || until < earliest) earliest = until
+        }
+        return earliest
       }
     } satisfies ClaimLoop
   })
