@@ -135,8 +135,9 @@ export const watch = (
 /**
  * Sets the limit gauges of the names under a name limit (`sqlane_limit_running`,
  * `sqlane_limit_in_use`, `sqlane_jobs_held_back`), from the slots held now and `due` (each name's
- * due jobs, as the heartbeat counted them), and `sqlane_jobs_held_back_by_rate` of the rated names,
- * from their window rows at `nowUs`.
+ * due jobs, as the heartbeat counted them); `sqlane_jobs_held_back_by_key` of the names under a
+ * per-key limit, from the keys at their limit; and `sqlane_jobs_held_back_by_rate` of the rated
+ * names, from their window rows at `nowUs`.
  */
 export const gauge = (
   driver: Driver,
@@ -156,6 +157,11 @@ export const gauge = (
         metrics.limitInUse.unsafeUpdate(used, [])
         metrics.heldBack.unsafeUpdate(used >= l.running! ? dueOf.get(name) ?? 0 : 0, [])
       }
+    }
+    const perKey = Array.from(limits).flatMap(([name, l]) => l.runningPerKey === undefined ? [] : [{ name, perKey: l.runningPerKey }])
+    if (perKey.length > 0) {
+      const held = new Map((yield* driver.jobCountHeldByKey(perKey, nowUs, 10_000)).map((h) => [h.name, h.held]))
+      for (const { name } of perKey) ofJobName(name).heldBackByKey.unsafeUpdate(held.get(name) ?? 0, [])
     }
     const rated = Array.from(limits).filter(([, l]) => l.rate !== undefined || l.ratePerKey !== undefined)
     if (rated.length === 0) return

@@ -17,6 +17,7 @@
  * | `sqlane_limit_running` | gauge | every `heartbeatInterval`, per job name under a concurrency limit a worker handles: the limit |
  * | `sqlane_limit_in_use` | gauge | the same: the attempts of the name that hold a slot of its limit, in every process |
  * | `sqlane_jobs_held_back` | gauge | the same: its due jobs while every slot of its limit is in use (else 0) |
+ * | `sqlane_jobs_held_back_by_key` | gauge | every `heartbeatInterval`, per job name under a per-key concurrency limit (`runningPerKey`) a worker handles: its due jobs whose key has every slot of that limit in use (counted up to 10,000) |
  * | `sqlane_jobs_held_back_by_rate` | gauge | every `heartbeatInterval`, per job name under a rate limit a worker handles: its due jobs while its current window of `rate` is used up or a `RateLimited` holds the name (else 0) |
  *
  * The names are Prometheus-style (the `sqlane_` namespace, the unit in the name); the histograms also
@@ -91,6 +92,9 @@ const keys = {
   }),
   heldBack: MetricKey.gauge("sqlane_jobs_held_back", {
     description: "Due jobs of a job name waiting while every slot of its concurrency limit is in use"
+  }),
+  heldBackByKey: MetricKey.gauge("sqlane_jobs_held_back_by_key", {
+    description: "Due jobs of a job name waiting while their key has every slot of its per-key concurrency limit in use"
   }),
   heldBackByRate: MetricKey.gauge("sqlane_jobs_held_back_by_rate", {
     description: "Due jobs of a job name waiting while its rate window is used up or a RateLimited holds the name"
@@ -246,6 +250,23 @@ export const limitRunning: Metric.Metric.Gauge<number> = Metric.fromMetricKey(ke
 export const jobsHeldBack: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.heldBack)
 
 /**
+ * Per job name under a per-key concurrency limit (`limits.runningPerKey`) that a worker of this
+ * process handles, set every `heartbeatInterval`: the name's due jobs (counted up to 10,000) whose
+ * concurrency key has every slot of that limit in use, in every process; the name's other keys'
+ * jobs are not counted (they start meanwhile).
+ *
+ * @example
+ * ```ts
+ * const held = yield* Metric.value(Metrics.jobsHeldBackByKey.pipe(Metric.tagged(Metrics.jobNameTag, "sync")))
+ * if (held.value > 0) yield* Effect.logWarning(`${held.value} sync job(s) wait for a slot of their tenant`)
+ * ```
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const jobsHeldBackByKey: Metric.Metric.Gauge<number> = Metric.fromMetricKey(keys.heldBackByKey)
+
+/**
  * Per job name under a rate limit (`limits.rate` or `ratePerKey`) that a worker of this process
  * handles, set every `heartbeatInterval` from the name's window row (`<prefix>rates`, as every
  * process's claims counted it): the name's due jobs (counted up to 10,000) while its current window of
@@ -287,6 +308,7 @@ export const forJobName = (name: string) => {
     limitRunning: tag(keys.limitRunning),
     limitInUse: tag(keys.limitInUse),
     heldBack: tag(keys.heldBack),
+    heldBackByKey: tag(keys.heldBackByKey),
     heldBackByRate: tag(keys.heldBackByRate)
   }
 }

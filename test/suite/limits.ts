@@ -577,6 +577,31 @@ export const limits = (target: Target) => {
           yield* waitUntil(Effect.map(value(Metrics.jobsHeldBack), (n) => n === 0), 10_000, "none held back")
         }), { heartbeatInterval: "200 millis" }), 60_000)
 
+    it.live(name("gauge sqlane_jobs_held_back_by_key: the due jobs of keys at their per-key limit, not those of other keys"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const gate = yield* Deferred.make<void>()
+          const PerKeyGauged = Job.make("gauged-per-key", {
+            payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
+            limits: { key: (p) => p.tenant, runningPerKey: 2 }
+          })
+          // Tenant a: 2 run, 3 wait for its slots; tenant b's one job runs.
+          yield* queue.enqueueMany(PerKeyGauged, [0, 1, 2, 3, 4].map((i) => ({ tenant: "a", i })))
+          yield* queue.enqueue(PerKeyGauged, { tenant: "b", i: 5 })
+          let started = 0
+          yield* Worker.make({
+            handlers: [Job.handler(PerKeyGauged, () => Effect.zipRight(Effect.sync(() => started++), Deferred.await(gate)))],
+            concurrency: 10
+          })
+          const value = (gauge: Metric.Metric.Gauge<number>) =>
+            Effect.map(Metric.value(gauge.pipe(Metric.tagged(Metrics.jobNameTag, PerKeyGauged.name))), (s) => s.value)
+          yield* waitUntil(Effect.map(value(Metrics.jobsHeldBackByKey), (n) => n === 3), 10_000, "3 due jobs held back by their key")
+          assert.strictEqual(started, 3)
+          yield* Deferred.succeed(gate, undefined)
+          yield* waitUntil(Effect.map(value(Metrics.jobsHeldBackByKey), (n) => n === 0), 10_000, "none held back")
+        }), { heartbeatInterval: "200 millis" }), 60_000)
+
     it.live(name("a limit set at run time reaches running workers; cleared, the name runs unlimited again"), () =>
       withQueue(target, (prefix) =>
         Effect.gen(function*() {

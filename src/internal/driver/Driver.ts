@@ -161,6 +161,16 @@ export interface Driver {
    * epoch), in every process whose claims apply its rate windows; a later hold already there is kept.
    */
   readonly rateHold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void, SqlError>
+  /**
+   * Of each name under a per-key concurrency limit (`perKey`, its `runningPerKey`): its due pending
+   * jobs whose key has every slot of that limit in use, counted up to `cap` (for the
+   * `sqlane_jobs_held_back_by_key` gauge).
+   */
+  readonly jobCountHeldByKey: (
+    limits: ReadonlyArray<{ readonly name: string; readonly perKey: number }>,
+    nowUs: number,
+    cap: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly name: string; readonly held: number }>, SqlError>
   /** Due pending jobs of each of `names`, each counted up to `cap` (for the `sqlane_jobs_due` gauge). */
   readonly jobCountDue: (
     names: ReadonlyArray<string>,
@@ -600,7 +610,10 @@ export type AdminOps = Pick<
   | "jobPruneFinished"
   | "prunerLock"
 >
-export type LimitsOps = Pick<Driver, "limitList" | "limitSet" | "limitDelete" | "rateHoldsLift" | "limitUse" | "slotsHeld">
+export type LimitsOps = Pick<
+  Driver,
+  "limitList" | "limitSet" | "limitDelete" | "rateHoldsLift" | "limitUse" | "slotsHeld" | "jobCountHeldByKey"
+>
 export type RatesOps = Pick<Driver, "rateNameList" | "ratePrune">
 export type StatsOps = Pick<Driver, "statsAdd" | "statsRead" | "statsPrune">
 export type MigrationsOps = Pick<Driver, "migrations" | "migrationList" | "migrationDropAll" | "migrationLocked">

@@ -149,6 +149,7 @@ export const withTransientRetry = (driver: Driver, direct = false): Driver => {
     limitDelete: cold(d.limitDelete),
     rateHoldsLift: cold(d.rateHoldsLift),
     limitUse: cold(d.limitUse),
+    jobCountHeldByKey: cold(d.jobCountHeldByKey),
     rateHold: cold(d.rateHold),
     rateNameList: cold(d.rateNameList),
     ratePrune: cold(d.ratePrune),

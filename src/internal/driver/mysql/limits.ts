@@ -6,11 +6,11 @@
  */
 import * as Effect from "effect/Effect"
 import type { LimitsOps } from "../Driver.js"
-import { limitColumns, limitRowSetsAny, toLimitRow, toLimitUse } from "../shared.js"
+import { limitColumns, limitRowSetsAny, num, toLimitRow, toLimitUse } from "../shared.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): LimitsOps => {
-  const { jobs, prefix, sql, ts, usOf } = ctx
+  const { jobs, prefix, run, sql, ts, usOf } = ctx
   const limits = sql(`${prefix}limits`)
   return {
     limitList: () =>
@@ -52,6 +52,23 @@ export const make = (ctx: MysqlContext): LimitsOps => {
       Effect.map(
         sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL WHERE name = ${name} AND blocked_until_us > ${nowUs}`.raw,
         (r: any) => Number(r.affectedRows)
+      ),
+    // Per name, as `limitUse`: the keys at their limit from the key slot index, their due jobs from
+    // the pending jobs.
+    jobCountHeldByKey: (limited, nowUs, cap) =>
+      limited.length === 0 ? Effect.succeed([]) : Effect.map(
+        run(sql<{ name: string; held: number }>`${
+          sql.join(" UNION ALL ", false)(limited.map(({ name, perKey }) =>
+            sql`SELECT ${name} AS name, (SELECT COUNT(*) FROM (
+                SELECT 1 FROM ${jobs} j
+                WHERE j.state = 'pending' AND j.name = ${name} AND j.run_at <= ${ts(nowUs)}
+                  AND j.limit_key IN (SELECT r.limit_key_running FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
+                    WHERE r.name = ${name} AND r.limit_key_running IS NOT NULL
+                    GROUP BY r.limit_key_running HAVING COUNT(*) >= ${perKey})
+                LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS held`
+          ))
+        }`, "unprepared"),
+        (rows) => rows.map((r) => ({ name: r.name, held: num(r.held) }))
       ),
     // A statement per name, its name as a parameter in each comparison (a derived table of parameters
     // could compare under another collation on MySQL 8). Each count is one range of a slot index:

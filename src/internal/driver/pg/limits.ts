@@ -6,8 +6,8 @@
  */
 import * as Effect from "effect/Effect"
 import type { LimitsOps } from "../Driver.js"
-import { limitColumns, limitRowSetsAny, toLimitRow, toLimitUse } from "../shared.js"
-import type { PgContext } from "./context.js"
+import { limitColumns, limitRowSetsAny, num, toLimitRow, toLimitUse } from "../shared.js"
+import { numbers, type PgContext } from "./context.js"
 
 export const make = (ctx: PgContext): LimitsOps => {
   const { jobs, prefix, sql, ts, us } = ctx
@@ -48,6 +48,20 @@ export const make = (ctx: PgContext): LimitsOps => {
         sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL
           WHERE name = ${name} AND blocked_until_us > ${nowUs} RETURNING name`,
         (rows) => rows.length
+      ),
+    // The keys at their limit come from the running rows holding a key slot (a partial index); the
+    // due jobs of those keys from the pending jobs' key index.
+    jobCountHeldByKey: (limited, nowUs, cap) =>
+      limited.length === 0 ? Effect.succeed([]) : Effect.map(
+        sql<{ name: string; held: string }>`SELECT n.name, (SELECT count(*) FROM (
+              SELECT 1 FROM ${jobs} j
+              WHERE j.state = 'pending' AND j.name = n.name AND j.run_at <= ${ts(nowUs)}
+                AND j.limit_key IN (SELECT r.limit_key FROM ${jobs} r
+                  WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = n.name
+                  GROUP BY r.limit_key HAVING count(*) >= n.per_key)
+              LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS held
+            FROM unnest(${limited.map((l) => l.name)}::text[], ${numbers(limited.map((l) => l.perKey))}::int[]) AS n(name, per_key)`,
+        (rows) => rows.map((r) => ({ name: r.name, held: num(r.held) }))
       ),
     // Each count reads one of the slot indexes (running rows holding a slot only).
     limitUse: (names) =>
