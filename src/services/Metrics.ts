@@ -17,7 +17,7 @@
  * | `sqlane_limit_running` | gauge | every `heartbeatInterval`, per job name under a concurrency limit a worker handles: the limit |
  * | `sqlane_limit_in_use` | gauge | the same: the attempts of the name that hold a slot of its limit, in every process |
  * | `sqlane_jobs_held_back` | gauge | the same: its due jobs while every slot of its limit is in use (else 0) |
- * | `sqlane_jobs_held_back_by_key` | gauge | every `heartbeatInterval`, per job name under a per-key concurrency limit (`runningPerKey`) a worker handles: its due jobs whose key has every slot of that limit in use (counted up to 10,000) |
+ * | `sqlane_jobs_held_back_by_key` | gauge | every `heartbeatInterval`, per job name under a per-key concurrency limit (`runningPerKey`) a worker handles: of its due jobs (the first 10,000 read), those whose key has every slot of that limit in use |
  * | `sqlane_jobs_held_back_by_rate` | gauge | every `heartbeatInterval`, per job name under a rate limit a worker handles: its due jobs while its current window of `rate` is used up or a `RateLimited` holds the name (else 0) |
  *
  * The names are Prometheus-style (the `sqlane_` namespace, the unit in the name); the histograms also
@@ -251,9 +251,9 @@ export const jobsHeldBack: Metric.Metric.Gauge<number> = Metric.fromMetricKey(ke
 
 /**
  * Per job name under a per-key concurrency limit (`limits.runningPerKey`) that a worker of this
- * process handles, set every `heartbeatInterval`: the name's due jobs (counted up to 10,000) whose
- * concurrency key has every slot of that limit in use, in every process; the name's other keys'
- * jobs are not counted (they start meanwhile).
+ * process handles, set every `heartbeatInterval`: of the name's due jobs (the first 10,000 read, as
+ * `sqlane_jobs_due` counts them), those whose concurrency key has every slot of that limit in use,
+ * in every process; the name's other keys' jobs are not counted (they start meanwhile).
  *
  * @example
  * ```ts

@@ -162,9 +162,9 @@ export interface Driver {
    */
   readonly rateHold: (name: string, key: string | null, untilUs: number) => Effect.Effect<void, SqlError>
   /**
-   * Of each name under a per-key concurrency limit (`perKey`, its `runningPerKey`): its due pending
-   * jobs whose key has every slot of that limit in use, counted up to `cap` (for the
-   * `sqlane_jobs_held_back_by_key` gauge).
+   * Of each name under a per-key concurrency limit (`perKey`, its `runningPerKey`): of its first
+   * `cap` due pending jobs (any `cap`: the read is bounded by it, not by the backlog), those whose key
+   * has every slot of that limit in use (for the `sqlane_jobs_held_back_by_key` gauge).
    */
   readonly jobCountHeldByKey: (
     limits: ReadonlyArray<{ readonly name: string; readonly perKey: number }>,

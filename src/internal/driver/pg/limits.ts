@@ -49,17 +49,18 @@ export const make = (ctx: PgContext): LimitsOps => {
           WHERE name = ${name} AND blocked_until_us > ${nowUs} RETURNING name`,
         (rows) => rows.length
       ),
-    // The keys at their limit come from the running rows holding a key slot (a partial index); the
-    // due jobs of those keys from the pending jobs' key index.
+    // Of the name's first `cap` due jobs (read as the due count reads them: never more, whatever
+    // the backlog), those whose key is at its limit, read from the running rows holding a key slot
+    // (a partial index).
     jobCountHeldByKey: (limited, nowUs, cap) =>
       limited.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ name: string; held: string }>`SELECT n.name, (SELECT count(*) FROM (
-              SELECT 1 FROM ${jobs} j
+              SELECT j.limit_key FROM ${jobs} j
               WHERE j.state = 'pending' AND j.name = n.name AND j.run_at <= ${ts(nowUs)}
-                AND j.limit_key IN (SELECT r.limit_key FROM ${jobs} r
-                  WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = n.name
-                  GROUP BY r.limit_key HAVING count(*) >= n.per_key)
-              LIMIT ${sql.literal(String(Math.floor(cap)))}) x) AS held
+              LIMIT ${sql.literal(String(Math.floor(cap)))}) d
+            WHERE d.limit_key IN (SELECT r.limit_key FROM ${jobs} r
+              WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = n.name
+              GROUP BY r.limit_key HAVING count(*) >= n.per_key)) AS held
             FROM unnest(${limited.map((l) => l.name)}::text[], ${numbers(limited.map((l) => l.perKey))}::int[]) AS n(name, per_key)`,
         (rows) => rows.map((r) => ({ name: r.name, held: num(r.held) }))
       ),
