@@ -217,7 +217,7 @@ export const make: Effect.Effect<ClaimerShape, never, Database | Facts> = Effect
   }
   const finishAndClaim = driver.capabilities.claimsRideOnEnds ? driver.jobFinishManyAndClaim : undefined
   const claimsOnEnds = finishAndClaim !== undefined
-  const noHolds = (claimed: ReadonlyArray<ClaimedRow>): RatedClaim => ({ claimed, heldUntilUs: new Map(), keyWakeUs: undefined })
+  const noHolds = (claimed: ReadonlyArray<ClaimedRow>): RatedClaim => ({ claimed, heldUntilUs: new Map(), keyWakeUs: undefined, keyAdmitsUs: undefined })
   const claimWithHolds: ClaimerShape["claimWithHolds"] = (groups, limit, nowUs, workerId, keyed, limits, ahead) => {
     if (groups.length === 0 || limit <= 0) return Effect.succeed(noHolds([]))
     const some = claimGroups(groups, limit)

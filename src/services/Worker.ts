@@ -163,9 +163,9 @@ export interface WorkerHandle {
    */
   readonly idle: Effect.Effect<boolean>
   /**
-   * When the worker's last claims left due jobs out because a rate limit's window or a `RateLimited`
-   * hold held them back: the earliest instant (Effect's `Clock`) at which one admits a job again;
-   * else undefined. A drain of your own under `TestClock` moves the clock to it (as `drain` of
+   * When the worker's last claims used up a rate limit's window or met a `RateLimited` hold (so due
+   * jobs of that name or key wait): the earliest instant (Effect's `Clock`) at which one of those
+   * admits jobs again; else undefined. A drain of your own under `TestClock` moves the clock to it (as `drain` of
    * `sqlane/testing` does with `withScheduled`).
    */
   readonly heldBackUntil: Effect.Effect<Date | undefined>

@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
-import { Admin, Job, Migrations, Queue, QueueConfig, Worker } from "sqlane"
+import { Admin, Errors, Job, Migrations, Queue, QueueConfig, Worker } from "sqlane"
 import {
   drain,
   expectEnqueued,
@@ -176,6 +176,22 @@ export const testing = (target: Target) => {
         assert.deepStrictEqual(later.map((r) => [r.outcome, r.attempt, r.at.getTime()]), [["completed", 1, 60_000], ["completed", 1, 60_000]])
         for (const id of ids) assert.strictEqual((yield* queue.get(id)).state, "completed")
         assert.strictEqual(yield* TestClock.currentTimeMillis, 60_000)
+      })))
+
+    it.effect(name("drain withScheduled steps TestClock once to the end of a key's RateLimited hold, not through the key's windows"), () =>
+      withTestQueue(Effect.gen(function*() {
+        const queue = yield* Queue.Queue
+        const [first, second] = yield* queue.enqueueMany(Sync, [{ account: "c", n: 0 }, { account: "c", n: 1 }])
+        let asked = false
+        const handlers = [Job.handler(Sync, () =>
+          asked ? Effect.void : Effect.zipRight(
+            Effect.sync(() => void (asked = true)),
+            Effect.fail(new Errors.RateLimited({ delay: 3_600_000, scope: "key" }))
+          ))]
+        const ran = yield* drain({ handlers, withScheduled: true, maxSteps: 3 })
+        // The hold's attempt is not listed; both jobs start when the hold ends, an hour on.
+        // (The other job first: it was due the longest.)
+        assert.deepStrictEqual(ran.map((r) => [r.id, r.attempt, r.at.getTime()]), [[second, 1, 3_600_000], [first, 1, 3_600_000]])
       })))
 
     it.effect(name("drain reports a job cancelled while it ran, and fails after maxSteps of a job retried for ever"), () =>

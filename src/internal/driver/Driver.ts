@@ -269,11 +269,12 @@ export interface Driver {
   /** The job definitions' limits the workers whose heartbeat is at or after `sinceUs` published, by name. */
   readonly workerJobLimits: (sinceUs: number) => Effect.Effect<ReadonlyMap<string, NameLimits>, SqlError>
   /**
-   * A worker's heartbeat: its row's `heartbeat_at` set to `nowUs`; a row that is gone (pruned while
-   * the worker was stopped for minutes, or deleted by hand) is written again from `started`, so that
-   * the jobs the worker claims from then on have a live worker's row.
+   * A worker's heartbeat: its row's `heartbeat_at` set to `nowUs`; with `started`, a row that is gone
+   * (pruned while the worker was stopped for minutes, or deleted by hand) is written again from it,
+   * so that the jobs the worker claims from then on have a live worker's row. (Without: a worker
+   * that is stopping, whose row its removal may delete meanwhile.)
    */
-  readonly workerHeartbeat: (id: string, nowUs: number, started: WorkerStart) => Effect.Effect<void, SqlError>
+  readonly workerHeartbeat: (id: string, nowUs: number, started: WorkerStart | undefined) => Effect.Effect<void, SqlError>
   /** Marks a worker's row: it found its lock connection lost and is taking its lock again. */
   readonly workerRelocking: (id: string) => Effect.Effect<void, SqlError>
   /** Clears the mark of {@link workerRelocking} and counts the lock taken again (`relocks`). */

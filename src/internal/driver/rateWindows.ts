@@ -176,7 +176,8 @@ export const startsTaken = (
 /**
  * What a rated claim reports: the names held back (those whose windows left nothing before the
  * claim, and those the claim used up), and the earliest instant a key it left out may start again
- * (a held key, or the next window of a rated name's keys: at worst one claim too many per window).
+ * (a held key, or the next window of a rated name's keys: at worst one claim too many per window);
+ * `keyAdmitsUs` counts only the keys it knows were held back (held, or their window used up by it).
  */
 export const heldAfter = (
   allowed: Allowance,
@@ -184,10 +185,11 @@ export const heldAfter = (
   limits: ReadonlyMap<string, NameLimits>,
   nowUs: number,
   names: ReadonlyArray<string>
-): { heldUntilUs: Map<string, number>; keyWakeUs: number | undefined } => {
+): { heldUntilUs: Map<string, number>; keyWakeUs: number | undefined; keyAdmitsUs: number | undefined } => {
   const heldUntilUs = new Map(allowed.heldUntilUs)
-  let keyWakeUs: number | undefined
-  for (const until of allowed.keyHeldUntilUs.values()) keyWakeUs = keyWakeUs === undefined ? until : Math.min(keyWakeUs, until)
+  let keyAdmitsUs: number | undefined
+  for (const until of allowed.keyHeldUntilUs.values()) keyAdmitsUs = keyAdmitsUs === undefined ? until : Math.min(keyAdmitsUs, until)
+  let keyWakeUs = keyAdmitsUs
   // Keys the claim's reads left out (their windows used up, as the reads saw them) are not among
   // the windows it locked; all keys of a name share their windows' bounds, so the next one of each
   // name with a per-key rate admits them again.
@@ -202,9 +204,12 @@ export const heldAfter = (
     if (rate === undefined || (allowed.left.get(windowId(t.name, t.key)) ?? 0) > t.n) continue
     const until = windowStartUs(nowUs, rate) + rate.perMs * 1000
     if (t.key === nameRow) heldUntilUs.set(t.name, Math.max(heldUntilUs.get(t.name) ?? 0, until))
-    else keyWakeUs = keyWakeUs === undefined ? until : Math.min(keyWakeUs, until)
+    else {
+      keyWakeUs = keyWakeUs === undefined ? until : Math.min(keyWakeUs, until)
+      keyAdmitsUs = keyAdmitsUs === undefined ? until : Math.min(keyAdmitsUs, until)
+    }
   }
-  return { heldUntilUs, keyWakeUs }
+  return { heldUntilUs, keyWakeUs, keyAdmitsUs }
 }
 
 /**

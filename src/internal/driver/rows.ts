@@ -215,6 +215,12 @@ export interface RatedClaim {
   readonly claimed: ReadonlyArray<ClaimedRow>
   readonly heldUntilUs: ReadonlyMap<string, number>
   readonly keyWakeUs: number | undefined
+  /**
+   * The earliest instant a key the claim knows to be held back is admitted again: a key's hold, or
+   * the end of a key's window the claim used up (`keyWakeUs` may be earlier: it also wakes for keys
+   * the claim's reads may have left out).
+   */
+  readonly keyAdmitsUs: number | undefined
 }
 
 /**

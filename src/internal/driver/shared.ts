@@ -464,7 +464,12 @@ export const workerRows = (
       ),
     // An insert that updates the heartbeat of the row it finds: one statement, which writes a row
     // that is gone again.
-    workerHeartbeat: (id, nowUs, started) => run(write(id, started, nowUs, beat)).pipe(Effect.asVoid),
+    workerHeartbeat: (id, nowUs, started) =>
+      run(
+        started === undefined
+          ? sql`UPDATE ${workers} SET heartbeat_at = ${ts(nowUs)} WHERE id = ${id}`
+          : write(id, started, nowUs, beat)
+      ).pipe(Effect.asVoid),
     workerRelocking: (id) => sql`UPDATE ${workers} SET relocking = TRUE WHERE id = ${id}`.pipe(Effect.asVoid),
     workerRelocked: (id) =>
       sql`UPDATE ${workers} SET relocking = FALSE, relocks = relocks + 1 WHERE id = ${id}`.pipe(Effect.asVoid)

@@ -248,7 +248,8 @@ export const drain = <R>(
         // landed between its reading of the clock and its sleep. Wake it; if it was woken already,
         // a rate limit may hold the jobs back until a later window.
         if (running === 0 && rows.some((r) => r.due > 0) && Date.now() - quietSinceMs >= wakeAfterMillis) {
-          const held = woken ? yield* worker.heldBackUntil : undefined
+          // (Idle: no claim of the worker in flight, which may still take them.)
+          const held = woken && (yield* worker.idle) ? yield* worker.heldBackUntil : undefined
           if (held !== undefined) return held.getTime() * 1000
           yield* notifier.announce(names)
           quietSinceMs = Date.now()

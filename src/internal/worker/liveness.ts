@@ -219,7 +219,8 @@ export const liveness = (
           yield* reachability.succeeded
           if ((yield* Clock.currentTimeMillis) < beatAtMs) continue
           beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
-          yield* driver.workerHeartbeat(workerId, yield* nowMicros, started)
+          // A stopping worker's row is about to be removed: a heartbeat in flight must not write it again.
+          yield* driver.workerHeartbeat(workerId, yield* nowMicros, stopping() ? undefined : started)
           yield* onHeartbeat
         }
       }).pipe(Effect.scoped)

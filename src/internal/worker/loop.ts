@@ -245,7 +245,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
      */
     const heldUntilUs = new Map<string, number>()
     let keyWakeUs: number | undefined
-    /** Per name, the instant (µs) its window or hold admits a job again, as the claim said (not capped by the poll). */
+    /**
+     * The instants (µs) at which windows and holds that held back jobs of the last claims admit
+     * them again, as the claims said (not capped by the poll): per name, and for keys (`""`).
+     */
     const admitsAtUs = new Map<string, number>()
     /** The groups whose names no rate limit holds at `nowUs`. */
     const notHeld = (groups: ReadonlyArray<Group>, nowUs: number) => {
@@ -285,6 +288,10 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
               admitsAtUs.set(name, until)
             }
             keyWakeUs = claim.keyWakeUs
+            const keyAdmits = admitsAtUs.get("")
+            if (claim.keyAdmitsUs !== undefined && (keyAdmits === undefined || keyAdmits <= nowUs || claim.keyAdmitsUs < keyAdmits)) {
+              admitsAtUs.set("", claim.keyAdmitsUs)
+            }
             if (riding() && backlogAfter(groups, rows.length, free)) {
               // A backlog: the writes of these jobs' ends claim the slots they free (armed before
               // the jobs start, so that even their first ends carry a claim).
@@ -507,7 +514,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         keyWakeUs = undefined
       },
       heldBackUntilUs: (nowUs) => {
-        let earliest = keyWakeUs !== undefined && keyWakeUs > nowUs ? keyWakeUs : undefined
+        let earliest: number | undefined
         for (const [name, until] of admitsAtUs) {
           if (until <= nowUs) admitsAtUs.delete(name)
           else if (earliest === undefined || until < earliest) earliest = until

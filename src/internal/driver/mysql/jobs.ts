@@ -473,7 +473,7 @@ export const make = (ctx: MysqlContext): JobsOps & JobsExplain => {
         Effect.catchIf(
           Effect.map(once, (r) => ({ claimed: r.claimed, ...heldAfter(allowed, taken, limits, nowUs, rated) })),
           isUniqueViolation,
-          () => tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined }) : go(tries + 1)
+          () => tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined, keyAdmitsUs: undefined }) : go(tries + 1)
         )
       return go(1)
     },

@@ -10,7 +10,7 @@ import { limitColumns, limitRowSetsAny, num, toLimitRow, toLimitUse } from "../s
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): LimitsOps => {
-  const { jobs, pendingIndex, prefix, run, sql, ts, usOf } = ctx
+  const { jobs, prefix, run, sql, ts, usOf } = ctx
   const limits = sql(`${prefix}limits`)
   return {
     limitList: () =>
@@ -53,15 +53,15 @@ export const make = (ctx: MysqlContext): LimitsOps => {
         sql`UPDATE ${sql(`${prefix}rates`)} SET blocked_until_us = NULL WHERE name = ${name} AND blocked_until_us > ${nowUs}`.raw,
         (r: any) => Number(r.affectedRows)
       ),
-    // Per name, as `limitUse`: of its first `cap` due jobs (as the due count reads them), those whose
-    // key is at its limit, read from the key slot index.
+    // Per name, as `limitUse`: of its first `cap` due jobs with a key (read from the key index of
+    // pending jobs, which covers them), those whose key is at its limit, read from the key slot index.
     jobCountHeldByKey: (limited, nowUs, cap) =>
       limited.length === 0 ? Effect.succeed([]) : Effect.map(
         run(sql<{ name: string; held: number }>`${
           sql.join(" UNION ALL ", false)(limited.map(({ name, perKey }) =>
             sql`SELECT ${name} AS name, (SELECT COUNT(*) FROM (
-                SELECT j.limit_key FROM ${jobs} j FORCE INDEX (${pendingIndex})
-                WHERE j.state = 'pending' AND j.name = ${name} AND j.run_at <= ${ts(nowUs)}
+                SELECT j.limit_key FROM ${jobs} j FORCE INDEX (${sql(`${prefix}jobs_pending_key`)})
+                WHERE j.state = 'pending' AND j.name = ${name} AND j.limit_key IS NOT NULL AND j.run_at <= ${ts(nowUs)}
                 LIMIT ${sql.literal(String(Math.floor(cap)))}) d
               WHERE d.limit_key IN (SELECT r.limit_key_running FROM ${jobs} r FORCE INDEX (${sql(`${prefix}jobs_key_slot`)})
                 WHERE r.name = ${name} AND r.limit_key_running IS NOT NULL

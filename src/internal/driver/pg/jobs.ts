@@ -432,7 +432,7 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
       }))
       const go = (tries: number): ReturnType<JobsOps["jobClaimRated"]> =>
         Effect.catchIf(once, isUniqueViolation, () =>
-          tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined }) : go(tries + 1))
+          tries >= 5 ? Effect.succeed({ claimed: [], heldUntilUs: new Map(), keyWakeUs: undefined, keyAdmitsUs: undefined }) : go(tries + 1))
       return go(1)
     },
     rateHold: (name, key, untilUs) => Effect.asVoid(run(windows.rateHold(name, key, untilUs))),

@@ -49,14 +49,14 @@ export const make = (ctx: PgContext): LimitsOps => {
           WHERE name = ${name} AND blocked_until_us > ${nowUs} RETURNING name`,
         (rows) => rows.length
       ),
-    // Of the name's first `cap` due jobs (read as the due count reads them: never more, whatever
-    // the backlog), those whose key is at its limit, read from the running rows holding a key slot
-    // (a partial index).
+    // Of the name's first `cap` due jobs with a key (from the pending jobs' key index, which holds
+    // them: never more, whatever the backlog), those whose key is at its limit, read from the
+    // running rows holding a key slot (a partial index).
     jobCountHeldByKey: (limited, nowUs, cap) =>
       limited.length === 0 ? Effect.succeed([]) : Effect.map(
         sql<{ name: string; held: string }>`SELECT n.name, (SELECT count(*) FROM (
               SELECT j.limit_key FROM ${jobs} j
-              WHERE j.state = 'pending' AND j.name = n.name AND j.run_at <= ${ts(nowUs)}
+              WHERE j.state = 'pending' AND j.name = n.name AND j.limit_key IS NOT NULL AND j.run_at <= ${ts(nowUs)}
               LIMIT ${sql.literal(String(Math.floor(cap)))}) d
             WHERE d.limit_key IN (SELECT r.limit_key FROM ${jobs} r
               WHERE r.state = 'running' AND r.key_slot IS NOT NULL AND r.name = n.name
