@@ -165,8 +165,8 @@ export interface WorkerHandle {
   /**
    * When the worker's last claims used up a rate limit's window or met a `RateLimited` hold (so due
    * jobs of that name or key wait): the earliest instant (Effect's `Clock`) at which one of those
-   * admits jobs again; else undefined. A drain of your own under `TestClock` moves the clock to it (as `drain` of
-   * `sqlane/testing` does with `withScheduled`).
+   * admits jobs again; else undefined. A drain of your own under `TestClock` moves the clock to it
+   * (as `drain` of `sqlane/testing` does with `withScheduled`).
    */
   readonly heldBackUntil: Effect.Effect<Date | undefined>
 }

@@ -462,8 +462,8 @@ export const workerRows = (
         sql<{ job_names: string | null }>`SELECT job_names FROM ${workers} WHERE heartbeat_at >= ${ts(sinceUs)}`,
         jobNamesOf
       ),
-    // An insert that updates the heartbeat of the row it finds: one statement, which writes a row
-    // that is gone again.
+    // With `started`, an insert that updates the heartbeat of the row it finds: one statement, which
+    // writes a row that is gone again; without, an update of the row alone.
     workerHeartbeat: (id, nowUs, started) =>
       run(
         started === undefined

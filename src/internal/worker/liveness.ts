@@ -227,9 +227,9 @@ export const liveness = (
     /** The lock was lost and is not yet taken again (logged once per loss). */
     let lost = false
     const nowUs = yield* nowMicros
-    yield* driver.workerRegister(workerId, nowUs, os.hostname(), process.pid, jobNames, jobLimits)
-    // What a heartbeat writes again if the row is gone (pruned while this worker was stopped).
+    // The row; a heartbeat writes it again if it is gone (pruned while this worker was stopped).
     const started = { startedAtUs: nowUs, host: os.hostname(), pid: process.pid, jobNames, jobLimits }
+    yield* driver.workerRegister(workerId, nowUs, started.host, started.pid, jobNames, jobLimits)
     /** This worker took its lock, and no other live worker took its id since: the row is its own. */
     let ownsRow = false
     // With the database gone the row stays; rescuers and the pruner of worker rows handle it. A worker
