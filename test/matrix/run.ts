@@ -16,10 +16,14 @@
  *    suite added to test/suite/index.ts shows up by itself. A cell is `passed ✓` or
  *    `passed/failed ✗` with skipped tests noted.
  *
- * Arguments: database ids to run (default: all of them). Reports and each run's vitest output are
- * kept under $SQLANE_MATRIX_DIR/results (default /var/tmp/sqlane-matrix/results). The last line is
- * `matrix: N passed, N failed, N skipped`; the exit code is 1 when a test failed or a database could
- * not be reached or run.
+ * Arguments: database ids to run (default: all of them), and `--reuse FILE`: the JSON report of an
+ * `npm test` run of the same checkout (`npm test -- --reporter=default --reporter=json
+ * --outputFile.json=FILE`, as .ci/run writes it). `npm test` runs the same suites on PostgreSQL 15,
+ * 18 and MariaDB 10.11 (test/<id>.test.ts calls `suitesFor(id)`), so their rows are taken from that
+ * report (its time for the file, marked `npm test`) instead of running them a second time. Reports
+ * and each run's vitest output are kept under $SQLANE_MATRIX_DIR/results (default
+ * /var/tmp/sqlane-matrix/results). The last line is `matrix: N passed, N failed, N skipped`; the exit
+ * code is 1 when a test failed or a database could not be reached or run.
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -63,6 +67,8 @@ interface JsonReport {
     readonly name: string
     readonly status: string
     readonly message: string
+    readonly startTime?: number
+    readonly endTime?: number
     readonly assertionResults: ReadonlyArray<AssertionResult>
   }>
 }
@@ -81,6 +87,8 @@ interface Row {
   readonly suites: Map<string, Counts>
   readonly failures: ReadonlyArray<{ readonly name: string; readonly message: string }>
   readonly seconds: number
+  /** Taken from the `npm test` report given with `--reuse`, not run here. */
+  readonly reused?: boolean
 }
 
 const log = (line: string) => process.stderr.write(`[matrix] ${line}\n`)
@@ -179,24 +187,19 @@ const runVitest = (id: string, url: string, dir: string) =>
 const suiteOf = (test: AssertionResult, id: string) =>
   (test.ancestorTitles[0] ?? "(top level)").replace(` [${id}]`, "").trim()
 
-const runDatabase = async (db: Database, url: string | undefined, dir: string): Promise<Row> => {
-  const started = Date.now()
-  const seconds = () => Math.round((Date.now() - started) / 1000)
-  const empty = { suites: new Map<string, Counts>(), failures: [] }
-  if (url === undefined) return { id: db.id, problem: "server did not start (see above)", ...empty, seconds: 0 }
-  const version = await serverVersion(url)
-  if (version === undefined) {
-    log(`${db.id}: not reachable at ${url}`)
-    return { id: db.id, problem: `not reachable at ${url}`, ...empty, seconds: seconds() }
-  }
-  log(`${db.id} (${version}): running the suites…`)
-  const { code, logFile, report } = await runVitest(db.id, url, dir)
-  if (report === undefined) {
-    return { id: db.id, version, problem: `vitest wrote no report (exit ${code}; see ${logFile})`, ...empty, seconds: seconds() }
-  }
+/** One database's row from the files of a vitest report (a matrix run, or `npm test`'s file of it). */
+const rowOf = (
+  db: Database,
+  version: string,
+  files: JsonReport["testResults"],
+  code: number | null,
+  logFile: string,
+  seconds: number,
+  reused: boolean
+): Row => {
   const suites = new Map<string, Counts>()
   const failures: Array<{ name: string; message: string }> = []
-  for (const file of report.testResults) {
+  for (const file of files) {
     if (file.assertionResults.length === 0 && file.status === "failed") {
       failures.push({ name: path.relative(repo, file.name), message: file.message })
     }
@@ -217,10 +220,38 @@ const runDatabase = async (db: Database, url: string | undefined, dir: string): 
     : code !== 0 && failures.length === 0
     ? `vitest exited with ${code} (see ${logFile})`
     : undefined
-  const row: Row = { id: db.id, version, suites, failures, seconds: seconds(), ...(problem ? { problem } : {}) }
-  const total = sum([...suites.values()])
-  log(`${db.id}: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped in ${row.seconds} s`)
+  const row: Row = { id: db.id, version, suites, failures, seconds, reused, ...(problem ? { problem } : {}) }
+  log(`${db.id}: ${ran.passed} passed, ${ran.failed} failed, ${ran.skipped} skipped in ${seconds} s${reused ? " (npm test)" : ""}`)
   return row
+}
+
+/** The `npm test` report's file for this database (test/<id>.test.ts), when it has one. */
+const reusedFile = (report: JsonReport | undefined, id: string) =>
+  report?.testResults.find((file) => path.relative(repo, file.name) === path.join("test", `${id}.test.ts`))
+
+const runDatabase = async (db: Database, url: string | undefined, dir: string, reuse: JsonReport | undefined): Promise<Row> => {
+  const started = Date.now()
+  const seconds = () => Math.round((Date.now() - started) / 1000)
+  const empty = { suites: new Map<string, Counts>(), failures: [] }
+  if (url === undefined) return { id: db.id, problem: "server did not start (see above)", ...empty, seconds: 0 }
+  const version = await serverVersion(url)
+  if (version === undefined) {
+    log(`${db.id}: not reachable at ${url}`)
+    return { id: db.id, problem: `not reachable at ${url}`, ...empty, seconds: seconds() }
+  }
+  const file = reusedFile(reuse, db.id)
+  if (file !== undefined) {
+    const took = file.startTime !== undefined && file.endTime !== undefined
+      ? Math.round((file.endTime - file.startTime) / 1000)
+      : 0
+    return rowOf(db, version, [file], file.status === "passed" ? 0 : 1, "the npm test report", took, true)
+  }
+  log(`${db.id} (${version}): running the suites…`)
+  const { code, logFile, report } = await runVitest(db.id, url, dir)
+  if (report === undefined) {
+    return { id: db.id, version, problem: `vitest wrote no report (exit ${code}; see ${logFile})`, ...empty, seconds: seconds() }
+  }
+  return rowOf(db, version, report.testResults, code, logFile, seconds(), false)
 }
 
 const sum = (all: ReadonlyArray<Counts>): Counts =>
@@ -251,14 +282,28 @@ const table = (rows: ReadonlyArray<Row>) => {
     const verdict = total.failed > 0 || row.problem !== undefined ? "✗" : "✓"
     const totalCell = `${total.passed}/${total.passed + total.failed} ${verdict}` +
       `${total.skipped > 0 ? ` (${total.skipped} skipped)` : ""}${row.problem !== undefined ? ` — ${row.problem}` : ""}`
-    lines.push(line([row.id, row.version ?? "?", ...columns.map((c) => cell(row.suites.get(c))), totalCell, `${row.seconds} s`]))
+    const time = `${row.seconds} s${row.reused === true ? " (npm test)" : ""}`
+    lines.push(line([row.id, row.version ?? "?", ...columns.map((c) => cell(row.suites.get(c))), totalCell, time]))
   }
   for (const n of notTested) lines.push(line([n.id, "—", ...columns.map(() => "not tested here"), n.why, "—"]))
   return lines.join("\n")
 }
 
+/** `--reuse FILE` and the database ids, from the command line. */
+const parseArgs = (args: ReadonlyArray<string>): { wanted: ReadonlyArray<string>; reuse?: string } => {
+  const at = args.indexOf("--reuse")
+  if (at === -1) return { wanted: args }
+  const reuse = args[at + 1]
+  if (reuse === undefined || reuse.startsWith("--")) {
+    log("--reuse needs the path of an npm test JSON report")
+    process.exit(2)
+  }
+  return { wanted: [...args.slice(0, at), ...args.slice(at + 2)], reuse }
+}
+
 const main = async () => {
-  const wanted = process.argv.slice(2)
+  const { reuse: reusePath, wanted } = parseArgs(process.argv.slice(2))
+  const reuse = reusePath === undefined ? undefined : JSON.parse(fs.readFileSync(reusePath, "utf8")) as JsonReport
   for (const id of wanted) {
     if (!databases.some((d) => d.id === id)) {
       log(`unknown database ${id}; known: ${databases.map((d) => d.id).join(", ")}`)
@@ -273,7 +318,7 @@ const main = async () => {
 
   const { urls } = startServers(chosen.map((d) => d.id))
   const rows: Array<Row> = []
-  for (const db of chosen) rows.push(await runDatabase(db, db.url ?? urls.get(db.id), dir))
+  for (const db of chosen) rows.push(await runDatabase(db, db.url ?? urls.get(db.id), dir, reuse))
 
   const minutes = ((Date.now() - started) / 60_000).toFixed(1)
   const markdown = table(rows)
