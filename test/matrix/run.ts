@@ -18,8 +18,8 @@
  *
  * Arguments: database ids to run (default: all of them), and `--reuse FILE`: the JSON report of an
  * `npm test` run of the same checkout (`npm test -- --reporter=default --reporter=json
- * --outputFile.json=FILE`, as .ci/run writes it). `npm test` runs the same suites on PostgreSQL 15,
- * 18 and MariaDB 10.11 (test/<id>.test.ts calls `suitesFor(id)`), so their rows are taken from that
+ * --outputFile.json=FILE`, as .ci/run writes it). `npm test` runs the same suites on PostgreSQL 15
+ * and MariaDB 10.11 (test/<id>.test.ts calls `suitesFor(id)`), so their rows are taken from that
  * report (its time for the file, marked `npm test`) instead of running them a second time. Reports
  * and each run's vitest output are kept under $SQLANE_MATRIX_DIR/results (default
  * /var/tmp/sqlane-matrix/results). The last line is `matrix: N passed, N failed, N skipped`; the exit

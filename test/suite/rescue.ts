@@ -5,13 +5,13 @@
  * applied and whose answer was lost leaves its jobs running under the live worker's id, and only
  * those passes find them. A job whose worker has no row is lost once it was claimed a lease ago (or,
  * on MySQL/MariaDB, its worker's lock is free): a live worker writes its pruned row again at its
- * next heartbeat.
+ * next heartbeat, and at once when it takes its lock again.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Job, Queue, Worker } from "../../src/index.js"
-import { realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { cutLockConnection, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
 import type { Target } from "../support/targets.js"
 
@@ -103,6 +103,29 @@ export const rescue = (target: Target) => {
             assert.deepStrictEqual(runs, ["paused-host"])
             assert.strictEqual((yield* queue.get(id)).attempts, 1)
           }), { rescueInterval: "100 millis", heartbeatInterval: "500 millis", leaseTimeout: "2 seconds" }),
+      30_000
+    )
+
+    it.live(
+      name("a worker whose row was pruned and whose lock connection is cut writes its row again when it takes its lock again, not a heartbeat later"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            yield* Worker.make({ id: "cut-off", handlers: [Job.handler(Noop, () => Effect.void)] })
+            const relocksOf = Effect.map(
+              sql<{ relocks: number }>`SELECT relocks FROM ${sql(prefix + "workers")} WHERE id = ${"cut-off"}`,
+              (rows) => rows.length === 0 ? undefined : Number(rows[0].relocks)
+            )
+            assert.strictEqual(yield* relocksOf, 0)
+            // What a worker cut off for minutes finds: its row pruned, its lock connection gone.
+            yield* sql`DELETE FROM ${sql(prefix + "workers")} WHERE id = ${"cut-off"}`
+            assert.isTrue(yield* cutLockConnection(target, "cut-off"))
+            const cutMs = Date.now()
+            // Back within its lock check and the retake (the next heartbeat is a minute away).
+            yield* waitUntil(Effect.map(relocksOf, (n) => n !== undefined), 10_000, "the row to be written again")
+            assert.isBelow(Date.now() - cutMs, 5_000)
+          }), { heartbeatInterval: "1 minute", leaseTimeout: "5 minutes" }),
       30_000
     )
   })

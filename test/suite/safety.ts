@@ -22,7 +22,7 @@ import * as TestClock from "effect/TestClock"
 import { Completer, Errors, Events, Job, Metrics, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
 import { nowMicros } from "../../src/internal/time.js"
-import { ledgerOf, realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { cutLockConnection, ledgerOf, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Hang, Noop, Slow, Suicide } from "../support/jobs.js"
 import { awaitExit, spawnWorker } from "../support/processes.js"
 import type { Target } from "../support/targets.js"
@@ -71,28 +71,6 @@ const refuseEndsOf = (target: Target, prefix: string, which: "completion" | "eve
     yield* sql.unsafe(`CREATE TRIGGER ${prefix}refuse BEFORE UPDATE ON ${prefix}jobs FOR EACH ROW
       BEGIN IF ${when} THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '${refusedMessage}'; END IF; END`).unprepared
     return Effect.orDie(sql.unsafe(`DROP TRIGGER IF EXISTS ${prefix}refuse`).unprepared)
-  })
-
-/**
- * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
- * backend; false when nobody holds the lock.
- */
-const cutLockConnection = (target: Target, workerId: string) =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const lockName = (yield* Database).driver.workerLockName(workerId)
-    if (target.dialect === "pg") {
-      const ended = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
-        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
-          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
-      return ended.length > 0
-    }
-    const [row] = yield* sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockName}) AS conn`
-    if (row.conn === null) return false
-    // Ended meanwhile (it took its lock again on another connection): nothing to end.
-    yield* Effect.ignore(sql.unsafe(`KILL CONNECTION ${Number(row.conn)}`))
-    return true
   })
 
 export const safety = (target: Target) => {

@@ -147,3 +147,25 @@ export const countingRides = Effect.gen(function*() {
   })
   return { services, rode: () => rode, passed: () => passed }
 })
+
+/**
+ * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
+ * backend; false when nobody holds the lock.
+ */
+export const cutLockConnection = (target: Target, workerId: string) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const lockName = (yield* Database).driver.workerLockName(workerId)
+    if (target.dialect === "pg") {
+      const ended = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
+      return ended.length > 0
+    }
+    const [row] = yield* sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockName}) AS conn`
+    if (row.conn === null) return false
+    // Ended meanwhile (it took its lock again on another connection): nothing to end.
+    yield* Effect.ignore(sql.unsafe(`KILL CONNECTION ${Number(row.conn)}`))
+    return true
+  })

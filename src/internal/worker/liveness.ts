@@ -202,8 +202,11 @@ export const liveness = (
         }
         yield* reachability.succeeded
         // Check the lock's connection every `checkMillis` (a failure marks the row and re-acquires
-        // the lock, before rescuers take the jobs: see `lockGraceMillis`), and heartbeat when due.
-        let beatAtMs = (yield* Clock.currentTimeMillis) + Duration.toMillis(config.heartbeatInterval)
+        // the lock, before rescuers take the jobs: see `lockGraceMillis`), and heartbeat when due: at
+        // once when the lock was taken again (the row may be gone — pruned while this worker was cut
+        // off — and the `relocked` write above finds none), else a `heartbeatInterval` after the start.
+        let beatAtMs = (yield* Clock.currentTimeMillis) + (holds === 0 ? Duration.toMillis(config.heartbeatInterval) : 0)
+        holds++
         while (true) {
           // The check's cadence is wall-clock time (housekeeping, like the rescuer's and the pruner's):
           // under TestClock an `adjust` must not replay it; the heartbeat stays on Effect's Clock.
@@ -226,6 +229,8 @@ export const liveness = (
       }).pipe(Effect.scoped)
     /** The lock was lost and is not yet taken again (logged once per loss). */
     let lost = false
+    /** How many times the lock was taken: 0 before the start. */
+    let holds = 0
     const nowUs = yield* nowMicros
     // The row; a heartbeat writes it again if it is gone (pruned while this worker was stopped).
     const started = { startedAtUs: nowUs, host: os.hostname(), pid: process.pid, jobNames, jobLimits }

@@ -1,3 +1,0 @@
-import { suitesFor } from "./suite/index.js"
-
-suitesFor("postgres-18")
