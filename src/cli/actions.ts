@@ -101,6 +101,24 @@ export const warnIfUnknownName = (name: string, done: string) =>
     }
   })
 
+/**
+ * Warns on stderr when live workers handle `name` but their definitions give its jobs no concurrency
+ * key (`limits.key`): a per-key limit set on it then holds back none of its jobs. A failed look-up
+ * warns nothing.
+ */
+export const warnIfNoKey = (name: string, option: string) =>
+  Effect.gen(function*() {
+    const admin = yield* Admin.Admin
+    const handled = yield* Effect.option(admin.handledNames)
+    const keyed = yield* Effect.option(admin.keyedNames)
+    if (Option.isSome(handled) && handled.value.has(name) && Option.isSome(keyed) && !keyed.value.has(name)) {
+      yield* Console.error(
+        `sqlane: warning: the workers' definition of ${JSON.stringify(name)} gives its jobs no concurrency key ` +
+          `(limits.key), so ${option} holds back none of them until it does; set it anyway`
+      )
+    }
+  })
+
 export const pause = Command.make(
   "pause",
   { ...common, name: Args.text({ name: "name" }) },

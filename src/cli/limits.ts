@@ -28,7 +28,7 @@ import * as Option from "effect/Option"
 import { InvalidLimit } from "../schema/Errors.js"
 import * as Job from "../schema/Job.js"
 import * as Admin from "../services/Admin.js"
-import { warnIfUnknownName } from "./actions.js"
+import { warnIfNoKey, warnIfUnknownName } from "./actions.js"
 import { CliError } from "./CliError.js"
 import { common, withAdmin } from "./connection.js"
 import { printJson, table } from "./output.js"
@@ -215,6 +215,8 @@ export const limit = Command.make(
           )
         )
         yield* warnIfUnknownName(name, "limited")
+        if (typeof runningPerKey === "number") yield* warnIfNoKey(name, "--per-key")
+        if (ratePerKey !== undefined && ratePerKey !== null) yield* warnIfNoKey(name, "--rate-per-key")
         yield* c.json
           ? printJson({
             name,

@@ -248,6 +248,12 @@ export interface AdminShape {
    * `<prefix>workers` (live ones, and ones that ended without closing, until pruned).
    */
   readonly handledNames: Effect.Effect<ReadonlySet<string>, SqlError>
+  /**
+   * Of `handledNames`, those whose definition (`Job.make`'s `limits.key`) gives their jobs a
+   * concurrency key, as the workers' rows publish it: per-key limits (`runningPerKey`,
+   * `ratePerKey`) hold back jobs of these names only.
+   */
+  readonly keyedNames: Effect.Effect<ReadonlySet<string>, SqlError>
   /** The paused job names and since when. */
   readonly paused: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly pausedAt: Date }>, SqlError>
   /** One pruning pass now (see `Pruner.run`). */
@@ -487,6 +493,10 @@ export const make: Effect.Effect<AdminShape, never, Database | Notifier | Queue 
       // Every worker row, whatever its heartbeat's age: the heartbeat interval and lease are the
       // workers' own options, which this process may not share.
       handledNames: driver.workerJobNames(0),
+      keyedNames: Effect.map(
+        driver.workerJobLimits(0),
+        (limits) => new Set(Array.from(limits).filter(([, l]) => l.fair === true).map(([name]) => name))
+      ),
       paused: Effect.map(
         driver.pausedList(),
         (rows) => rows.map((r) => ({ name: r.name, pausedAt: microsToDate(r.pausedAtUs) }))

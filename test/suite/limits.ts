@@ -703,11 +703,25 @@ export const limits = (target: Target) => {
           )
           assert.match(unknown.stdout, /^limited nosuch: 5 at once/m)
           assert.deepStrictEqual((yield* admin.limits).map((l) => [l.name, l.running]), [["nosuch", 5]])
-          // A name a worker handles (its row in the workers table): no warning.
-          yield* Worker.make({ handlers: [Job.handler(Capped, () => Effect.void)] })
+          // A name a worker handles (its row in the workers table): not unknown; but its definition
+          // has no concurrency key, so a per-key limit holds back none of its jobs: said, and set.
+          yield* Worker.make({ handlers: [Job.handler(Capped, () => Effect.void), Job.handler(PerTenant, () => Effect.void)] })
           const handled = yield* cli("limit", Capped.name, "--per-key", "2")
           assert.strictEqual(handled.code, 0, handled.stderr)
-          assert.strictEqual(handled.stderr, "")
+          assert.strictEqual(
+            handled.stderr,
+            `sqlane: warning: the workers' definition of "capped" gives its jobs no concurrency key (limits.key), ` +
+              "so --per-key holds back none of them until it does; set it anyway\n"
+          )
+          const rated = yield* cli("limit", Capped.name, "--rate-per-key", "5/1s")
+          assert.strictEqual(rated.code, 0, rated.stderr)
+          assert.match(rated.stderr, /^sqlane: warning: .* so --rate-per-key holds back none of them/m)
+          yield* Effect.orDie(admin.setLimits(Capped.name, { ratePerKey: null }))
+          // A keyed name: no warning.
+          const keyed = yield* cli("limit", PerTenant.name, "--per-key", "1", "--rate-per-key", "5/1s")
+          assert.strictEqual(keyed.code, 0, keyed.stderr)
+          assert.strictEqual(keyed.stderr, "")
+          yield* Effect.orDie(admin.clearLimits(PerTenant.name))
           for (const args of [["--per-key", "0"], ["2", "--per-key", "10001"]]) {
             const bad = yield* cli("limit", Capped.name, ...args)
             assert.strictEqual(bad.code, 1)

@@ -241,7 +241,8 @@ export const jobLimitsOf = (
           running: count(l.running),
           runningPerKey: count(l.runningPerKey),
           rate: rate(l.rate),
-          ratePerKey: rate(l.ratePerKey)
+          ratePerKey: rate(l.ratePerKey),
+          ...(l.fair === true ? { fair: true } : {})
         })
       }
     } catch {
