@@ -11,6 +11,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Job, Queue, Worker } from "../../src/index.js"
+import { Database } from "../../src/internal/Database.js"
 import { cutLockConnection, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
 import type { Target } from "../support/targets.js"
@@ -126,6 +127,40 @@ export const rescue = (target: Target) => {
             yield* waitUntil(Effect.map(relocksOf, (n) => n !== undefined), 10_000, "the row to be written again")
             assert.isBelow(Date.now() - cutMs, 5_000)
           }), { heartbeatInterval: "1 minute", leaseTimeout: "5 minutes" }),
+      30_000
+    )
+
+    it.live(
+      name("a stopping worker marks its row ended while it still holds its lock: a process taking the id after it never has its row ended"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const lockName = (yield* Database).driver.workerLockName("leaving")
+            // What the lock was when the row's heartbeat went to the epoch (the worker's end).
+            yield* sql.unsafe(`CREATE TABLE ${prefix}ended (held INTEGER NOT NULL)`)
+            if (target.dialect === "pg") {
+              yield* sql.unsafe(`CREATE FUNCTION ${prefix}ended() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                INSERT INTO ${prefix}ended SELECT count(*) FROM pg_locks
+                  WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND objid::bigint = (hashtext('${lockName}')::bigint & 4294967295);
+                RETURN NEW; END $$`)
+              yield* sql.unsafe(`CREATE TRIGGER ${prefix}ended BEFORE UPDATE ON ${prefix}workers FOR EACH ROW
+                WHEN (NEW.heartbeat_at < '1971-01-01') EXECUTE FUNCTION ${prefix}ended()`)
+            } else {
+              yield* sql.unsafe(`CREATE TRIGGER ${prefix}ended BEFORE UPDATE ON ${prefix}workers FOR EACH ROW
+                BEGIN IF NEW.heartbeat_at < '1971-01-01' THEN
+                  INSERT INTO ${prefix}ended VALUES (IS_USED_LOCK('${lockName}') IS NOT NULL); END IF; END`).unprepared
+            }
+            yield* Effect.scoped(Worker.make({ id: "leaving", handlers: [Job.handler(Noop, () => Effect.void)] }))
+            const ended = yield* sql<{ held: number }>`SELECT held FROM ${sql(prefix + "ended")}`
+            assert.deepStrictEqual(ended.map((r) => Number(r.held)), [1])
+          }).pipe(Effect.ensuring(Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${prefix}ended`))
+            if (target.dialect === "pg") yield* Effect.ignore(sql.unsafe(`DROP FUNCTION IF EXISTS ${prefix}ended() CASCADE`))
+          })))),
       30_000
     )
   })

@@ -11,6 +11,7 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as os from "node:os"
@@ -188,11 +189,16 @@ export const liveness = (
             })
           ),
           // Not worth waiting for with the database gone: the server frees the lock with the connection.
-          // Nor on a connection that stopped answering (its check is still in flight).
-          () =>
+          // Nor on a connection that stopped answering (its check is still in flight). At the worker's
+          // end (this fiber interrupted) its row goes first, while it still holds the id: a process
+          // that takes the id once the lock is free never finds its new row removed.
+          (_, exit) =>
             reachability.unreachable() || silent
               ? Effect.void
-              : Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
+              : Effect.zipRight(
+                Exit.isInterrupted(exit) ? removeRow : Effect.void,
+                Effect.ignore(bounded(conn.executeRaw(unlockSql, lockParams), 500))
+              )
         )
         yield* lockTaken
         if (yield* Deferred.succeed(acquired, undefined)) ownsRow = true
@@ -237,11 +243,18 @@ export const liveness = (
     yield* driver.workerRegister(workerId, nowUs, started.host, started.pid, jobNames, jobLimits)
     /** This worker took its lock, and no other live worker took its id since: the row is its own. */
     let ownsRow = false
-    // With the database gone the row stays; rescuers and the pruner of worker rows handle it. A worker
-    // that never took its lock (its id is in use) or whose id was taken leaves the row to the other.
-    yield* Effect.addFinalizer(() =>
-      reachability.unreachable() || !ownsRow ? Effect.void : Effect.ignore(bounded(driver.workerRemove(workerId), 500))
-    )
+    /**
+     * Removes the row at the worker's end, once: before its lock is released (see `hold`), or, when
+     * the lock was not held then, after. With the database gone the row stays; rescuers and the
+     * pruner of worker rows handle it. A worker that never took its lock (its id is in use) or whose
+     * id was taken leaves the row to the other.
+     */
+    const removeRow = Effect.suspend(() => {
+      if (reachability.unreachable() || !ownsRow) return Effect.void
+      ownsRow = false
+      return Effect.ignore(bounded(driver.workerRemove(workerId), 500))
+    })
+    yield* Effect.addFinalizer(() => removeRow)
     const acquired = yield* Deferred.make<void>()
     // A defect (the id is taken) fails the start; connection failures are retried. After the start,
     // the id taken by another live worker while this one took its lock again (its connection was
@@ -275,7 +288,9 @@ export const liveness = (
       }),
       Effect.ignore,
       Effect.annotateLogs({ package: "sqlane", module: "Worker", "sqlane.worker.id": workerId }),
-      (effect) => forkScopedBounded(effect, 100)
+      // The close waits for the row's removal and the unlock (500 ms at most each; none with the
+      // database gone).
+      (effect) => forkScopedBounded(effect, 1000)
     )
     yield* Deferred.await(acquired).pipe(
       Effect.catchSomeDefect((defect) =>
