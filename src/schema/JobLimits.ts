@@ -195,21 +195,15 @@ export const checkLimits = (name: string, limits: Limits<never> | undefined): vo
         })
       }
     }
-    if (limits.ratePerKey !== undefined && limits.key === undefined) {
-      throw new InvalidJobDefinition({
-        job: name,
-        option: "limits.key",
-        reason: "conflict",
-        message: "limits.ratePerKey needs limits.key, the function that gives a job's key"
-      })
-    }
-    if (limits.runningPerKey !== undefined && limits.key === undefined) {
-      throw new InvalidJobDefinition({
-        job: name,
-        option: "limits.key",
-        reason: "conflict",
-        message: "limits.runningPerKey needs limits.key, the function that gives a job's key"
-      })
+    for (const option of ["ratePerKey", "runningPerKey"] as const) {
+      if (limits[option] !== undefined && limits.key === undefined) {
+        throw new InvalidJobDefinition({
+          job: name,
+          option: "limits.key",
+          reason: "conflict",
+          message: `limits.${option} needs limits.key, the function that gives a job's key`
+        })
+      }
     }
   }
 }
