@@ -102,9 +102,9 @@ export const warnIfUnknownName = (name: string, done: string) =>
   })
 
 /**
- * Warns on stderr when live workers handle `name` but their definitions give its jobs no concurrency
- * key (`limits.key`): a per-key limit set on it then holds back none of its jobs. A failed look-up
- * warns nothing.
+ * Warns on stderr when workers handle `name` but none of their definitions gives its jobs a
+ * concurrency key (`limits.key`): a per-key limit holds back only jobs enqueued with a key. A
+ * failed look-up warns nothing.
  */
 export const warnIfNoKey = (name: string, option: string) =>
   Effect.gen(function*() {
@@ -113,8 +113,8 @@ export const warnIfNoKey = (name: string, option: string) =>
     const keyed = yield* Effect.option(admin.keyedNames)
     if (Option.isSome(handled) && handled.value.has(name) && Option.isSome(keyed) && !keyed.value.has(name)) {
       yield* Console.error(
-        `sqlane: warning: the workers' definition of ${JSON.stringify(name)} gives its jobs no concurrency key ` +
-          `(limits.key), so ${option} holds back none of them until it does; set it anyway`
+        `sqlane: warning: no worker's definition of ${JSON.stringify(name)} has a concurrency key (limits.key): ` +
+          `${option} holds back only jobs enqueued with a key; set it anyway`
       )
     }
   })

@@ -249,9 +249,10 @@ export interface AdminShape {
    */
   readonly handledNames: Effect.Effect<ReadonlySet<string>, SqlError>
   /**
-   * Of `handledNames`, those whose definition (`Job.make`'s `limits.key`) gives their jobs a
-   * concurrency key, as the workers' rows publish it: per-key limits (`runningPerKey`,
-   * `ratePerKey`) hold back jobs of these names only.
+   * Of `handledNames`, those for which some worker's definition (`Job.make`'s `limits.key`) gives
+   * jobs a concurrency key, as the workers' rows publish it. A job's key is computed at enqueue, by
+   * the enqueuing code's definition; per-key limits (`runningPerKey`, `ratePerKey`) hold back only
+   * jobs enqueued with a key.
    */
   readonly keyedNames: Effect.Effect<ReadonlySet<string>, SqlError>
   /** The paused job names and since when. */

@@ -240,6 +240,7 @@ const runDatabase = async (db: Database, url: string | undefined, dir: string, r
     return { id: db.id, problem: `not reachable at ${url}`, ...empty, seconds: seconds() }
   }
   const file = reusedFile(reuse, db.id)
+  if (reuse !== undefined && file === undefined) log(`${db.id}: not in the npm test report; running it`)
   if (file !== undefined) {
     const took = file.startTime !== undefined && file.endTime !== undefined
       ? Math.round((file.endTime - file.startTime) / 1000)

@@ -710,12 +710,12 @@ export const limits = (target: Target) => {
           assert.strictEqual(handled.code, 0, handled.stderr)
           assert.strictEqual(
             handled.stderr,
-            `sqlane: warning: the workers' definition of "capped" gives its jobs no concurrency key (limits.key), ` +
-              "so --per-key holds back none of them until it does; set it anyway\n"
+            `sqlane: warning: no worker's definition of "capped" has a concurrency key (limits.key): ` +
+              "--per-key holds back only jobs enqueued with a key; set it anyway\n"
           )
           const rated = yield* cli("limit", Capped.name, "--rate-per-key", "5/1s")
           assert.strictEqual(rated.code, 0, rated.stderr)
-          assert.match(rated.stderr, /^sqlane: warning: .* so --rate-per-key holds back none of them/m)
+          assert.match(rated.stderr, /^sqlane: warning: .*: --rate-per-key holds back only jobs enqueued with a key/m)
           yield* Effect.orDie(admin.setLimits(Capped.name, { ratePerKey: null }))
           // A keyed name: no warning.
           const keyed = yield* cli("limit", PerTenant.name, "--per-key", "1", "--rate-per-key", "5/1s")

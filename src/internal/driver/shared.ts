@@ -221,7 +221,10 @@ export const jobNamesOf = (rows: ReadonlyArray<{ readonly job_names: string | nu
   return names
 }
 
-/** The job definitions' limits the rows of `<prefix>workers` publish, by name (the first row's for a name). */
+/**
+ * The job definitions' limits the rows of `<prefix>workers` publish, by name: the first row's for a
+ * name, with `fair` when any row's definition has a key.
+ */
 export const jobLimitsOf = (
   rows: ReadonlyArray<{ readonly job_limits: string | null }>
 ): ReadonlyMap<string, NameLimits> => {
@@ -232,7 +235,12 @@ export const jobLimitsOf = (
       const parsed: unknown = r.job_limits === null ? {} : JSON.parse(r.job_limits)
       if (typeof parsed !== "object" || parsed === null) continue
       for (const [name, l] of Object.entries(parsed as Record<string, any>)) {
-        if (limits.has(name) || typeof l !== "object" || l === null) continue
+        if (typeof l !== "object" || l === null) continue
+        const seen = limits.get(name)
+        if (seen !== undefined) {
+          if (l.fair === true && seen.fair !== true) limits.set(name, { ...seen, fair: true })
+          continue
+        }
         const rate = (r: any) =>
           typeof r === "object" && r !== null && count(r.starts) !== undefined && count(r.perMs) !== undefined
             ? { starts: r.starts as number, perMs: r.perMs as number }

@@ -190,8 +190,8 @@ export const liveness = (
           ),
           // Not worth waiting for with the database gone: the server frees the lock with the connection.
           // Nor on a connection that stopped answering (its check is still in flight). At the worker's
-          // end (this fiber interrupted) its row goes first, while it still holds the id: a process
-          // that takes the id once the lock is free never finds its new row removed.
+          // end (this fiber interrupted) its row goes first, while it still holds the id, so a process
+          // that takes the id once the lock is free (and writes its row when it does) keeps its row.
           (_, exit) =>
             reachability.unreachable() || silent
               ? Effect.void
@@ -201,7 +201,13 @@ export const liveness = (
               )
         )
         yield* lockTaken
-        if (yield* Deferred.succeed(acquired, undefined)) ownsRow = true
+        if (!(yield* Deferred.isDone(acquired))) {
+          // The row once more, now that this worker holds its id: a worker that had the id before
+          // may have marked it ended (its end) after this one registered and before it took the lock.
+          yield* driver.workerHeartbeat(workerId, yield* nowMicros, started)
+          ownsRow = true
+          yield* Deferred.succeed(acquired, undefined)
+        }
         if (lost) {
           lost = false
           yield* Effect.logInfo("sqlane: worker lock taken again")
