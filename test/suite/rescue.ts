@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { Job, Queue, Worker } from "../../src/index.js"
 import { Database } from "../../src/internal/Database.js"
-import { cutLockConnection, realSleep, waitUntil, withQueue } from "../support/helpers.js"
+import { cutLockConnection, pgLockHeldWhere, realSleep, waitUntil, withQueue } from "../support/helpers.js"
 import { Noop, Slow } from "../support/jobs.js"
 import type { Target } from "../support/targets.js"
 
@@ -141,10 +141,7 @@ export const rescue = (target: Target) => {
             yield* sql.unsafe(`CREATE TABLE ${prefix}ended (held INTEGER NOT NULL)`)
             if (target.dialect === "pg") {
               yield* sql.unsafe(`CREATE FUNCTION ${prefix}ended() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                INSERT INTO ${prefix}ended SELECT count(*) FROM pg_locks
-                  WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
-                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                    AND objid::bigint = (hashtext('${lockName}')::bigint & 4294967295);
+                INSERT INTO ${prefix}ended SELECT count(*) FROM pg_locks WHERE ${pgLockHeldWhere(lockName)};
                 RETURN NEW; END $$`)
               yield* sql.unsafe(`CREATE TRIGGER ${prefix}ended BEFORE UPDATE ON ${prefix}workers FOR EACH ROW
                 WHEN (NEW.heartbeat_at < '1971-01-01') EXECUTE FUNCTION ${prefix}ended()`)

@@ -152,15 +152,23 @@ export const countingRides = Effect.gen(function*() {
  * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
  * backend; false when nobody holds the lock.
  */
+/**
+ * PostgreSQL: the condition on `pg_locks` that finds the session lock named `lockName` (a worker's,
+ * `driver.workerLockName`) held in this database. `lockName` is written into the SQL: test names only.
+ */
+export const pgLockHeldWhere = (lockName: string) =>
+  `locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND objid::bigint = (hashtext('${lockName.replace(/'/g, "''")}')::bigint & 4294967295)`
+
 export const cutLockConnection = (target: Target, workerId: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const lockName = (yield* Database).driver.workerLockName(workerId)
     if (target.dialect === "pg") {
-      const ended = yield* sql<{ ok: boolean }>`SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
-        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
-          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND objid::bigint = (hashtext(${lockName})::bigint & 4294967295)`
+      const ended = yield* sql.unsafe<{ ok: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS ok FROM pg_locks WHERE ${pgLockHeldWhere(lockName)}`
+      )
       return ended.length > 0
     }
     const [row] = yield* sql<{ conn: number | null }>`SELECT IS_USED_LOCK(${lockName}) AS conn`
