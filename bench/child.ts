@@ -1,11 +1,12 @@
 /**
  * A worker in its own OS process, driven by the benchmark over IPC:
  *   node --import tsx bench/child.ts '<json config>'
- * It opens the system's instance, says "opened", starts a worker on "go", says "ready", and then
+ * It warms up (`lib/warmup.ts`), opens the system's instance, says "opened", starts a worker on "go", says "ready", and then
  * reports each handler start ("latency": { i, at } on the machine's monotonic clock) or running
  * counts of finished handlers ("count"). "stop" stops the worker and exits.
  */
 import { nowMs } from "./lib/stats.js"
+import { warmUp } from "./lib/warmup.js"
 import { loadSystem } from "./systems/index.js"
 import type { Env, SystemId } from "./systems/types.js"
 
@@ -27,6 +28,8 @@ process.on("disconnect", () => process.exit(1))
 
 const main = async () => {
   const system = await loadSystem(config.system)
+  // Warm, as a worker that has run for a while is (lib/warmup.ts).
+  await warmUp(system, config.env, config.concurrency)
   const instance = await system.open(config.env, {
     concurrency: config.concurrency,
     ...(config.pool === undefined ? {} : { pool: config.pool }),

@@ -8,6 +8,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { admin, type Target } from "./lib/targets.js"
 import { settle } from "./lib/settle.js"
+import { warmUpOnce } from "./lib/warmup.js"
 import { nowMs, percentile, sleep } from "./lib/stats.js"
 import { fairGroup } from "./fair.js"
 import { steadyGroup } from "./steady.js"
@@ -439,6 +440,8 @@ const runGroup: Group = {
       const processes = scenario === "run-4-processes" ? 4 : scenario === "run-c50-limited" ? 2 : 0
       const instances = scenario === "run-4-instances" ? 4 : Math.max(1, processes)
       await each(ctx, scenario, async (system, env) => {
+        // Workers in this process: warm first, as the child processes are (lib/warmup.ts).
+        if (processes === 0) await warmUpOnce(system, env, concurrency)
         const producer = await system.open(env, { pool: 10, concurrency })
         const extra: Array<Instance> = []
         const stops: Array<() => Promise<void>> = []

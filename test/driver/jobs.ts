@@ -2,12 +2,40 @@
  * The probe, the claims and the ends of attempts: `jobProbe`, `jobClaim`, `jobClaimKeyed`,
  * `jobCountDue`, `jobFinishMany`, `jobEndsNotHeld`, `jobFinishManyAndClaim`.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type { NameLimits } from "../../src/internal/driver/Driver.js"
 import { endKey } from "../../src/internal/driver/shared.js"
 import { holdJobRow } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
 import { claim, end, groups, insert, row, s, sortBy, stateOf, t0, withDriver } from "./fixtures.js"
+
+/** A limit of `running` on the job name "a". */
+const limitA = (running: number): ReadonlyMap<string, NameLimits> => new Map([["a", { running, runningPerKey: undefined }]])
+
+/**
+ * Another claim in flight, by hand: a transaction, on a connection of its own, that has made job
+ * `id` running in slot `slot` of its name and not committed. The effect returned rolls it back.
+ */
+const claimInFlight = (prefix: string, id: string, slot: number) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const holding = yield* Deferred.make<void>()
+    const done = yield* Deferred.make<void>()
+    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', name_slot = ${slot}, worker_id = 'other'
+        WHERE id = ${id}`
+      yield* Deferred.succeed(holding, undefined)
+      yield* Deferred.await(done)
+      return yield* Effect.fail("roll back" as const)
+    })).pipe(Effect.exit, Effect.fork)
+    yield* Deferred.await(holding)
+    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
+  })
 
 export const jobsOps = (target: Target) => {
   const name = (title: string) => `[${target.id}] ${title}`
@@ -179,6 +207,25 @@ export const jobsOps = (target: Target) => {
           assert.deepStrictEqual(yield* driver.jobClaimKeyed(groups("a"), 2, t0, "w1"), [])
           yield* driver.pausedDelete("a")
           assert.deepStrictEqual((yield* driver.jobClaimKeyed(groups("a"), 2, t0, "w1")).map((j) => j.id), [k1, k2])
+        })))
+
+    // A claim that waited on the unique index for another claim's slot could deadlock with that
+    // worker's next write of ends (see `claimLockTimeout`, driver/pg/jobs.ts), for PostgreSQL's
+    // `deadlock_timeout`. (MySQL/MariaDB find a deadlock at once.)
+    it.live.skipIf(target.dialect !== "pg")(name("a claim does not wait for a slot another claim in flight wrote"), () =>
+      withDriver(target, ({ driver, prefix }) =>
+        Effect.gen(function*() {
+          const [a1, a2] = yield* insert(driver, row("a", { runAtUs: t0 - s(2) }), row("a", { runAtUs: t0 - s(1) }))
+          // a1 in slot 0, not committed: this claim's snapshot shows slot 0 free and gives it to a2.
+          const rollBack = yield* claimInFlight(prefix, a1, 0)
+          const claimed = yield* driver.jobClaimKeyed(groups("a"), 10, t0, "w1", limitA(2)).pipe(
+            Effect.timeout("10 seconds"),
+            Effect.exit
+          )
+          yield* rollBack
+          // It gave up (tried 5 times) instead of waiting for the other transaction to end.
+          assert.deepStrictEqual(claimed, Exit.succeed([]))
+          assert.strictEqual(yield* stateOf(driver, a2), "pending")
         })))
 
     it.live(name("keys that differ by trailing spaces are one key exactly where the database pads them"), () =>
@@ -362,6 +409,42 @@ export const jobsOps = (target: Target) => {
           assert.isTrue(claimed.every((j) => j.id === a2 && j.attempts === 1))
           assert.strictEqual(yield* stateOf(driver, a2), claimed.length === 1 ? "running" : "pending")
         })))
+
+    it.live.skipIf(target.dialect !== "pg")(
+      name("a claim that lost a race for a slot is made again with the ends, not dropped"),
+      () =>
+        withDriver(target, ({ driver, prefix }) =>
+          Effect.gen(function*() {
+            const [a1, a2, a3, a4] = yield* insert(
+              driver,
+              row("a", { runAtUs: t0 - s(4) }),
+              row("a", { runAtUs: t0 - s(3) }),
+              row("a", { runAtUs: t0 - s(2) }),
+              row("a", { runAtUs: t0 - s(1) })
+            )
+            const [c1] = yield* driver.jobClaimKeyed(groups("a"), 1, t0, "w1", limitA(3))
+            assert.deepStrictEqual([c1.id, c1.nameSlot], [a1, 0])
+            // a2 in slot 1, not committed: the ride gives slots 0 and 1 to a3 and a4, and waits on
+            // slot 1 until it gives up; the other transaction ends 300 ms in.
+            const rollBack = yield* claimInFlight(prefix, a2, 1)
+            const ride = yield* Effect.fork(driver.jobFinishManyAndClaim!(
+              [end(c1, "completed")],
+              groups("a"),
+              5,
+              t0,
+              "w1",
+              { limits: limitA(3) }
+            ))
+            yield* Effect.sleep("300 millis")
+            yield* rollBack
+            const { claimed, stale } = yield* Fiber.join(ride)
+            assert.strictEqual(stale.size, 0)
+            assert.strictEqual(yield* stateOf(driver, a1), "completed")
+            // Written alone, the ends would have claimed nothing and freed slot 0.
+            assert.isAbove(claimed.length, 0)
+            assert.includeMembers([a2, a3, a4], claimed.map((j) => j.id))
+            assert.strictEqual(new Set(claimed.map((j) => j.nameSlot)).size, claimed.length)
+          })))
 
     it.live(name("claims no job of a paused name"), () =>
       withDriver(target, ({ driver }) =>

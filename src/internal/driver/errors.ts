@@ -23,6 +23,13 @@ export const isUniqueViolation = (error: SqlError): boolean => {
 }
 
 /**
+ * A keyed claim lost a race for a slot or a mutex key: a unique index refused it, or (PostgreSQL
+ * 55P03 `lock_not_available`) it gave up waiting for another claim in flight (`keyedLockTimeoutMs`).
+ */
+export const lostRace = (error: SqlError): boolean =>
+  isUniqueViolation(error) || (error.cause as { code?: unknown } | undefined)?.code === "55P03"
+
+/**
  * Deadlocks and serialization failures (PostgreSQL 40P01/40001, MySQL/MariaDB 1213/1205, and
  * MariaDB's 1020 `ER_CHECKREAD`) are transient: the statement is retried, up to 5 times, 10 ms
  * apart doubling. Inside a caller's transaction nothing is retried (the transaction is already

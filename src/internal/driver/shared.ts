@@ -30,7 +30,7 @@ import type {
   WorkerStart,
   WorkersOps
 } from "./Driver.js"
-import { isUniqueViolation } from "./errors.js"
+import { lostRace } from "./errors.js"
 import type { Run } from "./run.js"
 
 /**
@@ -362,10 +362,10 @@ export const nameWindow = (limit: number, l: NameLimits | undefined): string =>
     ? String(Math.max(1, Math.min(Number(keyedWindow(limit)), l.running)))
     : keyedWindow(limit)
 
-/** Tries a keyed claim again when it lost a race for a key (a unique violation), up to 5 times. */
+/** Tries a keyed claim again when it lost a race for a slot or a key (`lostRace`), up to 5 times. */
 export const retryKeyed = <A>(claim: Effect.Effect<ReadonlyArray<A>, SqlError>): Effect.Effect<ReadonlyArray<A>, SqlError> => {
   const go = (tries: number): Effect.Effect<ReadonlyArray<A>, SqlError> =>
-    Effect.catchIf(claim, isUniqueViolation, () => (tries >= 5 ? Effect.succeed([]) : go(tries + 1)))
+    Effect.catchIf(claim, lostRace, () => (tries >= 5 ? Effect.succeed([]) : go(tries + 1)))
   return go(1)
 }
 

@@ -6,7 +6,7 @@
  */
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
-import { isUniqueViolation } from "../errors.js"
+import { isUniqueViolation, lostRace } from "../errors.js"
 import type { Ahead, Finish, Group, JobsExplain, JobsOps, NameLimits, ProbeRow } from "../Driver.js"
 import { allowance, heldAfter, nameRow, ratedNames, startsTaken, windowId } from "../rateWindows.js"
 import { byClaimOrder, keyedWindow, nameWindow, noLimits, notHeld, num, retryKeyed, toClaimed } from "../shared.js"
@@ -14,6 +14,9 @@ import { numbers, type PgContext, texts } from "./context.js"
 import * as Ends from "./ends.js"
 import * as Fair from "./fairShares.js"
 import * as Rates from "./rates.js"
+
+/** The longest a keyed claim waits for a lock (ms): see `claimLockTimeout`. */
+export const keyedLockTimeoutMs = 100
 
 /** A keyed claim made in the statement that writes the ends of attempts (`jobFinishManyAndClaim`). */
 interface KeyedRide {
@@ -125,6 +128,21 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         WHERE u.id = pick.id${commit}
         RETURNING ${claimedColumnsU}`
   }
+  /**
+   * A keyed claim waits for no lock longer than `keyedLockTimeoutMs`: set for its own transaction
+   * (the statement), before its update writes a slot or a mutex key (an InitPlan of the update).
+   * Such an update waits on the unique index when another claim in flight wrote the same slot or
+   * key; and a claim's `FOR UPDATE` that meets a row another worker claimed after the claim's
+   * snapshot locks the row's newest version before it finds the row no longer pending and skips it
+   * (read committed's recheck), so that worker's next write of ends may wait for the claim. Two such
+   * waits make a deadlock, which PostgreSQL breaks only after `deadlock_timeout` (1 s by default);
+   * measured with 2 worker processes under one concurrency limit, about one every 2 s of a drain.
+   * The claim gives up instead (`lock_not_available`): tried again as a claim that lost a race for a
+   * slot, and a write of ends it rode on is written alone.
+   */
+  const claimLockTimeout = sql.literal(
+    ` AND (SELECT set_config('lock_timeout', '${keyedLockTimeoutMs}ms', true)) IS NOT NULL`
+  )
   /**
    * The keyed claim's `m` under rate windows: per rated name its starts left (`name_left`, null
    * for a name without rate windows), and per concurrency key of a rated name no more of its jobs
@@ -272,10 +290,12 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
             SELECT c.*, row_number() OVER (PARTITION BY c.mutex_key ORDER BY c.priority, c.run_at, c.id) AS rn
             FROM cand c) c
           WHERE c.mutex_key IS NULL OR c.rn = 1`
+    // Not under rate windows: their claim waits for the windows' rows in its transaction.
+    const bounded = rateLeft === undefined ? claimLockTimeout : sql.literal("")
     const update = (slots: Statement.Fragment) =>
       sql`UPDATE ${jobs} AS j SET state = 'running', attempts = LEAST(j.attempts, 2147483646) + 1, claimed_at = ${ts(nowUs)},
           worker_id = ${workerId}, ${slots}
-        FROM pick WHERE j.id = pick.id${commit}
+        FROM pick WHERE j.id = pick.id${bounded}${commit}
         RETURNING ${claimedColumnsJ}, j.name_slot${rateLeft === undefined ? sql.literal("") : sql.literal(", j.limit_key AS rate_limit_key")}${
           fair ? sql.literal(", j.limit_key AS fair_key, pick.ord AS fair_ord") : sql.literal("")
         }`
@@ -465,28 +485,31 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         // its reads of held slots and keys leave out those rows (`written`: read in full before
         // the claim's update, so they no longer hold them when it writes the slots) — but not the
         // rows whose name slot passes to a job claimed ahead (`givers`: the slot stays taken). A
-        // claim that lost a race for a slot or a key fails the statement (the unique index); then
-        // the ends are written alone, and nothing is claimed.
+        // claim that lost a race for a slot or a key fails the statement (`lostRace`): see below.
         const freed = givers === undefined
           ? sql` AND r.id NOT IN (SELECT w.id FROM ${written} AS w)`
           : sql` AND (r.id NOT IN (SELECT w.id FROM ${written} AS w) OR r.id = ANY(${givers}::bigint[]))`
         const claim = claimKeyedStatement(groups, limit, nowUs, workerId, keyed.limits, undefined, { freed }, keyed.ahead)
-        return Effect.catchIf(
-          Effect.flatMap(
-            run(sql`WITH ${ctes}, claimed AS (${claim})
-              SELECT c.*, a.applied, a.passed FROM ${applied} AS a LEFT JOIN claimed c ON true`),
-            (rows) => {
-              const claimed = rows.filter((r) => r.id !== null)
-              // The rotation is advice: a failure to move it (after the commit) loses nothing.
-              return Effect.as(Effect.ignore(fair_.rotated(groups, limit, keyed.limits, claimed)), {
-                claimed: claimed.map(toClaimed).sort(byClaimOrder),
-                stale: report(rows[0] as { applied: string | null; passed: string | null } | undefined)
-              })
-            }
-          ),
-          isUniqueViolation,
-          () => Effect.map(finishMany(finishes), (stale) => ({ claimed: [], stale }))
+        const ride = Effect.flatMap(
+          run(sql`WITH ${ctes}, claimed AS (${claim})
+            SELECT c.*, a.applied, a.passed FROM ${applied} AS a LEFT JOIN claimed c ON true`),
+          (rows) => {
+            const claimed = rows.filter((r) => r.id !== null)
+            // The rotation is advice: a failure to move it (after the commit) loses nothing.
+            return Effect.as(Effect.ignore(fair_.rotated(groups, limit, keyed.limits, claimed)), {
+              claimed: claimed.map(toClaimed).sort(byClaimOrder),
+              stale: report(rows[0] as { applied: string | null; passed: string | null } | undefined)
+            })
+          }
         )
+        // A claim that lost a race rolled the whole statement back: it runs again (a new snapshot
+        // shows what the winner took), up to 5 times as on MySQL/MariaDB, then the ends alone. Written
+        // alone at once, they would free every slot this worker holds, and the other workers'
+        // claims take them: this worker would wait, its backlog unclaimed, until one is left to it.
+        const tries = (n: number): typeof ride =>
+          Effect.catchIf(ride, lostRace, () =>
+            n < 5 ? tries(n + 1) : Effect.map(finishMany(finishes), (stale) => ({ claimed: [], stale })))
+        return tries(1)
       }
       return Effect.map(
         run(sql`WITH ${ctes}, claimed AS (${claimStatement(groups, limit, nowUs, workerId, sql.literal(""))})
