@@ -425,11 +425,18 @@ const fill = async (inst: Instance, n: number) => {
   }
 }
 
+/** `BENCH_DRAIN_JOBS`, when it is a positive integer. */
+const drainJobs = (): number | undefined => {
+  const n = Number(process.env.BENCH_DRAIN_JOBS)
+  return Number.isInteger(n) && n > 0 ? n : undefined
+}
+
 const runGroup: Group = {
   name: "run",
   scenarios: ["run-c10", "run-c50", "burst-c50", "run-4-instances", "run-4-processes", "run-c50-limited", "real-work"],
   run: async (ctx, selected) => {
-    const n = ctx.quick ? 2000 : 20_000
+    // Diagnostic: BENCH_DRAIN_JOBS=N drains N jobs instead (a longer drain, for what a short one hides).
+    const n = drainJobs() ?? (ctx.quick ? 2000 : 20_000)
     const capMs = ctx.quick ? 3_000 : 30_000
     for (const scenario of runGroup.scenarios) {
       if (!selected.has(scenario)) continue
