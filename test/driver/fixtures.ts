@@ -63,6 +63,10 @@ export const groups = (...names: ReadonlyArray<string>): ReadonlyArray<Group> =>
 /** Inserts `rows` at `t0`; returns their ids in order. */
 export const insert = (driver: Driver, ...rows: ReadonlyArray<InsertRow>) => driver.jobInsertMany(rows, t0, undefined)
 
+/** Inserts `n` jobs of `name`, due one second apart before `t0`, in that order; returns their ids. */
+export const insertDue = (driver: Driver, name: string, n: number) =>
+  insert(driver, ...Array.from({ length: n }, (_, i) => row(name, { runAtUs: t0 - s(n - i) })))
+
 /** Claims up to `limit` due jobs of `name` (priority 0) at `t0` for worker `workerId`. */
 export const claim = (driver: Driver, name: string, limit = 100, workerId = "w1") =>
   driver.jobClaim(groups(name), limit, t0, workerId)

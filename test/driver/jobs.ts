@@ -12,7 +12,7 @@ import type { NameLimits } from "../../src/internal/driver/Driver.js"
 import { endKey } from "../../src/internal/driver/shared.js"
 import { holdJobRow } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
-import { claim, end, groups, insert, row, s, sortBy, stateOf, t0, withDriver } from "./fixtures.js"
+import { claim, end, groups, insert, insertDue, row, s, sortBy, stateOf, t0, withDriver } from "./fixtures.js"
 
 /** A limit of `running` on the job name "a". */
 const limitA = (running: number): ReadonlyMap<string, NameLimits> => new Map([["a", { running, runningPerKey: undefined }]])
@@ -215,7 +215,7 @@ export const jobsOps = (target: Target) => {
     it.live.skipIf(target.dialect !== "pg")(name("a claim does not wait for a slot another claim in flight wrote"), () =>
       withDriver(target, ({ driver, prefix }) =>
         Effect.gen(function*() {
-          const [a1, a2] = yield* insert(driver, row("a", { runAtUs: t0 - s(2) }), row("a", { runAtUs: t0 - s(1) }))
+          const [a1, a2] = yield* insertDue(driver, "a", 2)
           // a1 in slot 0, not committed: this claim's snapshot shows slot 0 free and gives it to a2.
           const rollBack = yield* claimInFlight(prefix, a1, 0)
           const claimed = yield* driver.jobClaimKeyed(groups("a"), 10, t0, "w1", limitA(2)).pipe(
@@ -369,13 +369,7 @@ export const jobsOps = (target: Target) => {
     it.live(name("writes the ends and claims in claim order, never a job whose end it just wrote"), () =>
       withDriver(target, ({ driver }) =>
         Effect.gen(function*() {
-          const [a1, a2, a3, a4] = yield* insert(
-            driver,
-            row("a", { runAtUs: t0 - s(4) }),
-            row("a", { runAtUs: t0 - s(3) }),
-            row("a", { runAtUs: t0 - s(2) }),
-            row("a", { runAtUs: t0 - s(1) })
-          )
+          const [a1, a2, a3, a4] = yield* insertDue(driver, "a", 4)
           const [c1, c2] = yield* claim(driver, "a", 2)
           // a2 is released: pending again, but not claimed by the same call.
           const { claimed, stale } = yield* driver.jobFinishManyAndClaim!(
@@ -415,13 +409,7 @@ export const jobsOps = (target: Target) => {
       () =>
         withDriver(target, ({ driver, prefix }) =>
           Effect.gen(function*() {
-            const [a1, a2, a3, a4] = yield* insert(
-              driver,
-              row("a", { runAtUs: t0 - s(4) }),
-              row("a", { runAtUs: t0 - s(3) }),
-              row("a", { runAtUs: t0 - s(2) }),
-              row("a", { runAtUs: t0 - s(1) })
-            )
+            const [a1, a2, a3, a4] = yield* insertDue(driver, "a", 4)
             const [c1] = yield* driver.jobClaimKeyed(groups("a"), 1, t0, "w1", limitA(3))
             assert.deepStrictEqual([c1.id, c1.nameSlot], [a1, 0])
             // a2 in slot 1, not committed: the ride gives slots 0 and 1 to a3 and a4, and waits on
