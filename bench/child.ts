@@ -19,6 +19,7 @@ interface Config {
   readonly workMs: number
   readonly pool?: number
   readonly pollMs?: number
+  readonly warmLimit?: number
 }
 
 const config = JSON.parse(process.argv[2]) as Config
@@ -29,7 +30,7 @@ process.on("disconnect", () => process.exit(1))
 const main = async () => {
   const system = await loadSystem(config.system)
   // Warm, as a worker that has run for a while is (lib/warmup.ts).
-  await warmUp(system, config.env, config.concurrency)
+  await warmUp(system, config.env, config.concurrency, { limit: config.warmLimit })
   const instance = await system.open(config.env, {
     concurrency: config.concurrency,
     ...(config.pool === undefined ? {} : { pool: config.pool }),

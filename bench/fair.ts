@@ -61,8 +61,6 @@ export const fairGroup: Group = {
         const deadline = started + 60_000
         while (bigStarted < big / 10 && nowMs() < deadline) await sleep(5)
         const bigBefore = bigStarted
-        ;(globalThis as any).__dbg = []
-        setTimeout(() => { const d = (globalThis as any).__dbg; process.stderr.write(JSON.stringify(d.slice(0, 60).map((x: any) => [Math.round((x[0] - d[0][0]) * 10) / 10, ...x.slice(1)])) + "\n") }, 150)
         ctx.record("fair", "sqlane", "jobs_per_s_before", bigBefore / ((nowMs() - started) / 1000), "jobs/s")
         await rt.runPromise(queue.enqueueMany(FairJob, Array.from({ length: SMALL }, (_, i) => ({ key: "small", i }))))
         const committed = nowMs()

@@ -188,6 +188,8 @@ const spawnChild = (config: {
   workMs: number
   pool?: number
   pollMs?: number
+  /** The warm-up's concurrency limit of the job name (`lib/warmup.ts`), as the measurement's. */
+  warmLimit?: number | undefined
 }): Child => {
   const child = fork(childPath, [JSON.stringify(config)], {
     execArgv: ["--import", "tsx", ...(process.env.BENCH_CHILD_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : [])],
@@ -454,11 +456,26 @@ const runGroup: Group = {
         const stops: Array<() => Promise<void>> = []
         const children: Array<Child> = []
         const counter = new Counter()
+        const limit = scenario === "run-c50-limited" && process.env.BENCH_NO_LIMIT !== "1" ? 40 : undefined
         try {
+          // Worker processes first: they warm up (under the scenario's limit) before the preload and
+          // its settling, so that neither their warm-up's writes nor their start fall in between.
+          const counts = new Array<number>(instances).fill(0)
+          for (let k = 0; k < processes; k++) {
+            const child = spawnChild({ system: system.id, env, mode: "count", concurrency, workMs, warmLimit: limit })
+            child.onMessage((m) => {
+              if (m?.t === "count") {
+                counts[k] = m.n
+                counter.set(counts.reduce((a, b) => a + b, 0))
+              }
+            })
+            children.push(child)
+          }
+          await Promise.all(children.map((c) => c.next("opened", 120_000)))
           await fill(producer, n)
           if (scenario !== "burst-c50") await settle(env)
           await system.checkPlan?.(env)
-          if (scenario === "run-c50-limited" && process.env.BENCH_NO_LIMIT !== "1") await producer.limitRunning!(40)
+          if (limit !== undefined) await producer.limitRunning!(limit)
           const handle = workMs > 0
             ? () => new Promise<void>((r) => setTimeout(() => {
               counter.inc()
@@ -470,18 +487,6 @@ const runGroup: Group = {
           let t0: number
           let cpu0: NodeJS.CpuUsage
           if (processes > 0) {
-            const counts = new Array<number>(instances).fill(0)
-            for (let k = 0; k < instances; k++) {
-              const child = spawnChild({ system: system.id, env, mode: "count", concurrency, workMs })
-              child.onMessage((m) => {
-                if (m?.t === "count") {
-                  counts[k] = m.n
-                  counter.set(counts.reduce((a, b) => a + b, 0))
-                }
-              })
-              children.push(child)
-            }
-            await Promise.all(children.map((c) => c.next("opened")))
             t0 = nowMs()
             cpu0 = process.cpuUsage()
             for (const c of children) c.process.send({ t: "go" })

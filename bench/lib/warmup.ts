@@ -19,10 +19,16 @@ export const warmUpJobs = (): number => {
 
 /**
  * Drains `warmUpJobs()` jobs of `system` at `concurrency` in a namespace of its own (`env.ns` with a
- * suffix), made and dropped here; gives up after `capMs` (the warm-up is not a measurement: a slow
- * one is only said on stderr).
+ * suffix), made and dropped here, under a concurrency limit of `limit` when given (the code a limited
+ * drain runs is warmed too); gives up after `capMs` (the warm-up is not a measurement: a slow one is
+ * only said on stderr).
  */
-export const warmUp = async (system: System, env: Env, concurrency: number, capMs = 30_000): Promise<void> => {
+export const warmUp = async (
+  system: System,
+  env: Env,
+  concurrency: number,
+  { capMs = 30_000, limit }: { readonly capMs?: number; readonly limit?: number | undefined } = {}
+): Promise<void> => {
   const n = warmUpJobs()
   if (n === 0) return
   const wenv: Env = { ...env, ns: `${env.ns}_w${process.pid.toString(36)}` }
@@ -31,6 +37,7 @@ export const warmUp = async (system: System, env: Env, concurrency: number, capM
   try {
     const inst = await system.open(wenv, { concurrency })
     try {
+      if (limit !== undefined) await inst.limitRunning?.(limit)
       for (let i = 0; i < n; i += 1000) {
         await inst.enqueueMany(Array.from({ length: Math.min(1000, n - i) }, (_, j) => payload(i + j)))
       }

@@ -10,7 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type { NameLimits } from "../../src/internal/driver/Driver.js"
 import { endKey } from "../../src/internal/driver/shared.js"
-import { holdJobRow } from "../support/helpers.js"
+import { holdJobRow, waitUntil } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
 import { claim, end, groups, insert, insertDue, row, s, sortBy, stateOf, t0, withDriver } from "./fixtures.js"
 
@@ -19,22 +19,35 @@ const limitA = (running: number): ReadonlyMap<string, NameLimits> => new Map([["
 
 /**
  * Another claim in flight, by hand: a transaction, on a connection of its own, that has made job
- * `id` running in slot `slot` of its name and not committed. The effect returned rolls it back.
+ * `id` running in slot `slot` of its name and not committed. `end(true)` commits it, `end(false)`
+ * rolls it back.
  */
 const claimInFlight = (prefix: string, id: string, slot: number) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const holding = yield* Deferred.make<void>()
-    const done = yield* Deferred.make<void>()
+    const holding = yield* Deferred.make<string>()
+    const done = yield* Deferred.make<boolean>()
     const holder = yield* sql.withTransaction(Effect.gen(function*() {
       yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', name_slot = ${slot}, worker_id = 'other'
         WHERE id = ${id}`
-      yield* Deferred.succeed(holding, undefined)
-      yield* Deferred.await(done)
-      return yield* Effect.fail("roll back" as const)
+      const [{ xid }] = yield* sql<{ xid: string }>`SELECT xid(pg_current_xact_id())::text AS xid`
+      yield* Deferred.succeed(holding, xid)
+      if (!(yield* Deferred.await(done))) return yield* Effect.fail("roll back" as const)
     })).pipe(Effect.exit, Effect.fork)
-    yield* Deferred.await(holding)
-    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
+    // The holder's exit ends the wait too: a failed UPDATE fails here instead of hanging.
+    const xid = yield* Effect.raceFirst(
+      Deferred.await(holding),
+      Effect.zipRight(Fiber.await(holder), Effect.dieMessage("claimInFlight failed"))
+    )
+    return {
+      end: (commit: boolean) => Deferred.succeed(done, commit).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid),
+      /** Whether a statement of another session waits for this transaction (on a row or an index entry). */
+      waitedFor: Effect.map(
+        sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks
+          WHERE locktype = 'transactionid' AND NOT granted AND transactionid = ${xid}::xid`,
+        (rows) => Number(rows[0].n) > 0
+      )
+    }
   })
 
 export const jobsOps = (target: Target) => {
@@ -217,12 +230,12 @@ export const jobsOps = (target: Target) => {
         Effect.gen(function*() {
           const [a1, a2] = yield* insertDue(driver, "a", 2)
           // a1 in slot 0, not committed: this claim's snapshot shows slot 0 free and gives it to a2.
-          const rollBack = yield* claimInFlight(prefix, a1, 0)
+          const other = yield* claimInFlight(prefix, a1, 0)
           const claimed = yield* driver.jobClaimKeyed(groups("a"), 10, t0, "w1", limitA(2)).pipe(
             Effect.timeout("10 seconds"),
             Effect.exit
           )
-          yield* rollBack
+          yield* other.end(false)
           // It gave up (tried 5 times) instead of waiting for the other transaction to end.
           assert.deepStrictEqual(claimed, Exit.succeed([]))
           assert.strictEqual(yield* stateOf(driver, a2), "pending")
@@ -412,9 +425,10 @@ export const jobsOps = (target: Target) => {
             const [a1, a2, a3, a4] = yield* insertDue(driver, "a", 4)
             const [c1] = yield* driver.jobClaimKeyed(groups("a"), 1, t0, "w1", limitA(3))
             assert.deepStrictEqual([c1.id, c1.nameSlot], [a1, 0])
-            // a2 in slot 1, not committed: the ride gives slots 0 and 1 to a3 and a4, and waits on
-            // slot 1 until it gives up; the other transaction ends 300 ms in.
-            const rollBack = yield* claimInFlight(prefix, a2, 1)
+            // a2 in slot 1, not committed: the ride's snapshot shows slots 0 and 1 free, so it gives
+            // them to a3 and a4 and waits on slot 1; the other transaction then commits, and the
+            // ride's claim loses the race (the unique index).
+            const other = yield* claimInFlight(prefix, a2, 1)
             const ride = yield* Effect.fork(driver.jobFinishManyAndClaim!(
               [end(c1, "completed")],
               groups("a"),
@@ -423,15 +437,14 @@ export const jobsOps = (target: Target) => {
               "w1",
               { limits: limitA(3) }
             ))
-            yield* Effect.sleep("300 millis")
-            yield* rollBack
+            yield* waitUntil(other.waitedFor, 10_000, "the ride to wait for the other claim")
+            yield* other.end(true)
             const { claimed, stale } = yield* Fiber.join(ride)
             assert.strictEqual(stale.size, 0)
             assert.strictEqual(yield* stateOf(driver, a1), "completed")
-            // Written alone, the ends would have claimed nothing and freed slot 0.
-            assert.isAbove(claimed.length, 0)
-            assert.includeMembers([a2, a3, a4], claimed.map((j) => j.id))
-            assert.strictEqual(new Set(claimed.map((j) => j.nameSlot)).size, claimed.length)
+            // Made again on a new snapshot: slot 1 is a2's. Written alone, the ends would have
+            // claimed nothing (and freed slot 0 for other workers).
+            assert.deepStrictEqual(claimed.map((j) => [j.id, j.nameSlot]), [[a3, 0], [a4, 2]])
           })))
 
     it.live(name("claims no job of a paused name"), () =>
