@@ -4,13 +4,12 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import type { NameLimits } from "../../src/internal/driver/Driver.js"
 import { endKey } from "../../src/internal/driver/shared.js"
-import { holdJobRow, waitUntil } from "../support/helpers.js"
+import { holdJobRow, openTransaction, waitUntil } from "../support/helpers.js"
 import type { Target } from "../support/targets.js"
 import { claim, end, groups, insert, insertDue, row, s, sortBy, stateOf, t0, withDriver } from "./fixtures.js"
 
@@ -25,22 +24,14 @@ const limitA = (running: number): ReadonlyMap<string, NameLimits> => new Map([["
 const claimInFlight = (prefix: string, id: string, slot: number) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const holding = yield* Deferred.make<string>()
-    const done = yield* Deferred.make<boolean>()
-    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+    const { end, value: xid } = yield* openTransaction(Effect.gen(function*() {
       yield* sql`UPDATE ${sql(prefix + "jobs")} SET state = 'running', name_slot = ${slot}, worker_id = 'other'
         WHERE id = ${id}`
-      const [{ xid }] = yield* sql<{ xid: string }>`SELECT xid(pg_current_xact_id())::text AS xid`
-      yield* Deferred.succeed(holding, xid)
-      if (!(yield* Deferred.await(done))) return yield* Effect.fail("roll back" as const)
-    })).pipe(Effect.exit, Effect.fork)
-    // The holder's exit ends the wait too: a failed UPDATE fails here instead of hanging.
-    const xid = yield* Effect.raceFirst(
-      Deferred.await(holding),
-      Effect.zipRight(Fiber.await(holder), Effect.dieMessage("claimInFlight failed"))
-    )
+      const [row] = yield* sql<{ xid: string }>`SELECT xid(pg_current_xact_id())::text AS xid`
+      return row.xid
+    }))
     return {
-      end: (commit: boolean) => Deferred.succeed(done, commit).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid),
+      end,
       /** Whether a statement of another session waits for this transaction (on a row or an index entry). */
       waitedFor: Effect.map(
         sql<{ n: string }>`SELECT count(*) AS n FROM pg_locks

@@ -80,19 +80,39 @@ export const countJobs = (prefix: string, state?: string) =>
     return Number(rows[0].n)
   })
 
+/**
+ * Runs `work` in a transaction of its own, on a connection of its own, and leaves the transaction
+ * open: gives what `work` returned and `end(commit)`, which commits it (`true`) or rolls it back.
+ * A `work` that fails fails here (the transaction rolled back).
+ */
+export const openTransaction = <A, E, R>(work: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const opened = yield* Deferred.make<A, E>()
+    const done = yield* Deferred.make<boolean>()
+    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+      yield* Deferred.succeed(opened, yield* Effect.tapError(work, (e) => Deferred.fail(opened, e)))
+      if (!(yield* Deferred.await(done))) return yield* Effect.fail("roll back" as const)
+    })).pipe(Effect.exit, Effect.fork)
+    const value = yield* Deferred.await(opened)
+    return {
+      value,
+      // A rollback is the transaction's failure on purpose; a commit that failed fails here.
+      end: (commit: boolean) =>
+        Deferred.succeed(done, commit).pipe(
+          Effect.zipRight(Fiber.join(holder)),
+          Effect.flatMap((exit) => (commit ? exit : Effect.void)),
+          Effect.asVoid
+        )
+    }
+  })
+
 /** Holds a lock on job `id`'s row in a transaction of its own; the effect returned ends it. */
 export const holdJobRow = (prefix: string, id: string) =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const holding = yield* Deferred.make<void>()
-    const done = yield* Deferred.make<void>()
-    const holder = yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`UPDATE ${sql(prefix + "jobs")} SET progress = NULL WHERE id = ${id}`
-      yield* Deferred.succeed(holding, undefined)
-      yield* Deferred.await(done)
-    })).pipe(Effect.fork)
-    yield* Deferred.await(holding)
-    return Deferred.succeed(done, undefined).pipe(Effect.zipRight(Fiber.join(holder)), Effect.asVoid)
+    const held = yield* openTransaction(sql`UPDATE ${sql(prefix + "jobs")} SET progress = NULL WHERE id = ${id}`)
+    return held.end(true)
   })
 
 /** A ledger table of the prefix (`job_id`, `worker`) that handlers and child processes record runs in. */
@@ -149,10 +169,6 @@ export const countingRides = Effect.gen(function*() {
 })
 
 /**
- * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
- * backend; false when nobody holds the lock.
- */
-/**
  * PostgreSQL: the condition on `pg_locks` that finds the session lock named `lockName` (a worker's,
  * `driver.workerLockName`) held in this database. `lockName` is written into the SQL: test names only.
  */
@@ -160,6 +176,11 @@ export const pgLockHeldWhere = (lockName: string) =>
   `locktype = 'advisory' AND granted AND objsubid = 2 AND classid::bigint = ${0x5a1a7e}
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND objid::bigint = (hashtext('${lockName.replace(/'/g, "''")}')::bigint & 4294967295)`
+
+/**
+ * Ends the connection that holds worker `workerId`'s session lock, as the server does to a terminated
+ * backend; false when nobody holds the lock.
+ */
 
 export const cutLockConnection = (target: Target, workerId: string) =>
   Effect.gen(function*() {
