@@ -111,6 +111,29 @@ export interface Wake {
 export type Enqueued = string | readonly [name: string, priority: number]
 
 /**
+ * A worker's demand for slots of a job name's concurrency limit (`limits.running`): it has room to
+ * run jobs of `name`, a claim of them came back short, and it holds `held` of the limit's slots.
+ * A worker that holds more than `held + 1` of them leaves the slots above the midpoint to the others
+ * as its attempts end (instead of passing them on), so a worker that starts late gets its share
+ * within a claim or two. `worker` is the demanding worker's id and `seq` counts its demands, so a
+ * demand heard twice is acted on once.
+ *
+ * @example
+ * ```ts
+ * const demand: Notifier.SlotDemand = { name: "send-email", held: 0, worker: "web-1", seq: 1 }
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SlotDemand {
+  readonly name: string
+  readonly held: number
+  readonly worker: string
+  readonly seq: number
+}
+
+/**
  * What the `Notifier` service does: tells workers (of this process, and of others through
  * `NOTIFY` or the insert check) about enqueued jobs, released keys, cancellations and pauses.
  *
@@ -185,6 +208,15 @@ export interface NotifierShape {
   readonly limitsChanged: Effect.Effect<void>
   /** Calls `onChange` whenever the run-time concurrency limits may have changed, for the life of the scope. */
   readonly onLimitsChanged: (onChange: () => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Tells every worker that a worker wants slots of a concurrency limit ({@link SlotDemand}): this
+   * process at once, others by `NOTIFY` on PostgreSQL. MySQL/MariaDB carry no messages between
+   * processes: there a worker that holds every slot still leaves one now and then (every 25 ms while
+   * it holds them all), which is how a worker in another process gets its share.
+   */
+  readonly wantsSlots: (demand: SlotDemand) => Effect.Effect<void>
+  /** Calls `onDemand` with every demand for slots heard (a worker's own too), for the life of the scope. */
+  readonly onWantsSlots: (onDemand: (demand: SlotDemand) => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /**
@@ -307,6 +339,8 @@ export const make: Effect.Effect<NotifierShape, never, QueueConfig | Database | 
     onPausesChanged: control.onPausesChanged,
     limitsChanged: Effect.zipRight(Effect.sync(() => control.limitsChanged()), peers.limitsChanged),
     onLimitsChanged: control.onLimitsChanged,
+    wantsSlots: (demand) => Effect.zipRight(Effect.sync(() => control.wantsSlots(demand)), peers.wantsSlots(demand)),
+    onWantsSlots: control.onWantsSlots,
     onCancel: control.onCancel,
     subscribe: (names) => hub.subscribe(names, peers.start, peers.ready)
   }

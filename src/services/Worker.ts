@@ -39,7 +39,7 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import * as Limits from "../internal/limits.js"
-import type { NameLimits } from "../internal/driver/Driver.js"
+import type { Group, NameLimits } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
 import * as Stats from "../internal/stats.js"
 import { fitRecord } from "../internal/sanitize.js"
@@ -176,6 +176,9 @@ const workersOn = new WeakMap<object, number>()
 
 /** How often the jobs waiting to start are checked for a pause, their bound and the worker's id (wall clock, ms). */
 const waitingCheckMillis = 250
+
+/** The least time between two demands for slots of one name by one worker (wall clock, ms; `Notifier.SlotDemand`). */
+const demandEveryMs = 25
 
 /**
  * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
@@ -353,6 +356,32 @@ export const make = <R>(
         Effect.runFork(wakeSelf)
       }
     )
+    // Demands for slots (`Notifier.SlotDemand`): a worker with room whose claim of a name whose
+    // slots pass came back short asks the workers that hold more to leave some (at most one demand
+    // per name every `demandEveryMs`); one that holds more leaves them as its attempts end.
+    let demandSeq = Date.now() * 1000
+    const demandedAt = new Map<string, number>()
+    const wantSlots = (groups: ReadonlyArray<Group>) => {
+      if (!passingNow || slots.active() >= concurrency) return
+      const nowMs = performance.now()
+      for (const { name } of groups) {
+        const limit = limitsNow.get(name)
+        if (limit === undefined || !Limits.passesSlots(limit)) continue
+        const heldHere = slots.keeps(name)
+        // No other worker can hold two more than this one: none would leave a slot.
+        if (2 * heldHere + 2 > limit.running! || nowMs - (demandedAt.get(name) ?? -Infinity) < demandEveryMs) continue
+        demandedAt.set(name, nowMs)
+        Effect.runFork(notifier.wantsSlots({ name, held: heldHere, worker: workerId, seq: ++demandSeq }))
+      }
+    }
+    /** The last demand heard from each other worker: one heard twice (in this process and by `NOTIFY`) counts once. */
+    const heardSeq = new Map<string, number>()
+    yield* notifier.onWantsSlots((demand) => {
+      if (demand.worker === workerId || (heardSeq.get(demand.worker) ?? 0) >= demand.seq) return
+      if (heardSeq.size >= 1000) heardSeq.clear()
+      heardSeq.set(demand.worker, demand.seq)
+      if (passingNow) slots.demanded(demand.name, demand.held)
+    })
     const claims = yield* Loop.make({
       workerId,
       names,
@@ -363,7 +392,8 @@ export const make = <R>(
       paused,
       release,
       stopping: () => stopping,
-      idTaken: () => idTaken
+      idTaken: () => idTaken,
+      claimedShort: wantSlots
     })
     loop = claims
 

@@ -27,3 +27,6 @@ export const Limited = Job.make("limited", {
   payload: Schema.Struct({ tenant: Schema.String, i: Schema.Number }),
   limits: { ...limitedLimits, key: (p) => p.tenant }
 })
+
+/** A job name with a limit of 40 at once (slots that pass from attempt to attempt). */
+export const Forty = Job.make("forty", { payload: Schema.Struct({ i: Schema.Number }), limits: { running: 40 } })

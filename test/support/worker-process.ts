@@ -23,6 +23,9 @@
  * - limited:  runs "limited" jobs at concurrency 4, each for SQLANE_JOB_MS ms (default 50), recording
  *             each run's key, start and end (µs) in <prefix>ledger (test/suite/limits.ts's ledger),
  *             until <arg> jobs are completed
+ * - forty:    runs "forty" jobs (a limit of 40) at concurrency 50, each for SQLANE_JOB_MS ms (default
+ *             10), recording each run's start and end (µs) in <prefix>ledger, until <arg> jobs are
+ *             completed
  * - rated:    runs "rated" jobs at concurrency 4, recording each run's key and start (µs) in
  *             <prefix>ledger, until <arg> jobs are completed
  *
@@ -34,14 +37,15 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Job, Queue, QueueLive, Worker } from "../../src/index.js"
-import { Hang, Limited, Noop, Rated, Slow, Suicide } from "./jobs.js"
+import { Forty, Hang, Limited, Noop, Rated, Slow, Suicide } from "./jobs.js"
 import { clientLayer } from "./targets.js"
 
 const [mode, dialect, url, prefix, name, arg] = process.argv.slice(2)
 
+// SQLANE_POOL: the pool's size (default 4).
 // Without LISTEN/NOTIFY (MySQL/MariaDB) another process learns of new jobs by polling: poll often.
 const layer = QueueLive({ prefix, migrate: false, pollInterval: (process.env.SQLANE_POLL ?? "5 seconds") as Duration.DurationInput })
-  .pipe(Layer.provideMerge(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 })))
+  .pipe(Layer.provideMerge(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: Number(process.env.SQLANE_POOL ?? 4) })))
 
 const record = (jobId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -128,6 +132,21 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
     })
     while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
   }),
+  forty: Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(`${prefix}ledger`)
+    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+    yield* Worker.make({
+      concurrency: 50,
+      handlers: [Job.handler(Forty, (_, ctx) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO ${runs} (job_id, worker, started_us) VALUES (${ctx.id}, ${name}, ${nowUs()})`
+          yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 10)))
+          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
+        }).pipe(Effect.orDie))]
+    })
+    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
+  }),
   rated: Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const runs = sql(`${prefix}ledger`)
@@ -164,7 +183,7 @@ if (mode === "outage") {
       Effect.provide(QueueLive({ prefix, migrate: false })),
       // QueueLive (and the worker) closed; then the SQL client closes.
       Effect.ensuring(stamp("queue closed")),
-      Effect.provide(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: 4 })),
+      Effect.provide(clientLayer({ id: "child", dialect: dialect as "pg" | "mysql", url }, { maxConnections: Number(process.env.SQLANE_POOL ?? 4) })),
       Effect.ensuring(stamp("shutdown"))
     ) as Effect.Effect<void, unknown>,
     { disableErrorReporting: false }

@@ -1,6 +1,6 @@
 /**
- * The control plane: cancellations and changes of the paused job names and of the concurrency
- * limits set at run time, apart from wake-ups. In
+ * The control plane: cancellations, changes of the paused job names and of the concurrency
+ * limits set at run time, and workers' demands for slots of a limit, apart from wake-ups. In
  * this process they reach every listener on the same database and table prefix at once; between
  * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`, `limitsMessage`) where the
  * database delivers messages (PostgreSQL `NOTIFY`), and are otherwise found by the workers' own
@@ -11,10 +11,13 @@
 import * as Effect from "effect/Effect"
 import { globalValue } from "effect/GlobalValue"
 import type * as Scope from "effect/Scope"
+import type { SlotDemand } from "../../services/Notifier.js"
 
 type CancelListener = (ids: ReadonlyArray<string>) => void
 type PauseListener = (paused: string | undefined) => void
 type LimitsListener = () => void
+type DemandListener = (demand: SlotDemand) => void
+
 
 /** Cancellation listeners of this process, by database and table prefix. */
 const localCancelListeners = globalValue(
@@ -33,7 +36,31 @@ const localLimitsListeners = globalValue(
   () => new Map<string, Set<LimitsListener>>()
 )
 
+/** Listeners for demands for slots, in this process, by database and table prefix. */
+const localDemandListeners = globalValue(
+  Symbol.for("sqlane/Notifier/localDemandListeners"),
+  () => new Map<string, Set<DemandListener>>()
+)
+
 const CANCEL = "cancel:"
+const WANTS = "wants:"
+
+/** The message that tells other processes a worker wants slots of a limit. */
+export const demandMessage = (demand: SlotDemand): string =>
+  WANTS + JSON.stringify([demand.name, demand.held, demand.worker, demand.seq])
+
+const decodeDemand = (payload: string): SlotDemand | undefined => {
+  try {
+    const parsed = JSON.parse(payload)
+    if (!Array.isArray(parsed) || parsed.length !== 4) return undefined
+    const [name, held, worker, seq] = parsed
+    return typeof name === "string" && Number.isSafeInteger(held) && typeof worker === "string" && Number.isSafeInteger(seq)
+      ? { name, held, worker, seq }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** The message that tells other processes these jobs were cancelled. */
 export const cancelMessage = (ids: ReadonlyArray<string>): string => CANCEL + JSON.stringify(ids)
@@ -60,6 +87,10 @@ export interface Control {
   readonly pausesChanged: (paused?: string) => void
   /** Tells this process's listeners that the run-time concurrency limits changed. */
   readonly limitsChanged: () => void
+  /** Tells this process's listeners that a worker wants slots. */
+  readonly wantsSlots: (demand: SlotDemand) => void
+  /** Calls `onDemand` with every demand for slots heard, for the life of the scope. */
+  readonly onWantsSlots: (onDemand: DemandListener) => Effect.Effect<void, never, Scope.Scope>
   /** Calls `onChange` whenever the run-time concurrency limits may have changed, for the life of the scope. */
   readonly onLimitsChanged: (onChange: LimitsListener) => Effect.Effect<void, never, Scope.Scope>
   /** Calls `onCancel` with the ids of cancelled jobs, for the life of the scope. */
@@ -87,6 +118,11 @@ export const make = (key: string): Control => {
   localPauseListeners.set(key, pauseListeners)
   const limitsListeners = localLimitsListeners.get(key) ?? new Set<LimitsListener>()
   localLimitsListeners.set(key, limitsListeners)
+  const demandListeners = localDemandListeners.get(key) ?? new Set<DemandListener>()
+  localDemandListeners.set(key, demandListeners)
+  const wantsSlots = (demand: SlotDemand) => {
+    for (const listener of demandListeners) listener(demand)
+  }
   const limitsChanged = () => {
     for (const listener of limitsListeners) listener()
   }
@@ -100,6 +136,8 @@ export const make = (key: string): Control => {
     cancelled,
     pausesChanged,
     limitsChanged,
+    wantsSlots,
+    onWantsSlots: (onDemand) => listening(demandListeners, onDemand),
     onLimitsChanged: (onChange) => listening(limitsListeners, onChange),
     onCancel: (onCancel) => listening(cancelListeners, onCancel),
     onPausesChanged: (onChange) => listening(pauseListeners, onChange),
@@ -110,6 +148,11 @@ export const make = (key: string): Control => {
       }
       if (message === limitsMessage) {
         limitsChanged()
+        return true
+      }
+      if (message.startsWith(WANTS)) {
+        const demand = decodeDemand(message.slice(WANTS.length))
+        if (demand !== undefined) wantsSlots(demand)
         return true
       }
       if (message.startsWith(CANCEL)) {

@@ -7,7 +7,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type { Enqueued } from "../../services/Notifier.js"
+import type { Enqueued, SlotDemand } from "../../services/Notifier.js"
 
 export interface Peers {
   /**
@@ -28,6 +28,8 @@ export interface Peers {
   readonly pausesChanged: Effect.Effect<void>
   /** Tells other processes that the run-time concurrency limits changed (best effort; never fails). */
   readonly limitsChanged: Effect.Effect<void>
+  /** Tells other processes that a worker wants slots of a limit (best effort; never fails). */
+  readonly wantsSlots: (demand: SlotDemand) => Effect.Effect<void>
   /** Starts hearing other processes (the first subscriber runs it; later runs do nothing). */
   readonly start: Effect.Effect<void>
   /** Completes once this instance hears other processes. */
@@ -42,5 +44,6 @@ export const silent: Omit<Peers, "start"> = {
   cancelled: () => Effect.void,
   pausesChanged: Effect.void,
   limitsChanged: Effect.void,
+  wantsSlots: () => Effect.void,
   ready: Effect.void
 }

@@ -24,7 +24,7 @@ import { QueueConfig } from "../../services/QueueConfig.js"
 import { Database } from "../Database.js"
 import { bounded, forkInBounded, forkScopedBounded } from "../outage.js"
 import { wallSleep } from "../wallClock.js"
-import { cancelMessage, type Control, limitsMessage, pausesMessage } from "./control.js"
+import { cancelMessage, type Control, demandMessage, limitsMessage, pausesMessage } from "./control.js"
 import { entryKey, type Hub, keyReleased, type Signal } from "./hub.js"
 import type { Peers } from "./peers.js"
 
@@ -166,6 +166,7 @@ export const make = (hub: Hub, control: Control): Effect.Effect<Peers, never, Qu
       cancelled: (ids) => (ids.length === 0 ? Effect.void : send(cancelMessage(ids))),
       pausesChanged: send(pausesMessage),
       limitsChanged: send(limitsMessage),
+      wantsSlots: (demand) => send(demandMessage(demand)),
       start,
       ready: Deferred.await(listening)
     }

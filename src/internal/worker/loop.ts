@@ -75,6 +75,8 @@ export interface LoopHost {
   readonly stopping: () => boolean
   /** Another live worker took this worker's id: claim no more. */
   readonly idTaken: () => boolean
+  /** A claim of `groups` took fewer jobs than it asked for (limits or keys held by others may have cut it short). */
+  readonly claimedShort: (groups: ReadonlyArray<Group>) => void
 }
 
 export interface ClaimLoop {
@@ -233,6 +235,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       yielding = false
       try {
         took(answer.rows)
+        if (answer.rows.length < answer.asked) host.claimedShort(rideGroups)
       } finally {
         slots.claimEnded(true)
       }
@@ -299,7 +302,9 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
               rideBound = rows.length < free
               rideGroups = groups
             }
-            return took(rows)
+            const n = took(rows)
+            if (n < free) host.claimedShort(groups)
+            return n
           }).pipe(Effect.tapErrorCause(() => Effect.sync(() => slots.claimFailed()))),
           Effect.sync(() => slots.claimEnded(false))
         )

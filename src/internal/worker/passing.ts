@@ -48,10 +48,18 @@ export const ahead = (
       heldNow += slots.heldOf(name, false)
     }
   }
+  // While other workers want slots of a name, a claim gives this worker none above what it keeps
+  // (`Slots.demanded`); a cap holds only when every name whose slots pass is capped.
+  let capped = 0
+  for (const [name, l] of limits) {
+    if (!Limits.passesSlots(l)) continue
+    const cap = slots.newSlotsOf(name)
+    capped = cap === undefined ? Infinity : capped + cap
+  }
   const left = withEnds ? slots.takeLeft() : 0
   const waiting = Math.max(0, slots.targetFor(Math.min(held, concurrency)) - slots.waiting())
   return {
-    slots: left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - heldNow - left)),
+    slots: Math.min(capped, left === 0 ? slots.open() : Math.max(0, Math.min(slots.open(), held - heldNow - left))),
     waiting,
     // With none to take ahead, the claim reads only jobs it may give a slot.
     names: waiting === 0 ? new Set<string>() : names

@@ -48,6 +48,9 @@ export interface Inflight {
 /** The longest a claimed job waits to start before it is released (wall clock, ms). */
 export const maxWaitMillis = 1000
 
+/** How long a demand for slots (`Slots.demanded`) is acted on (wall clock, ms): a later one says more. */
+export const demandMillis = 200
+
 /** What the slots do with a job that leaves them. */
 export interface SlotsHost {
   /** Starts the attempt of a claimed job. */
@@ -144,6 +147,18 @@ export interface Slots {
   /** How many slots of a name's concurrency limit this worker holds now (see `NameSlots.heldOf`). */
   readonly heldOf: (name: string, freeing: boolean) => number
   /**
+   * Another worker wants slots of `name` and holds `held` of them (`Notifier.SlotDemand`): if this
+   * worker keeps more than `held + 1` (counting those the writes of its ends take again), it keeps
+   * at most the midpoint for {@link demandMillis}: the slots its ending attempts free above it are
+   * left to the others (not passed on, not taken again by the claim made with their ends), and its
+   * claims give it no slot above it (`newSlotsOf`).
+   */
+  readonly demanded: (name: string, held: number) => void
+  /** How many slots of `name` this worker holds or takes again with the writes of its ends (not those it left to others). */
+  readonly keeps: (name: string) => number
+  /** How many slots of `name` a claim may give this worker now, while a demand caps them (`demanded`); else undefined. */
+  readonly newSlotsOf: (name: string) => number | undefined
+  /**
    * Lets go of a job whose end was written. `unwritten`: the database refused the end and the
    * dead letter in its place; the job stays `running` under this worker and stays held, so that this
    * worker's rescuer does not take it for a lost claim.
@@ -224,6 +239,33 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     /** Per name, when a slot was last left to other workers (wall clock, ms); and how many since `takeLeft`. */
     const leftAt = new Map<string, number>()
     let leftOpen = 0
+    /** Ends that left their slot to other workers and are not written yet, and their count per name. */
+    const leftRows = new Map<ClaimedRow, string>()
+    const leftPending = new Map<string, number>()
+    const leave = (row: ClaimedRow, name: string, nowMs: number) => {
+      leftAt.set(name, nowMs)
+      leftOpen++
+      leftRows.set(row, name)
+      leftPending.set(name, (leftPending.get(name) ?? 0) + 1)
+      nameSlots.free(row)
+      return "left" as const
+    }
+    /** The slots of `name` this worker holds or takes again with the writes of its ends (not those it left). */
+    const keeps = (name: string) => nameSlots.heldOf(name, true) - (leftPending.get(name) ?? 0)
+    /**
+     * Per name, the most slots this worker keeps while another worker wants some (`demanded`), and
+     * until when (wall clock, ms).
+     */
+    const levels = new Map<string, readonly [level: number, untilMs: number]>()
+    const levelOf = (name: string, nowMs: number) => {
+      const level = levels.get(name)
+      if (level === undefined) return undefined
+      if (nowMs > level[1]) {
+        levels.delete(name)
+        return undefined
+      }
+      return level[0]
+    }
     /** Moving averages (ms) of an attempt's time and of an end's write. */
     let attemptMs: number | undefined
     let writeMs: number | undefined
@@ -408,17 +450,16 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         // workers waiting for the name get one. (With no job waiting here, the claim loop leaves
         // one now and then: `loop.ts`.)
         const nowMs = performance.now()
+        // Another worker wants slots of this name and holds fewer: left to it, whether or not a job
+        // waits here (a slot freed for nobody would be taken back by the claim made with this end).
+        const level = levelOf(slot.name, nowMs)
+        if (level !== undefined && keeps(slot.name) > level) return leave(row, slot.name, nowMs)
         if (!leftAt.has(slot.name)) leftAt.set(slot.name, nowMs)
         // The more of the limit's slots this worker holds, the more often it leaves one: slots
         // move towards the workers that hold fewer, until their shares even out.
         const limit = host.limitOf(slot.name)
         const everyMs = Math.min(8 * leaveEveryMs, (leaveEveryMs * Math.max(limit, 4)) / Math.max(1, nameSlots.heldOf(slot.name, false)))
-        if (waits && nowMs - leftAt.get(slot.name)! >= everyMs) {
-          leftAt.set(slot.name, nowMs)
-          leftOpen++
-          nameSlots.free(row)
-          return "left"
-        }
+        if (waits && nowMs - leftAt.get(slot.name)! >= everyMs) return leave(row, slot.name, nowMs)
         if (!waits) {
           nameSlots.free(row)
           return undefined
@@ -448,6 +489,19 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         startWaiting()
       },
       heldOf: nameSlots.heldOf,
+      demanded: (name, held) => {
+        const nowMs = performance.now()
+        // A level set by an earlier demand stands until it lapses: the slots it left may not be
+        // taken yet, and a demand made meanwhile would have this worker leave them twice.
+        if (levelOf(name, nowMs) !== undefined || !host.passes(name)) return
+        const mine = keeps(name)
+        if (mine > held + 1) levels.set(name, [Math.ceil((mine + held) / 2), nowMs + demandMillis])
+      },
+      keeps,
+      newSlotsOf: (name) => {
+        const level = levelOf(name, performance.now())
+        return level === undefined ? undefined : Math.max(0, level - nameSlots.heldOf(name, false))
+      },
       handed: (row) => {
         nameSlots.free(row)
         const startedMs = active.get(row)
@@ -467,6 +521,11 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         }
         if (!unwritten && claiming.get(row.id) === row.attempts) claiming.delete(row.id)
         nameSlots.settled(row)
+        const left = leftRows.get(row)
+        if (left !== undefined) {
+          leftRows.delete(row)
+          leftPending.set(left, leftPending.get(left)! - 1)
+        }
         held--
         Queue.unsafeOffer(slotFreedQueue, undefined)
         idleCheck()
