@@ -30,6 +30,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -202,6 +203,25 @@ const demandEveryMs = 25
  * @category constructors
  */
 export const make = <R>(
+  options: WorkerOptions<R>
+): Effect.Effect<
+  WorkerHandle,
+  InvalidWorkerOptions,
+  Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    // A worker started inside a transaction of the caller's (`sql.withTransaction`) runs none of
+    // its statements, and none of its handlers, on that transaction's connection: it outlives the
+    // transaction, and its claims set options for their own transaction (`synchronous_commit`,
+    // `lock_timeout` on PostgreSQL) and are tried again after a lost race.
+    type Needs = Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
+    return yield* Effect.mapInputContext(
+      makeWorker(options),
+      (context: Context.Context<Needs>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<Needs>
+    )
+  })
+
+const makeWorker = <R>(
   options: WorkerOptions<R>
 ): Effect.Effect<
   WorkerHandle,

@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Queue_ from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import Pg from "pg"
@@ -110,6 +111,26 @@ export const core = (target: Target) => {
           const info = yield* queue.get(id)
           assert.strictEqual(info.state, "pending")
           assert.deepStrictEqual(info.payload, { i: 2 })
+        })))
+
+    it.live(name("a worker started inside the caller's transaction claims outside it: a job that transaction enqueued runs once it commits, not before"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const queue = yield* Queue.Queue
+          let ran = 0
+          const scope = yield* Effect.scope
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* queue.enqueue(Noop, { i: 1 })
+            // The worker outlives the transaction (it runs in the test's scope).
+            yield* Worker.make({ handlers: [Job.handler(Noop, () => Effect.sync(() => void ran++))], concurrency: 2 }).pipe(
+              Scope.extend(scope)
+            )
+            yield* realSleep(500)
+            // On the transaction's connection its claim would see the uncommitted job and run it.
+            assert.strictEqual(ran, 0, "a job of an uncommitted transaction ran")
+          }))
+          yield* waitUntil(Effect.sync(() => ran === 1), 10_000, "the job to run once its transaction committed")
         })))
 
     // The hot statements may run directly on their connection (`runner`, internal/driver/run.ts): it must be
