@@ -177,7 +177,8 @@ export interface Slots {
   readonly releaseStranded: () => number
   /**
    * Releases the waiting jobs that waited longer than their bound; the worker then claims none ahead
-   * until its attempts end faster than that wait.
+   * until its attempts end faster than that wait (not for a job that waited for a slot of a limit
+   * of which this worker holds none: it waited for other workers).
    */
   readonly releaseOverdue: () => void
   /** Waits until a claim may take jobs again (a slot freed; one wait covers every one since the last). */
@@ -540,6 +541,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         return before - awaitingCount
       },
       releaseOverdue: () => {
+        // A job that waited for a slot of a limit to pass to it where this worker holds none of its
+        // slots waited for other workers, not for this worker's attempts: released, no evidence.
+        releaseWaiting((row, waitedMs) => waitedMs > waitBoundMs && awaitsSlot(row) && nameSlots.heldOf(row.name, true) === 0)
         const waitedMs = releaseWaiting((_, waitedMs) => waitedMs > waitBoundMs)
         // No slot freed for `waitedMs`: the running attempts take longer than measured — at least
         // `concurrency × waitedMs` each on average. Claim no more ahead until attempts say otherwise.
