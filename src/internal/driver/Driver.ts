@@ -325,7 +325,7 @@ export interface Driver {
   readonly workerLockStatement: (id: string) => readonly [sql: string, params: ReadonlyArray<unknown>]
   /** The statement that releases a worker's session lock (on its connection), with the params of `workerLockStatement`. */
   readonly workerUnlockSql: string
-  /** The name of a worker's session lock (see `workerLockPrefix`, driver/shared.ts). */
+  /** The name of a worker's session lock (see `workerLockPrefix`, driver/workerRows.ts). */
   readonly workerLockName: (id: string) => string
   /** The statement that reads the session's own connection id (`pg_backend_pid()`, `CONNECTION_ID()`). */
   readonly connectionIdStatement: string

@@ -9,7 +9,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import * as MysqlText from "../../mysqlText.js"
 import { type Run, type RunMode, runner } from "../run.js"
-import { workerLockPrefix } from "../shared.js"
+import { workerLockPrefix } from "../workerRows.js"
 
 /** Options of the MySQL/MariaDB driver. */
 export interface MysqlOptions {

@@ -6,7 +6,8 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { num, staleAttempts, toOrphaned, toWorker, workerRows } from "../shared.js"
+import { num, staleAttempts, toOrphaned } from "../shared.js"
+import { toWorker, workerRows } from "../workerRows.js"
 import type { MysqlContext } from "./context.js"
 
 export const make = (ctx: MysqlContext): WorkersOps => {

@@ -9,7 +9,7 @@ import type * as PgClient from "@effect/sql-pg/PgClient"
 import type * as Statement from "@effect/sql/Statement"
 import type Pg from "pg"
 import { runner } from "../run.js"
-import { workerLockPrefix } from "../shared.js"
+import { workerLockPrefix } from "../workerRows.js"
 
 /** Options of the PostgreSQL driver. */
 export interface PgOptions {

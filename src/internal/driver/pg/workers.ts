@@ -5,7 +5,8 @@
  */
 import * as Effect from "effect/Effect"
 import type { WorkersOps } from "../Driver.js"
-import { num, staleAttempts, toOrphaned, toWorker, workerRows } from "../shared.js"
+import { num, staleAttempts, toOrphaned } from "../shared.js"
+import { toWorker, workerRows } from "../workerRows.js"
 import { numbers, type PgContext, pgLockSpace, usText } from "./context.js"
 
 export const make = (ctx: PgContext): WorkersOps => {
