@@ -112,15 +112,17 @@ export type Enqueued = string | readonly [name: string, priority: number]
 
 /**
  * A worker's demand for slots of a job name's concurrency limit (`limits.running`): it has room to
- * run jobs of `name`, a claim of them came back short, and it holds `held` of the limit's slots.
- * A worker that holds more than `held + 1` of them leaves the slots above the midpoint to the others
- * as its attempts end (instead of passing them on), so a worker that starts late gets its share
- * within a claim or two. `worker` is the demanding worker's id and `seq` counts its demands, so a
- * demand heard twice is acted on once.
+ * run jobs of `name`, a claim of them came back short while jobs of it were left, and it holds `held`
+ * of the limit's slots. A worker that holds more than `held + 1` of them (and whose only limited name
+ * whose slots pass is this one, with `prefetch` above 0) keeps at most the midpoint of the two for
+ * 200 ms (or two attempts' time): it leaves the slots above it to the others as its attempts end
+ * (instead of passing them on) and claims none above it, so a worker that starts beside one that
+ * holds every slot gets about half of them at once. `worker` is the demanding worker's id,
+ * `instance` its start and `seq` counts its demands, so a demand heard twice is acted on once.
  *
  * @example
  * ```ts
- * const demand: Notifier.SlotDemand = { name: "send-email", held: 0, worker: "web-1", seq: 1 }
+ * const demand: Notifier.SlotDemand = { name: "send-email", held: 0, worker: "web-1", instance: "k3x9q1", seq: 1 }
  * ```
  *
  * @since 0.1.0
@@ -130,6 +132,8 @@ export interface SlotDemand {
   readonly name: string
   readonly held: number
   readonly worker: string
+  /** The demanding worker's start (random), so that a worker id started again is heard from its first demand. */
+  readonly instance: string
   readonly seq: number
 }
 

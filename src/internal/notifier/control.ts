@@ -2,9 +2,10 @@
  * The control plane: cancellations, changes of the paused job names and of the concurrency
  * limits set at run time, and workers' demands for slots of a limit, apart from wake-ups. In
  * this process they reach every listener on the same database and table prefix at once; between
- * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`, `limitsMessage`) where the
- * database delivers messages (PostgreSQL `NOTIFY`), and are otherwise found by the workers' own
- * passes (the rescuer, the paused names' re-read).
+ * processes they travel as messages of their own (`cancelMessage`, `pausesMessage`, `limitsMessage`,
+ * `demandMessage`) where the database delivers messages (PostgreSQL `NOTIFY`); otherwise
+ * cancellations, pauses and limits are found by the workers' own passes (the rescuer, the paused
+ * names' and the limits' re-reads), and demands do not leave their process.
  *
  * @internal
  */
@@ -47,15 +48,16 @@ const WANTS = "wants:"
 
 /** The message that tells other processes a worker wants slots of a limit. */
 export const demandMessage = (demand: SlotDemand): string =>
-  WANTS + JSON.stringify([demand.name, demand.held, demand.worker, demand.seq])
+  WANTS + JSON.stringify([demand.name, demand.held, demand.worker, demand.instance, demand.seq])
 
 const decodeDemand = (payload: string): SlotDemand | undefined => {
   try {
     const parsed = JSON.parse(payload)
-    if (!Array.isArray(parsed) || parsed.length !== 4) return undefined
-    const [name, held, worker, seq] = parsed
-    return typeof name === "string" && Number.isSafeInteger(held) && typeof worker === "string" && Number.isSafeInteger(seq)
-      ? { name, held, worker, seq }
+    if (!Array.isArray(parsed) || parsed.length !== 5) return undefined
+    const [name, held, worker, instance, seq] = parsed
+    return typeof name === "string" && Number.isSafeInteger(held) && typeof worker === "string" &&
+        typeof instance === "string" && Number.isSafeInteger(seq)
+      ? { name, held, worker, instance, seq }
       : undefined
   } catch {
     return undefined

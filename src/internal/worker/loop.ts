@@ -75,8 +75,11 @@ export interface LoopHost {
   readonly stopping: () => boolean
   /** Another live worker took this worker's id: claim no more. */
   readonly idTaken: () => boolean
-  /** A claim of `groups` took fewer jobs than it asked for (limits or keys held by others may have cut it short). */
-  readonly claimedShort: (groups: ReadonlyArray<Group>) => void
+  /**
+   * A claim of `groups` took fewer jobs than it asked for (limits or keys held by others may have cut
+   * it short); it brought `rows`, and `probed`: it was made right after a probe found those groups due.
+   */
+  readonly claimedShort: (groups: ReadonlyArray<Group>, rows: ReadonlyArray<ClaimedRow>, probed: boolean) => void
 }
 
 export interface ClaimLoop {
@@ -235,7 +238,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
       yielding = false
       try {
         took(answer.rows)
-        if (answer.rows.length < answer.asked) host.claimedShort(rideGroups)
+        if (answer.rows.length < answer.asked) host.claimedShort(rideGroups, answer.rows, false)
       } finally {
         slots.claimEnded(true)
       }
@@ -277,7 +280,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
     }
 
     /** Claims up to `free` jobs of `groups` and starts them; returns how many it claimed. */
-    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number, ahead: Ahead | undefined) =>
+    const claimAndStart = (groups: ReadonlyArray<Group>, free: number, nowUs: number, ahead: Ahead | undefined, probed: boolean) =>
       // A claim is never cut short: jobs it claimed are started, so shutdown can account for them.
       Effect.uninterruptible(Effect.suspend(() => {
         slots.claimStarted(false)
@@ -303,7 +306,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
               rideGroups = groups
             }
             const n = took(rows)
-            if (n < free) host.claimedShort(groups)
+            if (n < free) host.claimedShort(groups, rows, probed)
             return n
           }).pipe(Effect.tapErrorCause(() => Effect.sync(() => slots.claimFailed()))),
           Effect.sync(() => slots.claimEnded(false))
@@ -437,7 +440,7 @@ export const make = (host: LoopHost): Effect.Effect<ClaimLoop, never, Claimer | 
         due = paused.claimableGroups(due)
         // Names a rate limit holds are left out until their window admits them.
         const claimable = notHeld(due, nowUs)
-        const claimed: number = claimable.length === 0 ? 0 : yield* claimAndStart(claimable, free, nowUs, ahead)
+        const claimed: number = claimable.length === 0 ? 0 : yield* claimAndStart(claimable, free, nowUs, ahead, probed)
         // Every slot asked for filled: more jobs are likely due; claim again from the same groups
         // when slots free, without a probe.
         backlog = claimed === free

@@ -48,7 +48,10 @@ export interface Inflight {
 /** The longest a claimed job waits to start before it is released (wall clock, ms). */
 export const maxWaitMillis = 1000
 
-/** How long a demand for slots (`Slots.demanded`) is acted on (wall clock, ms): a later one says more. */
+/**
+ * How long a demand for slots (`Slots.demanded`) is acted on at least (wall clock, ms; for two
+ * attempts' time where attempts are longer, at most 5 s).
+ */
 export const demandMillis = 200
 
 /** What the slots do with a job that leaves them. */
@@ -149,9 +152,10 @@ export interface Slots {
   /**
    * Another worker wants slots of `name` and holds `held` of them (`Notifier.SlotDemand`): if this
    * worker keeps more than `held + 1` (counting those the writes of its ends take again), it keeps
-   * at most the midpoint for {@link demandMillis}: the slots its ending attempts free above it are
-   * left to the others (not passed on, not taken again by the claim made with their ends), and its
-   * claims give it no slot above it (`newSlotsOf`).
+   * at most the midpoint for {@link demandMillis} (or two attempts' time): the slots its ending
+   * attempts free above it are left to the others (not passed on, not taken again by the claim made
+   * with their ends), and its claims give it no new slot above it (`newSlotsOf`; where the worker
+   * has one name whose slots pass — the caller's to check). Not with `prefetch` 0.
    */
   readonly demanded: (name: string, held: number) => void
   /** How many slots of `name` this worker holds or takes again with the writes of its ends (not those it left to others). */
@@ -494,9 +498,12 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         const nowMs = performance.now()
         // A level set by an earlier demand stands until it lapses: the slots it left may not be
         // taken yet, and a demand made meanwhile would have this worker leave them twice.
-        if (levelOf(name, nowMs) !== undefined || !host.passes(name)) return
+        // Without jobs claimed ahead (`prefetch` 0) the claims made with ends take every freed slot again.
+        if (prefetch === 0 || levelOf(name, nowMs) !== undefined || !host.passes(name)) return
         const mine = keeps(name)
-        if (mine > held + 1) levels.set(name, [Math.ceil((mine + held) / 2), nowMs + demandMillis])
+        // Long attempts free few slots in 200 ms: the level stands for two of them (at most 5 s).
+        const forMs = Math.min(5000, Math.max(demandMillis, 2 * (attemptMs ?? 0)))
+        if (mine > held + 1) levels.set(name, [Math.ceil((mine + held) / 2), nowMs + forMs])
       },
       keeps,
       newSlotsOf: (name) => {
