@@ -62,6 +62,32 @@ const countState = (states: ReadonlyArray<string>) =>
       Effect.map((rows) => Number(rows[0].n))
     ))
 
+/**
+ * Runs `job`'s jobs at `concurrency`, each for SQLANE_JOB_MS ms (default `defaultMs`), recording each
+ * run's key, start and end (µs) in <prefix>ledger, until <arg> jobs are completed.
+ */
+const runsInLedger = <J extends Job.Job.Any>(
+  job: J,
+  concurrency: number,
+  defaultMs: number,
+  keyOf: (payload: Job.Job.Payload<J>) => string | null
+) =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const runs = sql(`${prefix}ledger`)
+    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+    yield* Worker.make({
+      concurrency,
+      handlers: [Job.handler(job, (p, ctx) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${keyOf(p)}, ${name}, ${nowUs()})`
+          yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? defaultMs)))
+          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
+        }).pipe(Effect.orDie) as Effect.Effect<any, never, never>)]
+    })
+    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
+  })
+
 const programs: Record<string, Effect.Effect<void, unknown, any>> = {
   work: Effect.gen(function*() {
     yield* Worker.make({
@@ -117,36 +143,8 @@ const programs: Record<string, Effect.Effect<void, unknown, any>> = {
     yield* Effect.never
   }),
   cancel: Effect.flatMap(Queue.Queue, (queue) => queue.cancel(arg)),
-  limited: Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const runs = sql(`${prefix}ledger`)
-    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
-    yield* Worker.make({
-      concurrency: 4,
-      handlers: [Job.handler(Limited, (p, ctx) =>
-        Effect.gen(function*() {
-          yield* sql`INSERT INTO ${runs} (job_id, lkey, worker, started_us) VALUES (${ctx.id}, ${p.tenant}, ${name}, ${nowUs()})`
-          yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 50)))
-          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
-        }).pipe(Effect.orDie))]
-    })
-    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
-  }),
-  forty: Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const runs = sql(`${prefix}ledger`)
-    const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
-    yield* Worker.make({
-      concurrency: 50,
-      handlers: [Job.handler(Forty, (_, ctx) =>
-        Effect.gen(function*() {
-          yield* sql`INSERT INTO ${runs} (job_id, worker, started_us) VALUES (${ctx.id}, ${name}, ${nowUs()})`
-          yield* Effect.promise(() => new Promise((r) => setTimeout(r, jobMs ?? 10)))
-          yield* sql`UPDATE ${runs} SET ended_us = ${nowUs()} WHERE job_id = ${ctx.id} AND worker = ${name} AND ended_us IS NULL`
-        }).pipe(Effect.orDie))]
-    })
-    while ((yield* countState(["completed"])) < Number(arg)) yield* Effect.sleep("50 millis")
-  }),
+  limited: runsInLedger(Limited, 4, 50, (p) => p.tenant),
+  forty: runsInLedger(Forty, 50, 10, () => null),
   rated: Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const runs = sql(`${prefix}ledger`)
