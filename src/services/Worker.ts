@@ -214,17 +214,11 @@ export const make = <R>(
   InvalidWorkerOptions,
   Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
 > =>
-  Effect.gen(function*() {
-    // A worker started inside a transaction of the caller's (`sql.withTransaction`) runs none of
-    // its statements, and none of its handlers, on that transaction's connection: it outlives the
-    // transaction, and its claims set options for their own transaction (`synchronous_commit`,
-    // `lock_timeout` on PostgreSQL) and are tried again after a lost race.
-    type Needs = Scope.Scope | R | Claimer | Completer | Notifier | QueueConfig | Database | SqlClient.SqlClient
-    return yield* Effect.mapInputContext(
-      makeWorker(options),
-      (context: Context.Context<Needs>) => Context.omit(SqlClient.TransactionConnection)(context) as Context.Context<Needs>
-    )
-  })
+  // A worker started inside a transaction of the caller's (`sql.withTransaction`) runs none of its
+  // statements, and none of its handlers, on that transaction's connection: it outlives the
+  // transaction, and its claims set options for their own transaction (`synchronous_commit`,
+  // `lock_timeout` on PostgreSQL) and are tried again after a lost race.
+  Effect.mapInputContext(makeWorker(options), (context) => Context.omit(SqlClient.TransactionConnection)(context) as typeof context)
 
 const makeWorker = <R>(
   options: WorkerOptions<R>
