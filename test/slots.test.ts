@@ -1,6 +1,6 @@
 /**
  * A worker's slots without a database: what the jobs that waited too long to start say of the
- * worker's attempt times (`Slots.releaseOverdue`).
+ * worker's attempt times (`Slots.releaseOverdue`), and the order in which waiting jobs start.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -8,7 +8,7 @@ import type { ClaimedRow } from "../src/internal/driver/Driver.js"
 import * as Slots from "../src/internal/worker/slots.js"
 import { realSleep } from "./support/helpers.js"
 
-const row = (id: string, name: string): ClaimedRow => ({
+const row = (id: string, name: string, fairKey?: string): ClaimedRow => ({
   id,
   name,
   payload: "{}",
@@ -20,13 +20,14 @@ const row = (id: string, name: string): ClaimedRow => ({
   errors: null,
   traceContext: null,
   keepsKey: false,
-  nameSlot: null
+  nameSlot: null,
+  ...(fairKey === undefined ? {} : { fairKey })
 })
 
 /** Slots at concurrency 2 whose jobs wait at most 50 ms (half a lease of 100 ms); "limited" has a limit of 2 whose slots pass. */
-const slotsOf = (released: Array<string>) =>
-  Slots.make({ concurrency: 2, prefetch: 10, leaseMillis: 100 }, {
-    start: () => {},
+const slotsOf = (released: Array<string>, started: Array<ClaimedRow> = [], concurrency = 2) =>
+  Slots.make({ concurrency, prefetch: 10, leaseMillis: 100 }, {
+    start: (r) => void started.push(r),
     release: (r) => void released.push(r.id),
     passes: (name) => name === "limited",
     limited: (name) => name === "limited",
@@ -64,5 +65,45 @@ describe("slots", () => {
       slots.releaseOverdue()
       assert.deepStrictEqual(released, ["1"])
       assert.strictEqual(slots.attemptMs(), undefined)
+    }))
+
+  it.effect("jobs of a name with fair shares start in turns by key: a key claimed behind another key's waiting jobs does not wait for all of them", () =>
+    Effect.gen(function*() {
+      const started: Array<ClaimedRow> = []
+      const slots = yield* slotsOf([], started, 1)
+      const claim = (rows: ReadonlyArray<ClaimedRow>) => {
+        slots.take(rows)
+        slots.admit(rows)
+      }
+      claim(["1", "2", "3", "4", "5"].map((id) => row(`b${id}`, "tenanted", "big")))
+      claim(["1", "2"].map((id) => row(`s${id}`, "tenanted", "small")))
+      // Jobs without fair shares take their turns as one more key.
+      claim([row("p1", "plain"), row("p2", "plain")])
+      while (started.length < 9) {
+        const running = started[started.length - 1]
+        assert.strictEqual(slots.passTo(running), undefined)
+        slots.handed(running)
+      }
+      assert.deepStrictEqual(started.map((r) => r.id), ["b1", "b2", "s1", "p1", "b3", "s2", "p2", "b4", "b5"])
+    }))
+
+  it.effect("jobs without fair shares start in claim order, and released jobs leave their turns", () =>
+    Effect.gen(function*() {
+      const started: Array<ClaimedRow> = []
+      const released: Array<string> = []
+      const slots = yield* slotsOf(released, started, 1)
+      const rows = [row("1", "plain"), row("2", "plain"), row("3", "tenanted", "a"), row("4", "plain"), row("5", "tenanted", "a")]
+      slots.take(rows)
+      slots.admit(rows)
+      slots.releaseWaiting((r) => r.id === "3")
+      assert.deepStrictEqual(released, ["3"])
+      assert.strictEqual(slots.waiting(), 3)
+      while (started.length < 4) {
+        const running = started[started.length - 1]
+        slots.passTo(running)
+        slots.handed(running)
+      }
+      // The plain jobs in claim order; key "a" (its first job released) had its turn after "1".
+      assert.deepStrictEqual(started.map((r) => r.id), ["1", "5", "2", "4"])
     }))
 })

@@ -237,6 +237,11 @@ export const fairShares = (target: Target) => {
           assert.deepStrictEqual(ids.filter((id) => plain.includes(id)), plain.slice(0, 3))
           assert.deepStrictEqual(ids.filter((id) => a.includes(id)), a.slice(0, 3))
           assert.deepStrictEqual(ids.filter((id) => b.includes(id)), b.slice(0, 3))
+          // Each job of the name with fair shares carries its key (the worker's waiting jobs take turns by it).
+          assert.deepStrictEqual(
+            claimed.map((r) => [r.id, r.fairKey]).sort(),
+            ids.map((id) => [id, a.includes(id) ? "a" : b.includes(id) ? "b" : undefined]).sort()
+          )
         })))
 
     it.live(name("a worker at concurrency 4 starts a small key's jobs within its next claims, behind a 2,000-job backlog"), () =>

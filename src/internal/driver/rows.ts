@@ -29,6 +29,12 @@ export interface ClaimedRow {
    * slot an ended attempt of this worker hands over (`Finish.handTo`).
    */
   readonly nameSlot?: number | null | undefined
+  /**
+   * The job's concurrency key where its name has fair shares (`limits.key`) and the claim took it
+   * in its key's turn: the worker starts the jobs it claimed ahead in turns by this key too
+   * (`worker/turns.ts`).
+   */
+  readonly fairKey?: string | undefined
 }
 
 /** A running job the rescuer looks at (`Driver.jobListOrphaned`), with what it knows of its worker. */

@@ -244,7 +244,9 @@ export const toClaimed = (r: any): ClaimedRow => ({
   errors: r.errors ?? null,
   traceContext: r.trace_context ?? null,
   keepsKey: r.unique_states !== null && r.unique_states !== undefined && (num(r.unique_states) & stateBits.completed) !== 0,
-  ...(r.name_slot === null || r.name_slot === undefined ? {} : { nameSlot: num(r.name_slot) })
+  ...(r.name_slot === null || r.name_slot === undefined ? {} : { nameSlot: num(r.name_slot) }),
+  // A claim with fair shares (PostgreSQL) gives each job its key and the key's turn (0: none).
+  ...(r.fair_key === null || r.fair_key === undefined || !(num(r.fair_ord) > 0) ? {} : { fairKey: String(r.fair_key) })
 })
 
 /** A row of `jobListOrphaned` (both dialects select the same columns; booleans may come as 0/1). */

@@ -35,6 +35,7 @@ import type * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import type { ClaimedRow } from "../driver/Driver.js"
 import * as NameSlots from "./nameSlots.js"
+import * as Turns from "./turns.js"
 
 /** An attempt running here: its handler's fiber, and why it is being interrupted. */
 export interface Inflight {
@@ -227,14 +228,15 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const active = new Map<ClaimedRow, number>()
     /**
      * Jobs waiting to start, in claim order, with when they began to wait (wall clock, ms): those
-     * that hold a slot of a limit (started first), the others that may start, and per name those
-     * waiting for a slot to pass to them.
+     * that hold a slot of a limit (started first), the others that may start (taking turns by
+     * their key where their name has fair shares: `turns.ts`), and per name those waiting for a
+     * slot to pass to them.
      */
     const slottedReady: Array<Waiting> = []
-    const ready: Array<Waiting> = []
+    const ready = Turns.make<Waiting>()
     const awaiting = new Map<string, Array<Waiting>>()
     let awaitingCount = 0
-    const waitingCount = () => slottedReady.length + ready.length + awaitingCount
+    const waitingCount = () => slottedReady.length + ready.size() + awaitingCount
     /** Ends handed to the Completer and not yet written, with when they were handed (wall clock, ms). */
     const writing = new Map<ClaimedRow, number>()
     /** The slots of limits this worker holds, passed from attempt to attempt. */
@@ -328,7 +330,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
             began = true
             begin(slottedReady.shift()![0])
           }
-          while (active.size < concurrency && ready.length > 0 && passed.length === 0 && slottedReady.length === 0) {
+          while (active.size < concurrency && ready.size() > 0 && passed.length === 0 && slottedReady.length === 0) {
             began = true
             begin(ready.shift()![0])
           }
@@ -344,13 +346,16 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
      * the slots it holds less that one.
      */
     const leaveEveryMs = 25
+    /** The queue of `ready` a job waits in: its key's where its name has fair shares. */
+    const turnOf = (row: ClaimedRow) =>
+      row.fairKey === undefined ? Turns.unturned : `${row.priority}\u0000${row.name}\u0000${row.fairKey}`
     /**
      * Puts a claimed job in its queue: one of a limited name without a slot waits for a slot to pass
      * to it, or, where slots do not pass (the limits changed as it was claimed), is released.
      */
     const wait = (row: ClaimedRow, sinceMs: number) => {
       if (slotted(row)) return void slottedReady.push([row, sinceMs])
-      if (!awaitsSlot(row)) return void ready.push([row, sinceMs])
+      if (!awaitsSlot(row)) return void ready.push(turnOf(row), [row, sinceMs])
       if (!host.passes(row.name)) return host.release(row)
       let queue = awaiting.get(row.name)
       if (queue === undefined) awaiting.set(row.name, queue = [])
@@ -391,7 +396,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         }
       }
       from(slottedReady)
-      from(ready)
+      from(ready.remove(([row, sinceMs]) => which === undefined || which(row, nowMs - sinceMs)))
       for (const queue of awaiting.values()) {
         const before = queue.length
         from(queue)
@@ -428,7 +433,7 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
           for (const [row] of queue) if (!all.has(row.id)) all.set(row.id, { attempt: row.attempts })
         }
         add(slottedReady)
-        add(ready)
+        add(ready.items())
         for (const queue of awaiting.values()) add(queue)
         return all
       },
@@ -485,9 +490,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
         return n
       },
       limitsChanged: () => {
-        const all = [...slottedReady, ...ready, ...Array.from(awaiting.values()).flat()]
+        const all = [...slottedReady, ...ready.items(), ...Array.from(awaiting.values()).flat()]
         slottedReady.length = 0
-        ready.length = 0
+        ready.clear()
         awaiting.clear()
         awaitingCount = 0
         for (const [row, sinceMs] of all.sort((a, b) => a[1] - b[1])) wait(row, sinceMs)

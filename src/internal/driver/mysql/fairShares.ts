@@ -213,7 +213,8 @@ export const make = (
         const key = rotated ? c.limitKey : null
         const rnd = (turns.get(key) ?? 0) + 1
         turns.set(key, rnd)
-        return { ...c, turn: { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 } }
+        const turn = { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 }
+        return key === null ? { ...c, turn } : { ...c, claimed: { ...c.claimed, fairKey: key }, turn }
       })
     })
   /**
