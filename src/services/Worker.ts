@@ -40,7 +40,7 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { Database, poolSizeOf } from "../internal/Database.js"
 import * as Limits from "../internal/limits.js"
-import type { Group, NameLimits } from "../internal/driver/Driver.js"
+import type { NameLimits } from "../internal/driver/Driver.js"
 import * as Pauses from "../internal/pauses.js"
 import * as Stats from "../internal/stats.js"
 import { fitRecord } from "../internal/sanitize.js"
@@ -54,6 +54,7 @@ import { Completer, deadLetteredInPlace, type Outcome } from "./Completer.js"
 import { Notifier } from "./Notifier.js"
 import { QueueConfig } from "./QueueConfig.js"
 import * as Attempts from "../internal/worker/attempt.js"
+import * as Demands from "../internal/worker/demands.js"
 import { defaultPrefetch, optionsProblem } from "../internal/worker/options.js"
 import * as EndLogs from "../internal/worker/endLogs.js"
 import { liveness } from "../internal/worker/liveness.js"
@@ -177,14 +178,6 @@ const workersOn = new WeakMap<object, number>()
 
 /** How often the jobs waiting to start are checked for a pause, their bound and the worker's id (wall clock, ms). */
 const waitingCheckMillis = 250
-
-/**
- * The least time between two demands for slots of one name by one worker (wall clock, ms;
- * `Notifier.SlotDemand`), doubled after each demand that did not raise its slots, up to
- * `maxDemandEveryMs`.
- */
-const demandEveryMs = 50
-const maxDemandEveryMs = 1600
 
 /**
  * Starts a worker in the current scope. When the scope closes it stops claiming, lets running
@@ -375,43 +368,14 @@ const makeWorker = <R>(
         Effect.runFork(wakeSelf)
       }
     )
-    // Demands for slots (`Notifier.SlotDemand`): a worker with room whose claim of a name whose
-    // slots pass came back short while jobs of it were left (the claim came right after a probe
-    // found them due, or it brought some that wait for a slot) asks the workers that hold more to
-    // leave some; one that holds more leaves them as its attempts end. At most one demand per name
-    // every `demandEveryMs`, twice as long after each that did not raise this worker's slots.
-    const instance = Math.random().toString(36).slice(2, 10)
-    let demandSeq = 0
-    const demandedOf = new Map<string, { atMs: number; held: number; everyMs: number }>()
-    const wantSlots = (groups: ReadonlyArray<Group>, rows: ReadonlyArray<ClaimedJob>, probed: boolean) => {
-      if (stopping || idTaken || !passingNow || prefetch === 0 || slots.active() >= concurrency) return
-      const nowMs = performance.now()
-      for (const { name } of paused.claimableGroups(groups)) {
-        const limit = limitsNow.get(name)
-        if (limit === undefined || !Limits.passesSlots(limit)) continue
-        if (!probed && !rows.some((r) => r.name === name && (r.nameSlot === null || r.nameSlot === undefined))) continue
-        const heldHere = slots.keeps(name)
-        // No other worker can hold two more than this one: none would leave a slot.
-        if (2 * heldHere + 2 > limit.running!) continue
-        const last = demandedOf.get(name)
-        if (last !== undefined && nowMs - last.atMs < last.everyMs) continue
-        const everyMs = last === undefined || heldHere > last.held ? demandEveryMs : Math.min(maxDemandEveryMs, 2 * last.everyMs)
-        demandedOf.set(name, { atMs: nowMs, held: heldHere, everyMs })
-        Effect.runFork(notifier.wantsSlots({ name, held: heldHere, worker: workerId, instance, seq: ++demandSeq }))
-      }
-    }
-    /** The last demand heard from each other worker (its instance and count): one heard twice (in this process and by `NOTIFY`) counts once. */
-    const heard = new Map<string, readonly [instance: string, seq: number]>()
-    /** Demands are acted on where claims can be capped: one name whose slots pass, jobs claimed ahead. */
-    const actsOnDemands = () =>
-      passingNow && prefetch > 0 && Array.from(limitsNow.values()).filter(Limits.passesSlots).length === 1
-    yield* notifier.onWantsSlots((demand) => {
-      if (demand.worker === workerId) return
-      const last = heard.get(demand.worker)
-      if (last !== undefined && last[0] === demand.instance && last[1] >= demand.seq) return
-      if (heard.size >= 1000) heard.clear()
-      heard.set(demand.worker, [demand.instance, demand.seq])
-      if (actsOnDemands()) slots.demanded(demand.name, demand.held)
+    // Demands for slots between workers whose limited names' slots pass (`internal/worker/demands.ts`).
+    const claimedShort = yield* Demands.make({
+      workerId,
+      slots,
+      paused,
+      limits: () => limitsNow,
+      claimsAhead: () => passingNow && prefetch > 0,
+      claiming: () => !stopping && !idTaken
     })
     const claims = yield* Loop.make({
       workerId,
@@ -424,7 +388,7 @@ const makeWorker = <R>(
       release,
       stopping: () => stopping,
       idTaken: () => idTaken,
-      claimedShort: wantSlots
+      claimedShort
     })
     loop = claims
 
