@@ -8,13 +8,13 @@ import type { ClaimedRow } from "../src/internal/driver/Driver.js"
 import * as Slots from "../src/internal/worker/slots.js"
 import { realSleep } from "./support/helpers.js"
 
-const row = (id: string, name: string, fairKey?: string): ClaimedRow => ({
+const row = (id: string, name: string, fairKey?: string, priority = 0): ClaimedRow => ({
   id,
   name,
   payload: "{}",
   attempts: 1,
   attemptBase: 0,
-  priority: 0,
+  priority,
   runAtUs: 0,
   createdAtUs: 0,
   errors: null,
@@ -105,5 +105,34 @@ describe("slots", () => {
       }
       // The plain jobs in claim order; key "a" (its first job released) had its turn after "1".
       assert.deepStrictEqual(started.map((r) => r.id), ["1", "5", "2", "4"])
+    }))
+
+  it.effect("waiting jobs start by priority first: turns by key are taken among the jobs of one priority", () =>
+    Effect.gen(function*() {
+      const started: Array<ClaimedRow> = []
+      const slots = yield* slotsOf([], started, 1)
+      // One claim, in claim order: priority 0 first.
+      const rows = [
+        row("u1", "tenanted", "u"),
+        row("u2", "tenanted", "u"),
+        row("u3", "tenanted", "u"),
+        row("x1", "plain"),
+        row("x2", "plain"),
+        row("n1", "tenanted", "n", 5),
+        row("n2", "tenanted", "n", 5),
+        row("y1", "plain", undefined, 5)
+      ]
+      slots.take(rows)
+      slots.admit(rows)
+      // A later claim's job of priority 0 starts before the waiting jobs of priority 5.
+      const late = row("x3", "plain")
+      slots.take([late])
+      slots.admit([late])
+      while (started.length < 9) {
+        const running = started[started.length - 1]
+        slots.passTo(running)
+        slots.handed(running)
+      }
+      assert.deepStrictEqual(started.map((r) => r.id), ["u1", "x1", "u2", "x2", "u3", "x3", "n1", "y1", "n2"])
     }))
 })

@@ -228,9 +228,9 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const active = new Map<ClaimedRow, number>()
     /**
      * Jobs waiting to start, in claim order, with when they began to wait (wall clock, ms): those
-     * that hold a slot of a limit (started first), the others that may start (taking turns by
-     * their key where their name has fair shares: `turns.ts`), and per name those waiting for a
-     * slot to pass to them.
+     * that hold a slot of a limit (started first), the others that may start (by priority, and
+     * within a priority taking turns by key where their name has fair shares: `turns.ts`), and per
+     * name those waiting for a slot to pass to them.
      */
     const slottedReady: Array<Waiting> = []
     const ready = Turns.make<Waiting>()
@@ -347,15 +347,14 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
      */
     const leaveEveryMs = 25
     /** The queue of `ready` a job waits in: its key's where its name has fair shares. */
-    const turnOf = (row: ClaimedRow) =>
-      row.fairKey === undefined ? Turns.unturned : `${row.priority}\u0000${row.name}\u0000${row.fairKey}`
+    const turnOf = (row: ClaimedRow) => (row.fairKey === undefined ? Turns.unturned : `${row.name}\u0000${row.fairKey}`)
     /**
      * Puts a claimed job in its queue: one of a limited name without a slot waits for a slot to pass
      * to it, or, where slots do not pass (the limits changed as it was claimed), is released.
      */
     const wait = (row: ClaimedRow, sinceMs: number) => {
       if (slotted(row)) return void slottedReady.push([row, sinceMs])
-      if (!awaitsSlot(row)) return void ready.push(turnOf(row), [row, sinceMs])
+      if (!awaitsSlot(row)) return void ready.push(row.priority, turnOf(row), [row, sinceMs])
       if (!host.passes(row.name)) return host.release(row)
       let queue = awaiting.get(row.name)
       if (queue === undefined) awaiting.set(row.name, queue = [])
