@@ -244,6 +244,34 @@ export const fairShares = (target: Target) => {
           )
         })))
 
+    it.live(name("claims smaller than a turn take the oldest name's jobs first: a name with fair shares is not passed over by other names"), () =>
+      withQueue(target, () =>
+        Effect.gen(function*() {
+          const queue = yield* Queue.Queue
+          const claimer = yield* Claimer.Claimer
+          const nowMs = Math.floor((yield* nowMicros) / 1000)
+          // The fair name's jobs became due first, then the plain name's, then a second key's.
+          const big = yield* queue.enqueueMany(Tenanted, Array.from({ length: 3 }, (_, i) => ({ tenant: "big", i })), {
+            runAt: new Date(nowMs - 30_000)
+          })
+          const plain = yield* queue.enqueueMany(Plain, Array.from({ length: 3 }, (_, i) => ({ i })), { runAt: new Date(nowMs - 20_000) })
+          const late = yield* queue.enqueueMany(Tenanted, [{ tenant: "late", i: 0 }], { runAt: new Date(nowMs - 10_000) })
+          const now = (yield* nowMicros) + 1000
+          const claim = (n: number) =>
+            Effect.map(
+              claimer.claim(groupsOf(Tenanted.name, Plain.name), n, now, "w1", new Set([Plain.name, Tenanted.name]), fair(Tenanted.name)),
+              (rows) => rows.map((r) => r.id)
+            )
+          // A claim of one: the oldest job of the turn's first places (each name's first; the fair
+          // name's first key in its rotation), not the plain name's for being plain.
+          assert.deepStrictEqual(yield* claim(1), [big[0]])
+          // A claim of three: the first places of the turn (the fair name's rotation goes on to
+          // "late", then "big"), oldest name first, then the fair name's next key.
+          const second = yield* claim(3)
+          assert.sameMembers(second, [late[0], plain[0], big[1]])
+          assert.strictEqual(second.length, 3)
+        })))
+
     it.live(name("a worker at concurrency 4 starts a small key's jobs within its next claims, behind a 2,000-job backlog"), () =>
       withQueue(target, () =>
         Effect.gen(function*() {

@@ -17,13 +17,31 @@ export interface Candidate {
    * With fair shares (`fairShares.ts`): the job's turn (1 for its key's first job) and its key's
    * place in the rotation; candidates are taken by priority, then turn, then place.
    */
-  readonly turn?: { readonly rnd: number; readonly ord: number } | undefined
+  readonly turn?: Turn | undefined
 }
 
-/** Claim order, by turns where candidates have them (fair shares). */
+/**
+ * A candidate's turn in a claim with fair shares: the turn (`rnd`: 1 for a key's first job); its
+ * place among its group's jobs of that turn (`sub`: 1 for a plain name's job and for a fair name's
+ * first key in its rotation); the group's age in that turn (`gatUs`: the oldest `run_at` of those
+ * jobs); its key's place in the rotation (`ord`, 0: not rotated).
+ */
+export interface Turn {
+  readonly rnd: number
+  readonly sub: number
+  readonly gatUs: number
+  readonly ord: number
+}
+
+/**
+ * Claim order, by turns where candidates have them (fair shares): in each turn every group's first
+ * job, oldest group first, then every group's second (a fair name's next keys), and so on.
+ */
 const byTurns = (a: Candidate, b: Candidate) =>
   a.claimed.priority - b.claimed.priority ||
   (a.turn?.rnd ?? 0) - (b.turn?.rnd ?? 0) ||
+  (a.turn?.sub ?? 0) - (b.turn?.sub ?? 0) ||
+  (a.turn?.gatUs ?? 0) - (b.turn?.gatUs ?? 0) ||
   (a.turn?.ord ?? 0) - (b.turn?.ord ?? 0) ||
   byClaimOrder(a.claimed, b.claimed)
 

@@ -209,12 +209,24 @@ export const make = (
       const rotated = limits.get(groups[i].name)?.fair === true
       const ords = new Map((fair.keys.get(i) ?? []).map((k) => [keyOf(k.key), k.ord]))
       const turns = new Map<string | null, number>()
-      return rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
+      const placed = rows.sort((a, b) => byClaimOrder(a.claimed, b.claimed)).map((c) => {
         const key = rotated ? c.limitKey : null
         const rnd = (turns.get(key) ?? 0) + 1
         turns.set(key, rnd)
-        const turn = { rnd, ord: key === null ? 0 : ords.get(key) ?? 0 }
-        return key === null ? { ...c, turn } : { ...c, claimed: { ...c.claimed, fairKey: key }, turn }
+        return { c: key === null ? c : { ...c, claimed: { ...c.claimed, fairKey: key } }, rnd, ord: key === null ? 0 : ords.get(key) ?? 0 }
+      })
+      // Per turn of this group: each job's place in it (by its key's place in the rotation, then
+      // claim order) and the turn's oldest run_at.
+      const ofTurn = new Map<number, Array<(typeof placed)[number]>>()
+      for (const p of placed) {
+        const list = ofTurn.get(p.rnd)
+        if (list === undefined) ofTurn.set(p.rnd, [p])
+        else list.push(p)
+      }
+      return Array.from(ofTurn.values()).flatMap((list) => {
+        list.sort((a, b) => a.ord - b.ord || byClaimOrder(a.c.claimed, b.c.claimed))
+        const gatUs = Math.min(...list.map((p) => p.c.claimed.runAtUs))
+        return list.map((p, i): Candidate => ({ ...p.c, turn: { rnd: p.rnd, sub: i + 1, gatUs, ord: p.ord } }))
       })
     })
   /**

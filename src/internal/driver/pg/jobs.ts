@@ -278,9 +278,21 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
         ? sql`SELECT w.*, row_number() OVER (ORDER BY w.run_at, w.id) AS rnd, 0::bigint AS ord FROM (${arm}) w`
         : sql`SELECT * FROM (${arm}) ${sql(`g${i}`)}`
     })
-    /** The claim order of a pick: with fair shares, by turns (`rnd`) and in each turn by key (`ord`). */
+    /**
+     * The claim order of a pick: with fair shares, by turns (`rnd`); in each turn every group's first
+     * job (`sub` 1: a plain name's job, a fair name's first key in its rotation), oldest group first
+     * (`gat`), then every group's second, and so on — a fair name's keys in rotation order (`ord`).
+     */
     const claimOrder = (t: string) =>
-      sql.literal(fair ? `${t}.priority, ${t}.rnd, ${t}.ord, ${t}.run_at, ${t}.id` : `${t}.priority, ${t}.run_at, ${t}.id`)
+      sql.literal(
+        fair ? `${t}.priority, ${t}.rnd, ${t}.sub, ${t}.gat, ${t}.ord, ${t}.run_at, ${t}.id` : `${t}.priority, ${t}.run_at, ${t}.id`
+      )
+    /** The candidates of every group; with fair shares each with its place in its group's turn and the group's age in it. */
+    const candidates = fair
+      ? sql`cand AS (SELECT u.*, row_number() OVER (PARTITION BY u.name, u.priority, u.rnd ORDER BY u.ord, u.run_at, u.id) AS sub,
+            min(u.run_at) OVER (PARTITION BY u.name, u.priority, u.rnd) AS gat
+          FROM (${sql.join(" UNION ALL ", false)(arms)}) u)`
+      : sql`cand AS (${sql.join(" UNION ALL ", false)(arms)})`
     const take = sql.literal(String(Math.floor(limit)))
     // Claiming ahead (not with rate limits or fair shares, whose claims take no jobs ahead): a
     // worker whose names pass slots has no mutex keys (the unique index on running keys would
@@ -327,7 +339,7 @@ export const make = (ctx: PgContext): JobsOps & JobsExplain => {
             WHERE NOT EXISTS (SELECT 1 FROM ${jobs} r
               WHERE r.state = 'running' AND r.${slot} IS NOT NULL AND ${held} AND r.${slot} = s.slot${freed})) f
           WHERE f.nth <= x.${limitOf} - h.n`
-    return sql`WITH cand AS (${sql.join(" UNION ALL ", false)(arms)}),
+    return sql`WITH ${candidates},
         lim AS (SELECT * FROM unnest(${names}::text[], ${numbers(names.map((n) => limits.get(n)!.running ?? null))}::int[],
             ${numbers(names.map((n) => limits.get(n)!.runningPerKey ?? null))}::int[]) AS l(name, running, per_key)),
         ${rated.length === 0 ? sql`m AS (SELECT m.*, l.running, l.per_key FROM (${mutexFirst}) m LEFT JOIN lim l ON l.name = m.name),` : rateCapped(mutexFirst, rated, rateLeft!)}
