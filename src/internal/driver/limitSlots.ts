@@ -14,8 +14,8 @@ export interface Candidate {
   readonly mutexKey: string | null
   readonly limitKey: string | null
   /**
-   * With fair shares (`fairShares.ts`): the job's turn (1 for its key's first job) and its key's
-   * place in the rotation; candidates are taken by priority, then turn, then place.
+   * With fair shares (`fairShares.ts`): the job's turn and its place in it ({@link Turn});
+   * candidates are taken by priority, then turn, then place (`byTurns`).
    */
   readonly turn?: Turn | undefined
 }
