@@ -3,7 +3,8 @@
  * completed 1 day, dead 7 days, cancelled 7 days by default, counted from `finished_at`).
  *
  * Each statement deletes at most `pruneBatchSize` jobs, oldest first, through the
- * `(state, finished_at)` index, so a pass stays cheap however many finished rows the table holds
+ * `(state, finished_at)` index (on PostgreSQL, completed jobs in id order through the ids created
+ * before the cutoff), so a pass stays cheap however many finished rows the table holds
  * and never holds locks for long. At most one pruner runs at a time per table prefix across every
  * process: a pass holds a session lock (`pg_try_advisory_lock` / `GET_LOCK`) on a reserved
  * connection, and a pass that finds it taken does nothing. A pass runs its statements on that one

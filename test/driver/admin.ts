@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import type { Driver } from "../../src/internal/driver/Driver.js"
 import { stateBits } from "../../src/internal/driver/shared.js"
 import type { Target } from "../support/targets.js"
-import { claim, end, ended, insert, row, runLock, s, session, stateOf, t0, withDriver } from "./fixtures.js"
+import { claim, end, ended, groups, insert, row, runLock, s, session, stateOf, t0, withDriver } from "./fixtures.js"
 
 /** An id no job has: one past the largest of `ids`. */
 const noSuchId = (ids: ReadonlyArray<string>) => String(Math.max(...ids.map(Number)) + 1000)
@@ -359,14 +359,44 @@ export const adminOps = (target: Target) => {
           const recent = yield* ended(driver, "a", "completed", { finishedAtUs: t0 })
           const dead = yield* ended(driver, "a", "dead", { finishedAtUs: t0 - s(9) })
           assert.strictEqual(yield* driver.jobPruneFinished("completed", t0, 2), 2)
+          // Oldest by finished_at; on PostgreSQL completed jobs go in id order (enqueue order).
           assert.deepStrictEqual(
             yield* Effect.forEach([oldest, old, older, recent, dead], (id) => stateOf(driver, id)),
-            [undefined, undefined, "completed", "completed", "dead"]
+            target.dialect === "pg"
+              ? [undefined, "completed", undefined, "completed", "dead"]
+              : [undefined, undefined, "completed", "completed", "dead"]
           )
           assert.strictEqual(yield* driver.jobPruneFinished("completed", t0, 2), 1)
           assert.strictEqual(yield* driver.jobPruneFinished("completed", t0, 2), 0)
           assert.strictEqual(yield* stateOf(driver, recent), "completed")
           assert.strictEqual(yield* driver.jobPruneFinished("dead", t0, 2), 1)
+        })))
+
+    it.live(name("keeps a completed job created before the cutoff and finished after it, among jobs created since"), () =>
+      withDriver(target, ({ driver }) =>
+        Effect.gen(function*() {
+          const cutoffUs = t0 - s(1800)
+          // Created two hours before t0: one finished an hour before it, one at t0 (a job that
+          // waited or ran long); then jobs created and finished at t0.
+          const endedAt = (createdUs: number, finishedAtUs: number) =>
+            Effect.gen(function*() {
+              const [id] = yield* driver.jobInsertMany([row("a", { runAtUs: createdUs })], createdUs, undefined)
+              const [job] = yield* driver.jobClaim(groups("a"), 1, t0, "w1")
+              if (job?.id !== id) return yield* Effect.dieMessage(`expected to claim job ${id}`)
+              yield* driver.jobFinishMany([end(job, "completed", { finishedAtUs })])
+              return id
+            })
+          const pruned = yield* endedAt(t0 - s(7200), t0 - s(3600))
+          const kept = yield* endedAt(t0 - s(7200), t0)
+          const recent = yield* Effect.forEach([1, 2, 3], () => endedAt(t0, t0))
+          assert.strictEqual(yield* driver.jobPruneFinished("completed", cutoffUs, 10), 1)
+          assert.deepStrictEqual(
+            yield* Effect.forEach([pruned, kept, ...recent], (id) => stateOf(driver, id)),
+            [undefined, "completed", "completed", "completed", "completed"]
+          )
+          assert.strictEqual(yield* driver.jobPruneFinished("completed", cutoffUs, 10), 0)
+          // Once the cutoff passes its end, it goes too.
+          assert.strictEqual(yield* driver.jobPruneFinished("completed", t0 + 1, 10), 4)
         })))
   })
 

@@ -58,7 +58,8 @@ const assertError = (run: { readonly stdout: string; readonly stderr: string; re
 
 /**
  * Inserts `count` (at most 100,000) finished jobs of `name` in `state`, finished `ageSeconds` ago
- * (each 1 µs apart), in one statement.
+ * (each 1 µs apart), in one statement; on PostgreSQL created 9 days ago (a job is created before it
+ * finishes, and the pruner reads completed jobs by the ids created before its cutoff).
  */
 const insertFinished = (prefix: string, name: string, state: string, count: number, ageSeconds: number) =>
   Effect.gen(function*() {
@@ -67,7 +68,7 @@ const insertFinished = (prefix: string, name: string, state: string, count: numb
     yield* sql.onDialectOrElse({
       pg: () =>
         sql`INSERT INTO ${jobs} (name, state, payload, run_at, created_at, finished_at, attempts)
-          SELECT ${name}, ${state}, '{}', now(), now(),
+          SELECT ${name}, ${state}, '{}', now() - INTERVAL '9 days', now() - INTERVAL '9 days',
             now() - ${ageSeconds} * INTERVAL '1 second' - g * INTERVAL '1 microsecond', 1
           FROM generate_series(1, ${count}) AS g`,
       orElse: () =>

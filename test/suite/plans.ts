@@ -116,6 +116,26 @@ const checkPlans = (target: Target, prefix: string, when: "before ANALYZE" | "af
         }
       }
     }
+    // The pruner's reads: a range of an index, sorting none of it (completed jobs on PostgreSQL: in
+    // id order, below the ids created after the cutoff; else by finished_at), never the table.
+    for (const state of ["completed", "dead", "cancelled"] as const) {
+      const plan = yield* statements.explainPrune(state, (yield* nowMicros) - 3_600_000_000, 1000)
+      const text = plan.join("\n")
+      if (target.dialect === "pg") {
+        assert.notMatch(text, new RegExp(`Seq Scan on ${prefix}jobs`), `prune of ${state} (${when}) scans the table:${show(plan)}`)
+        if (state === "completed") {
+          assert.match(text, new RegExp(`${prefix}jobs_(state|pkey) `), `prune of completed (${when}):${show(plan)}`)
+          assert.match(text, /Index Cond: .*\bid < /, `prune of completed (${when}) is not bounded by id:${show(plan)}`)
+        } else assert.include(text, `${prefix}jobs_finished`, `prune of ${state} (${when}):${show(plan)}`)
+        if (when === "after ANALYZE") assert.notInclude(text, "Sort Key:", `prune of ${state} (${when}) sorts:${show(plan)}`)
+      } else {
+        for (const r of plan.map((r) => JSON.parse(r) as Record<string, unknown>)) {
+          if (r.table !== `${prefix}jobs`) continue
+          assert.notStrictEqual(r.type, "ALL", `prune of ${state} (${when}) scans the table:${show(plan)}`)
+          assert.strictEqual(r.key, `${prefix}jobs_finished`, `prune of ${state} (${when}):${show(plan)}`)
+        }
+      }
+    }
     if (target.dialect === "pg") {
       for (const [what, plan] of [["probe", probe], ["claim", claim], ["keyed claim", keyed], ["limited claim", limited], ["fair claim", fair]] as const) {
         const text = plan.join("\n")
@@ -226,6 +246,7 @@ const listFilters = (newestId: string, createdFromUs: number): ReadonlyArray<[st
   ["by name", { name: "plan.name.0100", limit: 51 }, "jobs_name_state"],
   ["by name, next page", { name: "plan.name.0100", beforeId: newestId, limit: 51 }, "jobs_name_state"],
   ["by name and state", { name: "plan.name.0100", state: "dead", limit: 51 }, "jobs_name_state"],
+  ["by name and state completed", { name: "plan.name.0100", state: "completed", limit: 51 }, "jobs_name_state"],
   ["by unique key", { uniqueKey: "key-13", limit: 51 }, "jobs_unique_key"],
   ["created from a time", { createdFromUs, limit: 51 }, "jobs_pkey"],
   ["created in a range, by name", { createdFromUs, createdBeforeUs: createdFromUs + 7_200_000_000, name: "plan.name.0100", limit: 51 }, "jobs_name_state"],

@@ -461,8 +461,8 @@ export interface Driver {
   /** A job's progress JSON, if it reported any. */
   readonly jobProgressGet: (id: string) => Effect.Effect<string | null, SqlError>
   /**
-   * Deletes at most `limit` jobs in `state` finished before `cutoffUs`, oldest first. Returns how many
-   * it deleted.
+   * Deletes at most `limit` jobs in `state` finished before `cutoffUs`, oldest first (by `finished_at`;
+   * on PostgreSQL completed jobs by id, see `pg/admin.ts`). Returns how many it deleted.
    */
   readonly jobPruneFinished: (
     state: "completed" | "dead" | "cancelled",
@@ -525,7 +525,7 @@ export interface Driver {
  * `Driver`: each driver's `explain` builds them (test/support/explain.ts).
  */
 /** What each dialect's jobs module gives the plans: those of its statements, and of any statement. */
-export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead" | "explainJobList"> & {
+export type JobsExplain = Omit<Explain, "explainCountByState" | "explainStatsRead" | "explainJobList" | "explainPrune"> & {
   readonly explainStatement: (statement: Statement.Statement<unknown>) => Effect.Effect<ReadonlyArray<string>, SqlError>
 }
 
@@ -536,6 +536,12 @@ export interface Explain {
   readonly explainCountByState: (
     state: "pending" | "running" | "completed" | "dead" | "cancelled",
     cap: number
+  ) => Effect.Effect<ReadonlyArray<string>, SqlError>
+  /** The plan of `jobPruneFinished` (on MySQL/MariaDB, of its read of the ids to delete). */
+  readonly explainPrune: (
+    state: "completed" | "dead" | "cancelled",
+    cutoffUs: number,
+    limit: number
   ) => Effect.Effect<ReadonlyArray<string>, SqlError>
   /** The plan of `statsRead`. */
   readonly explainStatsRead: (sinceUs: number, limit: number) => Effect.Effect<ReadonlyArray<string>, SqlError>

@@ -80,6 +80,12 @@ export const listStatement = (ctx: MysqlContext) => (filter: JobListFilter) => {
   })
 }
 
+/** The read of the ids `jobPruneFinished` deletes: oldest first, by the (state, finished_at) index. */
+export const pruneReadStatement = ({ jobs, sql, ts }: MysqlContext) => (state: string, cutoffUs: number, limit: number) =>
+  sql<{ id: string }>`SELECT id FROM ${jobs}
+    WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
+    ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))}`
+
 export const make = (ctx: MysqlContext): AdminOps => {
   const { claimedColumns, jobs, prefix, run, sql, ts, usOf } = ctx
   return {
@@ -173,9 +179,7 @@ export const make = (ctx: MysqlContext): AdminOps => {
       // Two steps, so the delete takes record locks on primary keys only: a locking range scan of
       // the (state, finished_at) index would take gap locks that block jobs finishing meanwhile.
       Effect.gen(function*() {
-        const rows = yield* sql<{ id: string }>`SELECT id FROM ${jobs}
-          WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
-          ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))}`
+        const rows = yield* pruneReadStatement(ctx)(state, cutoffUs, limit)
         if (rows.length === 0) return 0
         // The id list is padded to `limit` entries (repeating the last id), so the prepared
         // statement's text is the same for every batch.

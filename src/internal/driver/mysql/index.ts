@@ -56,8 +56,10 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: Mysql
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
   const countByState = Admin.countByStateStatement(ctx)
   const list = Admin.listStatement(ctx)
+  const pruneRead = Admin.pruneReadStatement(ctx)
   return {
     explainJobList: (filter) => Effect.flatMap(list(filter), explainStatement),
+    explainPrune: (state, cutoffUs, limit) => explainStatement(pruneRead(state, cutoffUs, limit)),
     explainClaim,
     explainClaimKeyed,
     explainProbe,

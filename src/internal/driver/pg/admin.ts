@@ -4,26 +4,71 @@
  *
  * @internal
  */
+import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { uniqueGuard } from "../shared.js"
 import type { AdminOps, JobListFilter } from "../Driver.js"
 import { isUniqueViolation } from "../errors.js"
-import { createdIds } from "../createdIds.js"
+import { createdIds, type FirstAtOrAfter } from "../createdIds.js"
 import { jobStates, listByStates, newestId, num, prunerLockName, stateLiteral, toJobRow, toStats, toSummary } from "../shared.js"
 import { type PgContext, pgLockSpace } from "./context.js"
 
 /**
- * The first `cap` rows of a state, from its partial index (pending, running) or the finished index
- * (state, finished_at), counted per name: never more rows, however many the table holds. The state
+ * The first `cap` rows of a state, from its partial index (pending, running), the (state, id) index
+ * (completed) or the finished index (state, finished_at: dead, cancelled), counted per name: never
+ * more rows, however many the table holds. The state
  * is a literal, so that the planner matches the partial indexes, and the rows are taken in the
  * order of the index (a scan of the table that stops at the cap could read every other row first).
  */
 export const countByStateStatement = (ctx: PgContext) => (state: string, cap: number) =>
   ctx.sql`SELECT name, COUNT(*) AS n FROM (
       SELECT name FROM ${ctx.jobs} WHERE state = ${ctx.sql.literal(`'${stateLiteral(state)}'`)}
-      ORDER BY ${ctx.sql.literal(state === "pending" ? "name" : state === "running" ? "worker_id" : "finished_at")}
+      ORDER BY ${ctx.sql.literal(state === "pending" ? "name" : state === "running" ? "worker_id" : state === "completed" ? "id" : "finished_at")}
       LIMIT ${ctx.sql.literal(String(Math.max(0, Math.floor(cap))))}) s
     GROUP BY name`
+
+/** The first job at or above each id, each by the primary key (a created-time range's bounds, createdIds.ts). */
+const firstAtOrAfter = ({ jobs, sql, us }: PgContext): FirstAtOrAfter => (ids) =>
+  Effect.map(
+    sql`${sql.join(" UNION ALL ", false)(ids.map((id, i) =>
+      sql`(SELECT ${sql.literal(String(i))} AS i, id, ${us("created_at")} AS created_at_us FROM ${jobs}
+            WHERE id >= ${id}::bigint ORDER BY id LIMIT 1)`
+    ))}`,
+    (rows: ReadonlyArray<any>) => {
+      const byIndex = new Map(rows.map((r) => [num(r.i), { id: String(r.id), createdAtUs: num(r.created_at_us) }]))
+      return ids.map((_, i) => byIndex.get(i))
+    }
+  )
+
+/**
+ * The statement that deletes at most `limit` jobs in `state` finished before `cutoffUs`. Dead and
+ * cancelled jobs go oldest first by the (state, finished_at) index. Completed jobs go in id order,
+ * read (from the completed range of the (state, id) index, or the primary key, as the planner finds
+ * cheaper) only below the first id created after the cutoff (plus a minute's margin,
+ * createdIds.ts): a job finished before the cutoff was created before it, so the range read holds
+ * the jobs to delete and few others (created before the cutoff, finished since), however many
+ * recent completed jobs the table keeps. The outer conditions are checked again on rows changed
+ * meanwhile (a retried dead job stays).
+ */
+export const pruneStatement = (ctx: PgContext) => (state: "completed" | "dead" | "cancelled", cutoffUs: number, limit: number) => {
+  const { jobs, run, sql, ts } = ctx
+  const finished = sql.literal(`state = '${stateLiteral(state)}'`)
+  const remove = (inner: Statement.Fragment) =>
+    sql`WITH d AS (
+        DELETE FROM ${jobs} WHERE id IN (${inner}) AND ${finished} AND finished_at < ${ts(cutoffUs)}
+        RETURNING 1)
+      SELECT COUNT(*) AS n FROM d`
+  const cap = sql.literal(String(Math.floor(limit)))
+  if (state !== "completed") {
+    return Effect.succeed(remove(sql`SELECT id FROM ${jobs} WHERE ${finished} AND finished_at < ${ts(cutoffUs)}
+        ORDER BY finished_at LIMIT ${cap}`))
+  }
+  return Effect.map(createdIds(firstAtOrAfter(ctx), newestId(run, sql, jobs), undefined, cutoffUs), (ids) =>
+    remove(sql`SELECT id FROM ${jobs} WHERE ${finished} AND finished_at < ${ts(cutoffUs)}${
+      ids?.beforeId === undefined ? sql.literal("") : sql` AND id < ${ids.beforeId}::bigint`
+    }
+        ORDER BY id LIMIT ${cap}`))
+}
 
 /**
  * The job list's statement: newest first, each filter one index range in id order (see the
@@ -31,18 +76,6 @@ export const countByStateStatement = (ctx: PgContext) => (state: string, cap: nu
  */
 export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
   const { jobs, run, sql, ts, us } = ctx
-  /** The first job at or above each id, each by the primary key (a created-time range's bounds, createdIds.ts). */
-  const firstAtOrAfter = (ids: ReadonlyArray<string>) =>
-    Effect.map(
-      sql`${sql.join(" UNION ALL ", false)(ids.map((id, i) =>
-        sql`(SELECT ${sql.literal(String(i))} AS i, id, ${us("created_at")} AS created_at_us FROM ${jobs}
-              WHERE id >= ${id}::bigint ORDER BY id LIMIT 1)`
-      ))}`,
-      (rows: ReadonlyArray<any>) => {
-        const byIndex = new Map(rows.map((r) => [num(r.i), { id: String(r.id), createdAtUs: num(r.created_at_us) }]))
-        return ids.map((_, i) => byIndex.get(i))
-      }
-    )
   // The index a name or a state is read through, held to it: its first column is compared with
   // `= ANY` (an array of one) and the order names its columns. With `=`, the planner may walk the
   // primary key newest first instead, filtering, when the state is most of the table (completed)
@@ -60,7 +93,7 @@ export const listStatement = (ctx: PgContext) => (filter: JobListFilter) => {
     (jobStates as ReadonlyArray<string>).includes(state)
       ? sql.literal(any ? `state = ANY('{${state}}')` : `state = '${state}'`)
       : sql`state = ${state}`
-  return Effect.map(createdIds(firstAtOrAfter, newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
+  return Effect.map(createdIds(firstAtOrAfter(ctx), newestId(run, sql, jobs), filter.createdFromUs, filter.createdBeforeUs), (ids) => {
     const limit = sql.literal(String(Math.max(0, Math.floor(filter.limit))))
     const select = (state: string | undefined) =>
       sql`SELECT id, name, state, attempts, priority, ${us("run_at")} AS run_at_us,
@@ -193,17 +226,8 @@ export const make = (ctx: PgContext): AdminOps => {
         (rows) => rows[0]?.progress ?? null
       ),
     jobPruneFinished: (state, cutoffUs, limit) =>
-      // The outer conditions are checked again on rows changed meanwhile (a retried dead job stays).
-      Effect.map(
-        sql<{ n: string }>`WITH d AS (
-              DELETE FROM ${jobs} WHERE id IN (
-                SELECT id FROM ${jobs} WHERE state = ${state} AND finished_at < ${ts(cutoffUs)}
-                ORDER BY finished_at LIMIT ${sql.literal(String(Math.floor(limit)))})
-              AND state = ${state} AND finished_at < ${ts(cutoffUs)}
-              RETURNING 1)
-            SELECT COUNT(*) AS n FROM d`,
-        (rows) => num(rows[0]?.n ?? 0)
-      ),
+      Effect.flatMap(pruneStatement(ctx)(state, cutoffUs, limit), (statement) =>
+        Effect.map(statement, (rows: ReadonlyArray<any>) => num(rows[0]?.n ?? 0))),
     prunerLock: ({
       lock: ["SELECT pg_try_advisory_lock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]],
       unlock: ["SELECT pg_advisory_unlock($1, hashtext($2))", [pgLockSpace, prunerLockName(prefix)]]

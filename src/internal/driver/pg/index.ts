@@ -52,12 +52,14 @@ export const explain = (sql: SqlClient.SqlClient, prefix: string, options: PgOpt
   const { explainClaim, explainClaimKeyed, explainProbe, explainStatement } = Jobs.make(ctx)
   const countByState = Admin.countByStateStatement(ctx)
   const list = Admin.listStatement(ctx)
+  const prune = Admin.pruneStatement(ctx)
   return {
     explainJobList: (filter) => Effect.flatMap(list(filter), explainStatement),
     explainClaim,
     explainClaimKeyed,
     explainProbe,
     explainCountByState: (state, cap) => explainStatement(countByState(state, cap)),
+    explainPrune: (state, cutoffUs, limit) => Effect.flatMap(prune(state, cutoffUs, limit), explainStatement),
     explainStatsRead: (sinceUs, limit) => explainStatement(Stats.readStatement(ctx)(sinceUs, limit))
   }
 }

@@ -227,6 +227,18 @@ export const migrations = (prefix: string): Record<string, Migration> => ({
     // concurrency key; null: the definition's. A rate is read only with both of its columns.
     yield* sql`ALTER TABLE ${sql(`${prefix}limits`)} ADD COLUMN rate_starts integer NULL, ADD COLUMN rate_per_ms bigint NULL,
       ADD COLUMN rate_per_key_starts integer NULL, ADD COLUMN rate_per_key_per_ms bigint NULL`
+  }),
+  "18_finished_index_without_completed": Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const jobs = sql(`${prefix}jobs`)
+    // An end that keeps its job's row writes a new entry in every index whose predicate the row's new
+    // state meets (state is in the predicates, so no such update is HOT), and completed rows are most
+    // of the ends. The finished index now holds dead and cancelled jobs only: completed jobs are
+    // counted and pruned through the completed range of (state, id) (the pruner in id order, bounded
+    // by the ids created before its cutoff). Built as the migrations before (writes to the table
+    // wait meanwhile).
+    yield* sql`DROP INDEX ${sql(`${prefix}jobs_finished`)}`
+    yield* sql`CREATE INDEX ${sql(`${prefix}jobs_finished`)} ON ${jobs} (state, finished_at) WHERE state IN ('dead', 'cancelled')`
   })
 })
 
