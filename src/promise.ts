@@ -191,7 +191,7 @@ export interface HandlerContext extends Job.JobContext {
 
 /**
  * The options of `work`: those of the Effect `Worker` (`WorkerOptions`) that apply to one job name —
- * `concurrency` (default 10), `prefetch` (jobs claimed ahead while a backlog lasts, default `max(8 × concurrency, 200)`),
+ * `concurrency` (default 10), `prefetch` (jobs claimed ahead while a backlog lasts, default `max(20 × concurrency, 200)`),
  * `id` (default a random UUID), `shutdownTimeout` (default 30 seconds),
  * `logs` (`"quiet"` turns off the lines of failed attempts and dead letters).
  *

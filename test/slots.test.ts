@@ -135,4 +135,35 @@ describe("slots", () => {
       }
       assert.deepStrictEqual(started.map((r) => r.id), ["u1", "x1", "u2", "x2", "u3", "x3", "n1", "y1", "n2"])
     }))
+
+  it.live("handlers that end at once start at most 250 waiting jobs per turn of the event loop: the rest in the next turns", () =>
+    Effect.gen(function*() {
+      const started: Array<ClaimedRow> = []
+      let slots: Slots.Slots | undefined
+      // Each attempt ends within its start, as an empty handler does.
+      slots = yield* Slots.make({ concurrency: 2, prefetch: 1000, leaseMillis: 60_000 }, {
+        start: (r) => {
+          started.push(r)
+          slots!.handed(r)
+        },
+        release: () => {},
+        passes: () => false,
+        limited: () => false,
+        limitOf: () => 1,
+        stop: () => {}
+      })
+      const rows = Array.from({ length: 600 }, (_, i) => row(String(i), "instant"))
+      slots.take(rows)
+      slots.admit(rows)
+      const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      assert.strictEqual(started.length, 250)
+      assert.strictEqual(slots.waiting(), 350)
+      yield* nextTurn
+      assert.strictEqual(started.length, 500)
+      yield* nextTurn
+      assert.strictEqual(started.length, 600)
+      assert.strictEqual(slots.waiting(), 0)
+      // In claim order.
+      assert.deepStrictEqual(started.map((r) => r.id), rows.map((r) => r.id))
+    }))
 })

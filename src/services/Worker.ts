@@ -94,7 +94,7 @@ export interface WorkerOptions<R> {
    * The most jobs this worker claims ahead of those it runs, so that while a backlog lasts a slot
    * whose attempt ends starts the next job at once, and the end is written (with the next claim)
    * behind it. A whole number, 0 or more (anything else fails `make` with `InvalidWorkerOptions`);
-   * 0: a job is claimed only for a free slot. Default: `max(8 × concurrency, 200)`.
+   * 0: a job is claimed only for a free slot. Default: `max(20 × concurrency, 200)`.
    *
    * Fewer wait than this when fewer are needed: about the jobs that end while one end is written
    * (measured), so a worker of long jobs claims none ahead. Jobs wait only while the worker has a

@@ -8,11 +8,11 @@ import { InvalidWorkerOptions } from "../../schema/Errors.js"
 import type { WorkerOptions } from "../../services/Worker.js"
 
 /**
- * The default `prefetch`: 8 × the jobs the worker runs at once, and at least 200. A bound for short
+ * The default `prefetch`: 20 × the jobs the worker runs at once, and at least 200. A bound for short
  * jobs only: how many wait is measured (see `WorkerOptions.prefetch`). Measured: docs/performance.md,
  * "Prefetch".
  */
-export const defaultPrefetch = (concurrency: number) => Math.max(8 * concurrency, 200)
+export const defaultPrefetch = (concurrency: number) => Math.max(20 * concurrency, 200)
 
 /** The longest worker id: MySQL refuses a GET_LOCK name over 64 characters (error 3057); the lock is `sqw<scope>:<id>`. */
 const maxWorkerIdLength = 55
