@@ -325,15 +325,15 @@ export const make = (options: SlotsOptions, host: SlotsHost): Effect.Effect<Slot
     const startWaiting = () => {
       if (starting) return
       starting = true
-      let started = 0
+      let startedThisTurn = 0
       try {
         const begin = (row: ClaimedRow) => {
-          started++
+          startedThisTurn++
           active.set(row, performance.now())
           host.start(row)
         }
         const turnOver = () => {
-          if (started < startsPerTurn) return false
+          if (startedThisTurn < startsPerTurn) return false
           if (!continued) {
             continued = true
             setImmediate(() => {
